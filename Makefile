@@ -1,0 +1,54 @@
+# One command per job. `make test` and `make demo` install what they need on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+SHARED ?= ../shared
+PYTEST_ARGS ?=
+
+.PHONY: all test check lint types contracts unit demo bench clean system-deps generate check-generated
+
+all: test
+
+# Debian packages the tests use: kcat (a real librdkafka client), a JDK for Spark, ZooKeeper.
+system-deps:
+	@missing=""; \
+	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,fast]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench
+
+types: $(STAMP)
+	$(VENV)/bin/mypy
+
+contracts: $(STAMP)
+	$(VENV)/bin/lint-imports
+
+unit: $(STAMP) system-deps
+	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+
+check: lint types contracts unit
+
+test: check
+
+demo: $(STAMP)
+	$(VENV)/bin/samsa demo
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache

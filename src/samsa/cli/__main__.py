@@ -1,0 +1,3 @@
+from samsa.cli import main
+
+main()

@@ -1,0 +1,25 @@
+"""Errors raised by the record codecs.
+
+    RecordsError                      base of this layer
+    ├── CorruptRecordError            bytes that fail a size or CRC check (Kafka: CorruptRecordException)
+    └── InvalidRecordError            well-formed bytes that break a format rule (Kafka: InvalidRecordException)
+        └── UnsupportedCompressionError   an unknown or disallowed codec id
+"""
+
+from __future__ import annotations
+
+
+class RecordsError(Exception):
+    """Base of every error raised by ``samsa.records``."""
+
+
+class CorruptRecordError(RecordsError):
+    """A batch or message whose size or checksum is wrong."""
+
+
+class InvalidRecordError(RecordsError):
+    """A batch or message that breaks a rule of its format."""
+
+
+class UnsupportedCompressionError(InvalidRecordError):
+    """A compression codec id that is unknown, or not allowed for the message format."""
