@@ -1,0 +1,305 @@
+"""Broker configuration: Kafka's ``server.properties`` keys, types and defaults.
+
+``KafkaConfig.from_properties`` validates every key it knows (a clear ``ConfigError`` naming the key, the value and
+what was expected); unknown keys are kept and reported by ``unknown_keys`` (Kafka logs them and carries on).
+``topic_defaults()`` turns the broker's ``log.*`` keys into the topic-level defaults (``segment.bytes`` from
+``log.segment.bytes`` and so on), the way Kafka derives a topic's config from the broker's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration value that Kafka would refuse."""
+
+
+class ConfigType(Enum):
+    BOOLEAN = "boolean"
+    INT = "int"
+    LONG = "long"
+    DOUBLE = "double"
+    STRING = "string"
+    LIST = "list"
+    PASSWORD = "password"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigKey:
+    name: str
+    type: ConfigType
+    default: Any
+    minimum: float | None = None
+    choices: tuple[str, ...] | None = None
+    doc: str = ""
+    topic_key: str | None = None  # the topic-level key this broker key sets the default of
+
+    def parse(self, raw: str) -> Any:
+        """Parse and validate a raw string value; raise ConfigError naming this key."""
+        text = raw.strip()
+        try:
+            value = _PARSERS[self.type](text)
+        except ValueError:
+            raise ConfigError(
+                f"invalid value {raw!r} for configuration {self.name}: expected a {self.type.value}"
+            ) from None
+        if self.minimum is not None and isinstance(value, (int, float)) and value < self.minimum:
+            raise ConfigError(
+                f"invalid value {raw!r} for configuration {self.name}: value must be at least {self.minimum:g}"
+            )
+        if self.choices is not None:
+            values = value if isinstance(value, list) else [value]
+            for item in values:
+                if item not in self.choices:
+                    raise ConfigError(
+                        f"invalid value {raw!r} for configuration {self.name}: "
+                        f"must be one of {', '.join(self.choices)}"
+                    )
+        return value
+
+    def render(self, value: Any) -> str | None:
+        """The value as Kafka shows it in DescribeConfigs."""
+        if value is None:
+            return None
+        if self.type is ConfigType.BOOLEAN:
+            return "true" if value else "false"
+        if self.type is ConfigType.LIST:
+            return ",".join(value)
+        return str(value)
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered not in ("true", "false"):
+        raise ValueError(text)
+    return lowered == "true"
+
+
+def _parse_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _parse_int(text: str) -> int:
+    value = int(text)
+    if not -(2**31) <= value <= INT_MAX:
+        raise ValueError(text)
+    return value
+
+
+def _parse_long(text: str) -> int:
+    value = int(text)
+    if not -(2**63) <= value <= LONG_MAX:
+        raise ValueError(text)
+    return value
+
+
+_PARSERS: dict[ConfigType, Callable[[str], Any]] = {
+    ConfigType.BOOLEAN: _parse_bool,
+    ConfigType.INT: _parse_int,
+    ConfigType.LONG: _parse_long,
+    ConfigType.DOUBLE: float,
+    ConfigType.STRING: str,
+    ConfigType.LIST: _parse_list,
+    ConfigType.PASSWORD: str,
+}
+
+B, I, L, S, LS = ConfigType.BOOLEAN, ConfigType.INT, ConfigType.LONG, ConfigType.STRING, ConfigType.LIST
+
+BROKER_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("node.id", I, -1, doc="this node's id (KRaft name)"),
+    ConfigKey(
+        "broker.id", I, -1, doc="this broker's id (ZooKeeper-era name); node.id wins when both are set"
+    ),
+    ConfigKey("listeners", LS, ["PLAINTEXT://127.0.0.1:9092"]),
+    ConfigKey("advertised.listeners", LS, None),
+    ConfigKey("log.dir", S, "/tmp/kafka-logs"),
+    ConfigKey("log.dirs", LS, None),
+    ConfigKey("num.partitions", I, 1, minimum=1),
+    ConfigKey("auto.create.topics.enable", B, True),
+    ConfigKey("default.replication.factor", I, 1, minimum=1),
+    ConfigKey("delete.topic.enable", B, True),
+    ConfigKey("message.max.bytes", I, 1048588, minimum=0, topic_key="max.message.bytes"),
+    ConfigKey("socket.request.max.bytes", I, 104857600, minimum=1),
+    ConfigKey("socket.send.buffer.bytes", I, 102400),
+    ConfigKey("socket.receive.buffer.bytes", I, 102400),
+    ConfigKey("num.network.threads", I, 3, minimum=1),
+    ConfigKey("num.io.threads", I, 8, minimum=1),
+    ConfigKey("broker.rack", S, None),
+    ConfigKey("cluster.id", S, None),
+    ConfigKey("zookeeper.connect", S, None),
+    ConfigKey("zookeeper.session.timeout.ms", I, 18000),
+    ConfigKey("log.segment.bytes", I, 1073741824, minimum=14, topic_key="segment.bytes"),
+    ConfigKey("log.roll.ms", L, None, minimum=1),
+    ConfigKey("log.roll.hours", I, 168, minimum=1),
+    ConfigKey("log.roll.jitter.ms", L, None, minimum=0),
+    ConfigKey("log.roll.jitter.hours", I, 0, minimum=0),
+    ConfigKey("log.index.size.max.bytes", I, 10485760, minimum=4, topic_key="segment.index.bytes"),
+    ConfigKey("log.index.interval.bytes", I, 4096, minimum=0, topic_key="index.interval.bytes"),
+    ConfigKey("log.retention.ms", L, None),
+    ConfigKey("log.retention.minutes", I, None),
+    ConfigKey("log.retention.hours", I, 168),
+    ConfigKey("log.retention.bytes", L, -1, topic_key="retention.bytes"),
+    ConfigKey("log.retention.check.interval.ms", L, 300000, minimum=1),
+    ConfigKey(
+        "log.cleanup.policy", LS, ["delete"], choices=("delete", "compact"), topic_key="cleanup.policy"
+    ),
+    ConfigKey("log.segment.delete.delay.ms", L, 60000, minimum=0, topic_key="file.delete.delay.ms"),
+    ConfigKey("log.flush.interval.messages", L, LONG_MAX, minimum=1, topic_key="flush.messages"),
+    ConfigKey("log.flush.interval.ms", L, None),
+    ConfigKey("log.flush.scheduler.interval.ms", L, LONG_MAX),
+    ConfigKey("log.flush.offset.checkpoint.interval.ms", I, 60000, minimum=0),
+    ConfigKey("log.flush.start.offset.checkpoint.interval.ms", I, 60000, minimum=0),
+    ConfigKey("replica.high.watermark.checkpoint.interval.ms", L, 5000),
+    ConfigKey("log.preallocate", B, False, topic_key="preallocate"),
+    ConfigKey(
+        "log.message.timestamp.type",
+        S,
+        "CreateTime",
+        choices=("CreateTime", "LogAppendTime"),
+        topic_key="message.timestamp.type",
+    ),
+    ConfigKey("min.insync.replicas", I, 1, minimum=1, topic_key="min.insync.replicas"),
+    ConfigKey("unclean.leader.election.enable", B, False, topic_key="unclean.leader.election.enable"),
+    ConfigKey("compression.type", S, "producer", topic_key="compression.type"),
+    ConfigKey("offsets.topic.num.partitions", I, 50, minimum=1),
+    ConfigKey("offsets.topic.replication.factor", I, 3, minimum=1),
+    ConfigKey("offsets.topic.segment.bytes", I, 104857600, minimum=1),
+    ConfigKey("offsets.retention.minutes", I, 10080, minimum=1),
+    ConfigKey("offsets.retention.check.interval.ms", L, 600000, minimum=1),
+    ConfigKey("group.initial.rebalance.delay.ms", I, 3000, minimum=0),
+    ConfigKey("group.min.session.timeout.ms", I, 6000),
+    ConfigKey("group.max.session.timeout.ms", I, 1800000),
+    ConfigKey("group.max.size", I, INT_MAX, minimum=1),
+    ConfigKey("transactional.id.expiration.ms", I, 604800000, minimum=1),
+    ConfigKey("producer.id.expiration.ms", I, 86400000, minimum=1),
+    ConfigKey("transaction.state.log.num.partitions", I, 50, minimum=1),
+    ConfigKey("num.recovery.threads.per.data.dir", I, 1, minimum=1),
+    ConfigKey("controlled.shutdown.enable", B, True),
+)
+
+KEYS_BY_NAME: dict[str, ConfigKey] = {key.name: key for key in BROKER_KEYS}
+
+
+class KafkaConfig:
+    """A broker's validated configuration. Immutable after construction; safe to share."""
+
+    def __init__(
+        self, values: Mapping[str, Any], explicit: Mapping[str, str], unknown: Mapping[str, str]
+    ) -> None:
+        self._values = dict(values)
+        self._explicit = dict(explicit)
+        self._unknown = dict(unknown)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> KafkaConfig:
+        values = {key.name: key.default for key in BROKER_KEYS}
+        explicit: dict[str, str] = {}
+        unknown: dict[str, str] = {}
+        for name, raw in props.items():
+            key = KEYS_BY_NAME.get(name)
+            if key is None:
+                unknown[name] = raw
+                continue
+            values[name] = key.parse(raw)
+            explicit[name] = raw
+        config = cls(values, explicit, unknown)
+        config._check()
+        return config
+
+    def _check(self) -> None:
+        if self.node_id < 0 and ("node.id" in self._explicit or "broker.id" in self._explicit):
+            raise ConfigError(f"invalid value {self.node_id} for configuration node.id: must be >= 0")
+        for listener in self.listeners:
+            _parse_listener(listener)
+
+    def get(self, name: str) -> Any:
+        return self._values[name]
+
+    def is_explicit(self, name: str) -> bool:
+        return name in self._explicit
+
+    @property
+    def unknown_keys(self) -> dict[str, str]:
+        return dict(self._unknown)
+
+    # --- typed accessors for what the broker reads ------------------------------------------------------------
+
+    @property
+    def node_id(self) -> int:
+        node = int(self._values["node.id"])
+        return node if node >= 0 else max(int(self._values["broker.id"]), 0)
+
+    @property
+    def listeners(self) -> list[str]:
+        return list(self._values["listeners"])
+
+    @property
+    def listener_addresses(self) -> list[tuple[str, str, int]]:
+        """(name, host, port) for each listener."""
+        return [_parse_listener(item) for item in self.listeners]
+
+    @property
+    def advertised_addresses(self) -> list[tuple[str, str, int]]:
+        advertised = self._values["advertised.listeners"]
+        return [_parse_listener(item) for item in advertised] if advertised else self.listener_addresses
+
+    @property
+    def log_dirs(self) -> list[str]:
+        dirs = self._values["log.dirs"]
+        return list(dirs) if dirs else [str(self._values["log.dir"])]
+
+    @property
+    def retention_ms(self) -> int:
+        if self._values["log.retention.ms"] is not None:
+            return int(self._values["log.retention.ms"])
+        if self._values["log.retention.minutes"] is not None:
+            return int(self._values["log.retention.minutes"]) * 60_000
+        return int(self._values["log.retention.hours"]) * 3_600_000
+
+    @property
+    def roll_ms(self) -> int:
+        if self._values["log.roll.ms"] is not None:
+            return int(self._values["log.roll.ms"])
+        return int(self._values["log.roll.hours"]) * 3_600_000
+
+    @property
+    def roll_jitter_ms(self) -> int:
+        if self._values["log.roll.jitter.ms"] is not None:
+            return int(self._values["log.roll.jitter.ms"])
+        return int(self._values["log.roll.jitter.hours"]) * 3_600_000
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Topic-level defaults derived from the broker's log.* keys, as topic config strings."""
+        out: dict[str, str] = {}
+        for key in BROKER_KEYS:
+            if key.topic_key is not None and self._values[key.name] is not None:
+                rendered = key.render(self._values[key.name])
+                if rendered is not None:
+                    out[key.topic_key] = rendered
+        out["segment.ms"] = str(self.roll_ms)
+        out["segment.jitter.ms"] = str(self.roll_jitter_ms)
+        out["retention.ms"] = str(self.retention_ms)
+        flush_ms = self._values["log.flush.interval.ms"]
+        out["flush.ms"] = str(
+            flush_ms if flush_ms is not None else self._values["log.flush.scheduler.interval.ms"]
+        )
+        return out
+
+
+def _parse_listener(text: str) -> tuple[str, str, int]:
+    """``NAME://host:port`` -> (NAME, host, port); an empty host means all interfaces."""
+    name, sep, rest = text.partition("://")
+    host, colon, port_text = rest.rpartition(":")
+    if not sep or not colon or not port_text.isdigit():
+        raise ConfigError(f"invalid listener {text!r}: expected NAME://host:port")
+    port = int(port_text)
+    if port > 65535:
+        raise ConfigError(f"invalid listener {text!r}: port {port} out of range")
+    return name, host.strip("[]"), port

@@ -1,0 +1,1 @@
+"""pytest plugin for applications tested against Samsa (registered through the ``pytest11`` entry point)."""

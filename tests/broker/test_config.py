@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from samsa.broker.config import ConfigError, KafkaConfig
+from samsa.broker.properties import PropertiesError, load_properties, parse_properties
+
+
+def test_properties_forms_and_escapes() -> None:
+    text = "# comment\n! also\na=1\nb : 2\nc 3\nd=x\\\n   y\ne\\:f=g\nu=\\u0041\nempty=\n   \n"
+    assert parse_properties(text) == {
+        "a": "1",
+        "b": "2",
+        "c": "3",
+        "d": "xy",
+        "e:f": "g",
+        "u": "A",
+        "empty": "",
+    }
+
+
+def test_later_key_wins() -> None:
+    assert parse_properties("a=1\na=2\n") == {"a": "2"}
+
+
+def test_bad_unicode_escape_names_the_line() -> None:
+    with pytest.raises(PropertiesError, match=r"<properties>:2"):
+        parse_properties("a=1\nb=\\u00zz\n")
+
+
+def test_missing_file_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(PropertiesError, match="server.properties"):
+        load_properties(tmp_path / "server.properties")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(
+            alphabet=st.characters(min_codepoint=33, max_codepoint=126, blacklist_characters="\\=:#!"),
+            min_size=1,
+        ),
+        st.text(
+            alphabet=st.characters(min_codepoint=32, max_codepoint=126, blacklist_characters="\\"),
+            max_size=20,
+        ),
+        max_size=8,
+    )
+)
+def test_simple_round_trip(props: dict[str, str]) -> None:
+    text = "".join(f"{k}={v}\n" for k, v in props.items())
+    assert parse_properties(text) == {k: v.lstrip(" ") for k, v in props.items()}
+
+
+def test_defaults_are_kafkas() -> None:
+    config = KafkaConfig.from_properties({})
+    assert config.get("num.partitions") == 1
+    assert config.get("message.max.bytes") == 1048588
+    assert config.get("socket.request.max.bytes") == 104857600
+    assert config.get("offsets.topic.num.partitions") == 50
+    assert config.retention_ms == 168 * 3_600_000
+    assert config.log_dirs == ["/tmp/kafka-logs"]
+
+
+def test_retention_precedence_ms_over_minutes_over_hours() -> None:
+    assert KafkaConfig.from_properties({"log.retention.hours": "2"}).retention_ms == 7_200_000
+    assert (
+        KafkaConfig.from_properties({"log.retention.minutes": "3", "log.retention.hours": "2"}).retention_ms
+        == 180_000
+    )
+    props = {"log.retention.ms": "5", "log.retention.minutes": "3"}
+    assert KafkaConfig.from_properties(props).retention_ms == 5
+
+
+def test_topic_defaults_follow_broker_keys() -> None:
+    config = KafkaConfig.from_properties(
+        {"log.segment.bytes": "1000", "log.roll.ms": "60000", "message.max.bytes": "77"}
+    )
+    defaults = config.topic_defaults()
+    assert defaults["segment.bytes"] == "1000"
+    assert defaults["segment.ms"] == "60000"
+    assert defaults["max.message.bytes"] == "77"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fragment"),
+    [
+        ("num.partitions", "zero", "expected a int"),
+        ("num.partitions", "0", "at least 1"),
+        ("auto.create.topics.enable", "yes", "expected a boolean"),
+        ("log.cleanup.policy", "shred", "must be one of"),
+        ("listeners", "127.0.0.1:9092", "NAME://host:port"),
+        ("message.max.bytes", "99999999999", "expected a int"),
+    ],
+)
+def test_bad_values_name_key_and_value(key: str, value: str, fragment: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        KafkaConfig.from_properties({key: value})
+    assert fragment in str(info.value)
+    assert key in str(info.value) or value in str(info.value)
+
+
+def test_unknown_keys_are_kept_not_fatal() -> None:
+    config = KafkaConfig.from_properties({"some.plugin.key": "x"})
+    assert config.unknown_keys == {"some.plugin.key": "x"}
+
+
+def test_node_id_from_either_name() -> None:
+    assert KafkaConfig.from_properties({"broker.id": "3"}).node_id == 3
+    assert KafkaConfig.from_properties({"node.id": "4", "broker.id": "3"}).node_id == 4
