@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,8 +32,8 @@ def test_bad_unicode_escape_names_the_line() -> None:
         parse_properties("a=1\nb=\\u00zz\n")
 
 
-def test_missing_file_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(PropertiesError, match="server.properties"):
+def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(PropertiesError, match=r"server\.properties"):
         load_properties(tmp_path / "server.properties")
 
 

@@ -1,9 +1,9 @@
 """Errors raised by the record codecs.
 
-    RecordsError                      base of this layer
-    ├── CorruptRecordError            bytes that fail a size or CRC check (Kafka: CorruptRecordException)
-    └── InvalidRecordError            well-formed bytes that break a format rule (Kafka: InvalidRecordException)
-        └── UnsupportedCompressionError   an unknown or disallowed codec id
+RecordsError                      base of this layer
+├── CorruptRecordError            bytes that fail a size or CRC check (Kafka: CorruptRecordException)
+└── InvalidRecordError            well-formed bytes that break a format rule (Kafka: InvalidRecordException)
+    └── UnsupportedCompressionError   an unknown or disallowed codec id
 """
 
 from __future__ import annotations
