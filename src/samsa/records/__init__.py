@@ -3,7 +3,34 @@
 Pure functions over bytes: no files, sockets or event loops here.
 """
 
-from .errors import CorruptRecordError, InvalidRecordError, RecordsError, UnsupportedCompressionError
+from .batch import (
+    DecodedBatch,
+    build_batch,
+    build_end_txn_marker_batch,
+    decode_batch,
+    decode_records,
+    encode_records,
+    set_max_timestamp,
+)
+from .compression import CompressionType, compress, decompress
+from .control import (
+    ControlRecord,
+    ControlRecordType,
+    EndTransactionMarker,
+    encode_control_key,
+    parse_control_key,
+    parse_control_record,
+)
+from .errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    RecordsError,
+    UnsupportedCompressionError,
+    VarintError,
+)
+from .iterate import iter_records
+from .legacy import build_legacy_message_set, decode_legacy, set_legacy_timestamp
+from .record import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, Record, TimestampType
 from .view import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -16,16 +43,42 @@ from .view import (
 )
 
 __all__ = [
+    "CREATE_TIME",
     "HEADER_SIZE_UP_TO_MAGIC",
+    "LOG_APPEND_TIME",
     "LOG_OVERHEAD",
+    "NO_TIMESTAMP",
     "RECORD_BATCH_OVERHEAD",
     "BatchView",
+    "CompressionType",
+    "ControlRecord",
+    "ControlRecordType",
     "CorruptRecordError",
+    "DecodedBatch",
+    "EndTransactionMarker",
     "InvalidRecordError",
+    "Record",
     "RecordsError",
+    "TimestampType",
     "UnsupportedCompressionError",
+    "VarintError",
+    "build_batch",
+    "build_end_txn_marker_batch",
+    "build_legacy_message_set",
+    "compress",
     "crc32",
     "crc32c",
+    "decode_batch",
+    "decode_legacy",
+    "decode_records",
+    "decompress",
+    "encode_control_key",
+    "encode_records",
     "iter_batches",
+    "iter_records",
     "iter_request_batches",
+    "parse_control_key",
+    "parse_control_record",
+    "set_legacy_timestamp",
+    "set_max_timestamp",
 ]

@@ -3,7 +3,8 @@
 RecordsError                      base of this layer
 ├── CorruptRecordError            bytes that fail a size or CRC check (Kafka: CorruptRecordException)
 └── InvalidRecordError            well-formed bytes that break a format rule (Kafka: InvalidRecordException)
-    └── UnsupportedCompressionError   an unknown or disallowed codec id
+    ├── UnsupportedCompressionError   an unknown or disallowed codec id
+    └── VarintError                   a varint longer than 5 (varlong: 10) bytes, or cut short
 """
 
 from __future__ import annotations
@@ -23,3 +24,7 @@ class InvalidRecordError(RecordsError):
 
 class UnsupportedCompressionError(InvalidRecordError):
     """A compression codec id that is unknown, or not allowed for the message format."""
+
+
+class VarintError(InvalidRecordError):
+    """A varint that runs past 5 (varlong: 10) bytes, or a buffer that ends inside one."""

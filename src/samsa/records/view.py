@@ -56,9 +56,9 @@ CONTROL_MASK = 0x20
 DELETE_HORIZON_MASK = 0x40
 
 
-def crc32c(data: bytes | bytearray | memoryview) -> int:
-    """CRC-32C (Castagnoli), computed in C."""
-    return int(_crc32c.crc32c(data))
+def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """CRC-32C (Castagnoli), computed in C; ``value`` continues a CRC over earlier bytes."""
+    return int(_crc32c.crc32c(data, value))
 
 
 def crc32(data: bytes | bytearray | memoryview) -> int:

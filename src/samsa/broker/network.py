@@ -1,0 +1,202 @@
+"""The broker's socket layer: accept connections, split frames, write responses.
+
+A Kafka frame is ``int32 size`` followed by ``size`` bytes. A connection is served strictly in order: one request
+is read, handled and answered before the next is read, which is how Kafka keeps responses in request order (it
+mutes a channel while a request is in flight). A response is a sequence of parts: ``bytes`` written to the socket,
+and file regions (a segment's ``FileSlice``) sent with ``sendfile`` straight from the page cache, never copied
+through Python.
+
+Bad input ends only the offending connection: a size below zero or above ``socket.request.max.bytes`` closes it
+(as Kafka's ``InvalidReceiveException`` does), and so does any exception a handler lets escape, which is logged.
+
+Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import struct
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+_SIZE = struct.Struct(">i")
+
+
+class FileRegion(Protocol):
+    """A byte range of an open file: what a fetch response carries instead of copied bytes."""
+
+    @property
+    def fd(self) -> int: ...
+
+    @property
+    def position(self) -> int: ...
+
+    @property
+    def size(self) -> int: ...
+
+
+ResponsePart = bytes | bytearray | memoryview | FileRegion
+
+
+@dataclass(slots=True)
+class ConnectionInfo:
+    """Who is on the other end of a connection."""
+
+    connection_id: str
+    client_host: str
+    client_port: int
+    listener: str
+
+
+Handler = Callable[[ConnectionInfo, memoryview], Awaitable[Sequence[ResponsePart] | None]]
+
+
+class FrameTooLarge(Exception):
+    """A frame whose declared size is negative or larger than the limit."""
+
+
+async def read_frame(reader: asyncio.StreamReader, max_size: int) -> memoryview | None:
+    """Read one frame; None at a clean end of stream between frames."""
+    try:
+        head = await reader.readexactly(4)
+    except asyncio.IncompleteReadError as exc:
+        if exc.partial:
+            raise
+        return None
+    (size,) = _SIZE.unpack(head)
+    if size < 0 or size > max_size:
+        raise FrameTooLarge(f"frame size {size} is outside 0..{max_size} (socket.request.max.bytes)")
+    return memoryview(await reader.readexactly(size))
+
+
+async def write_parts(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart]) -> None:
+    """Write a response: consecutive byte parts in one write, file regions with sendfile."""
+    pending: list[bytes | bytearray | memoryview] = []
+    for part in parts:
+        if isinstance(part, (bytes, bytearray, memoryview)):
+            pending.append(part)
+            continue
+        if part.size <= 0:
+            continue
+        if pending:
+            writer.writelines(pending)
+            pending = []
+        await _sendfile(writer, part)
+    if pending:
+        writer.writelines(pending)
+    await writer.drain()
+
+
+async def _sendfile(writer: asyncio.StreamWriter, region: FileRegion) -> None:
+    """Send a file region on the connection without copying it through Python.
+
+    The region's fd is used with an explicit offset (``os.sendfile`` with ``offset`` leaves the file position
+    alone, so concurrent appends to the same segment are unaffected). Before sending, the transport's buffer is
+    drained so that bytes stay in order; if the socket buffer fills mid-region, the remainder is read and queued
+    on the transport (uvloop, which exposes no socket to send on, takes that path for the whole region).
+    """
+    transport = writer.transport
+    sock: socket.socket | None = transport.get_extra_info("socket")
+    loop = asyncio.get_running_loop()
+    if sock is None or not hasattr(loop, "sock_sendfile") or _is_uvloop(loop):
+        writer.write(os.pread(region.fd, region.size, region.position))
+        return
+    await _wait_empty(writer)
+    offset, remaining = region.position, region.size
+    fd = sock.fileno()
+    while remaining > 0:
+        try:
+            sent = os.sendfile(fd, region.fd, offset, remaining)
+        except BlockingIOError:
+            # The socket buffer is full: hand the rest to the transport, which sends it as the peer reads.
+            writer.write(os.pread(region.fd, remaining, offset))
+            return
+        if (
+            sent == 0
+        ):  # the file is shorter than the region (truncated under us): stop, the client sees a partial batch
+            break
+        offset += sent
+        remaining -= sent
+
+
+def _is_uvloop(loop: asyncio.AbstractEventLoop) -> bool:
+    return type(loop).__module__.startswith("uvloop")
+
+
+async def _wait_empty(writer: asyncio.StreamWriter) -> None:
+    transport = writer.transport
+    if transport.get_write_buffer_size() == 0:
+        return
+    low, high = transport.get_write_buffer_limits()
+    transport.set_write_buffer_limits(high=0)
+    try:
+        await writer.drain()
+    finally:
+        transport.set_write_buffer_limits(high=high, low=low)
+
+
+class Server:
+    """Accepts connections on one listener and serves each with ``handler``. Event-loop thread only."""
+
+    def __init__(self, handler: Handler, *, listener: str, max_request_size: int) -> None:
+        self._handler = handler
+        self._listener = listener
+        self._max_request_size = max_request_size
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._next_id = 0
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        self._server = await asyncio.start_server(self._serve, host or None, port, reuse_address=True)
+        sockname = self._server.sockets[0].getsockname()
+        return str(sockname[0]), int(sockname[1])
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        sock: socket.socket | None = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._next_id += 1
+        info = ConnectionInfo(f"{self._listener}-{self._next_id}", str(peer[0]), int(peer[1]), self._listener)
+        try:
+            while True:
+                frame = await read_frame(reader, self._max_request_size)
+                if frame is None:
+                    break
+                parts = await self._handler(info, frame)
+                if parts:
+                    await write_parts(writer, parts)
+        except FrameTooLarge as exc:
+            log.warning("closing connection %s from %s:%s: %s", info.connection_id, *peer[:2], exc)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            log.exception("closing connection %s after an unexpected error", info.connection_id)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except (ConnectionError, asyncio.CancelledError):
+                pass
