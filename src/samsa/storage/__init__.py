@@ -1,0 +1,82 @@
+"""Kafka's partition log storage: indexes, segments, logs, and (in sibling modules) the log manager.
+
+The core ladder, each rung one module:
+
+    index.OffsetIndex / index.TimeIndex   mmap'd sparse indexes (.index, .timeindex)
+    file_records.FileRecords              a segment's .log file
+    segment.LogSegment                    one .log with its indexes
+    segments.LogSegments                  segments ordered by base offset
+    log_loader                            loading and recovery of a partition directory
+    log.Log                               one partition: offsets, append, read, roll, retention, flush
+    leader_epoch.LeaderEpochFileCache     leader-epoch-checkpoint
+
+Nothing here is thread-safe: a log's owner serialises calls to it. Errors are in ``errors``.
+"""
+
+from .config import LogConfig
+from .errors import (
+    CorruptIndexError,
+    IllegalRollError,
+    IndexFullError,
+    IndexOffsetOverflowError,
+    InvalidConfigError,
+    InvalidOffsetError,
+    KafkaStorageError,
+    LogSegmentOffsetOverflowError,
+    OffsetOutOfRangeError,
+    OffsetsOutOfOrderError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+    StorageError,
+    UnexpectedAppendOffsetError,
+)
+from .file_slice import FetchDataInfo, FileSlice, LogOffsetMetadata
+from .index import OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset
+from .leader_epoch import EpochEntry, LeaderEpochFileCache
+from .log import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    FetchIsolation,
+    Log,
+    LogAppendInfo,
+)
+from .segment import LogSegment, RollParams, TimestampAndOffset
+from .segments import LogSegments
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "CorruptIndexError",
+    "EpochEntry",
+    "FetchDataInfo",
+    "FetchIsolation",
+    "FileSlice",
+    "IllegalRollError",
+    "IndexFullError",
+    "IndexOffsetOverflowError",
+    "InvalidConfigError",
+    "InvalidOffsetError",
+    "KafkaStorageError",
+    "LeaderEpochFileCache",
+    "Log",
+    "LogAppendInfo",
+    "LogConfig",
+    "LogOffsetMetadata",
+    "LogSegment",
+    "LogSegmentOffsetOverflowError",
+    "LogSegments",
+    "OffsetIndex",
+    "OffsetOutOfRangeError",
+    "OffsetPosition",
+    "OffsetsOutOfOrderError",
+    "RecordBatchTooLargeError",
+    "RecordTooLargeError",
+    "RollParams",
+    "StorageError",
+    "TimeIndex",
+    "TimestampAndOffset",
+    "TimestampOffset",
+    "UnexpectedAppendOffsetError",
+]

@@ -1,0 +1,171 @@
+"""Errors raised by the storage core (indexes, segments, logs).
+
+StorageError                          base of this layer
+├── InvalidConfigError                a topic-config key or value that is not accepted (key, value, reason)
+├── OffsetOutOfRangeError             a read or log-start move outside [log start, LEO] (Kafka: OffsetOutOfRangeException)
+├── LogSegmentOffsetOverflowError     an offset not representable relative to a segment's base offset
+├── IndexOffsetOverflowError          the same, raised by an index
+├── InvalidOffsetError                a non-increasing offset-index append, or a time-index offset going back
+├── IndexFullError                    an append to a full index (Kafka: IllegalArgumentException)
+├── CorruptIndexError                 an index failing its sanity check
+├── RecordTooLargeError               a batch larger than max.message.bytes (leader appends)
+├── RecordBatchTooLargeError          an append larger than segment.bytes
+├── OffsetsOutOfOrderError            follower batches whose offsets do not increase
+├── UnexpectedAppendOffsetError       a follower append starting below the log end offset
+├── IllegalRollError                  a roll to an offset below the active segment, or onto a non-empty segment
+└── KafkaStorageError                 an I/O error in the log layer, also an OSError (the caller takes the
+                                      log dir offline); every public ``Log`` method raises it for OSError
+
+Record-level corruption (bad CRC, bad size) is ``samsa.records.CorruptRecordError`` and passes through unchanged.
+Every error keeps the values it names as attributes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class StorageError(Exception):
+    """Base of every error raised by ``samsa.storage``'s core."""
+
+
+class InvalidConfigError(StorageError, ValueError):
+    """A configuration ``key`` whose ``value`` is refused, and why."""
+
+    def __init__(self, key: str, value: object, reason: str) -> None:
+        super().__init__(f"invalid value {value!r} for configuration {key}: {reason}")
+        self.key = key
+        self.value = value
+        self.reason = reason
+
+
+class OffsetOutOfRangeError(StorageError):
+    """``offset`` is outside what the log holds: [``log_start_offset``, ``log_end_offset``]."""
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int, reason: str = "") -> None:
+        detail = f": {reason}" if reason else ""
+        super().__init__(
+            f"offset {offset} is out of range for the log [{log_start_offset}, {log_end_offset}]{detail}"
+        )
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+class LogSegmentOffsetOverflowError(StorageError):
+    """``offset`` minus the segment's ``base_offset`` is not in [0, Int.MAX]."""
+
+    def __init__(self, base_offset: int, offset: int) -> None:
+        super().__init__(
+            f"offset {offset} cannot be stored in the segment with base offset {base_offset} "
+            f"(relative offset {offset - base_offset} is outside [0, 2147483647])"
+        )
+        self.base_offset = base_offset
+        self.offset = offset
+
+
+class IndexOffsetOverflowError(StorageError):
+    """``offset`` does not fit an index whose base offset is ``base_offset``."""
+
+    def __init__(self, path: Path, base_offset: int, offset: int) -> None:
+        super().__init__(f"offset {offset} overflows the index {path} with base offset {base_offset}")
+        self.path = path
+        self.base_offset = base_offset
+        self.offset = offset
+
+
+class InvalidOffsetError(StorageError):
+    """An index append with ``offset`` not after the index's ``last_offset``."""
+
+    def __init__(self, path: Path, offset: int, last_offset: int) -> None:
+        super().__init__(
+            f"attempt to append offset {offset} to the index {path}, no larger than its last offset {last_offset}"
+        )
+        self.path = path
+        self.offset = offset
+        self.last_offset = last_offset
+
+
+class IndexFullError(StorageError):
+    """An append to the index at ``path`` that already holds ``entries`` of ``max_entries``."""
+
+    def __init__(self, path: Path, entries: int, max_entries: int) -> None:
+        super().__init__(f"attempt to append to a full index {path} ({entries} of {max_entries} entries)")
+        self.path = path
+        self.entries = entries
+        self.max_entries = max_entries
+
+
+class CorruptIndexError(StorageError):
+    """The index at ``path`` fails a sanity check."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"corrupt index {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class RecordTooLargeError(StorageError):
+    """A batch of ``size`` bytes (at ``position`` in the request) exceeds max.message.bytes ``max_size``."""
+
+    def __init__(self, size: int, max_size: int, position: int = 0) -> None:
+        super().__init__(
+            f"the batch at position {position} is {size} bytes, larger than max.message.bytes {max_size}"
+        )
+        self.size = size
+        self.max_size = max_size
+        self.position = position
+
+
+class RecordBatchTooLargeError(StorageError):
+    """An append of ``size`` bytes exceeds segment.bytes ``segment_bytes``."""
+
+    def __init__(self, size: int, segment_bytes: int) -> None:
+        super().__init__(f"the record set of {size} bytes is larger than segment.bytes {segment_bytes}")
+        self.size = size
+        self.segment_bytes = segment_bytes
+
+
+class OffsetsOutOfOrderError(StorageError):
+    """Follower batches whose offsets do not increase: ``offset`` came after ``previous``."""
+
+    def __init__(self, offset: int, previous: int) -> None:
+        super().__init__(f"out of order offsets: batch offset {offset} follows last offset {previous}")
+        self.offset = offset
+        self.previous = previous
+
+
+class UnexpectedAppendOffsetError(StorageError):
+    """A follower append of [``first_offset``, ``last_offset``] starting below ``log_end_offset``."""
+
+    def __init__(self, first_offset: int, last_offset: int, log_end_offset: int) -> None:
+        super().__init__(
+            f"unexpected offset in an append: first offset {first_offset} (last {last_offset}) is below "
+            f"the log end offset {log_end_offset}"
+        )
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.log_end_offset = log_end_offset
+
+
+class IllegalRollError(StorageError):
+    """A roll to ``offset`` that the active segment at ``active_base_offset`` forbids."""
+
+    def __init__(self, offset: int, active_base_offset: int, reason: str) -> None:
+        super().__init__(
+            f"cannot roll to offset {offset} (active segment base {active_base_offset}): {reason}"
+        )
+        self.offset = offset
+        self.active_base_offset = active_base_offset
+
+
+class KafkaStorageError(StorageError, OSError):
+    """An I/O error on ``path``; the log directory holding it should be taken offline.
+
+    Also an ``OSError``, so code that handles I/O failures generically still catches it.
+    """
+
+    def __init__(self, path: Path, cause: BaseException) -> None:
+        super().__init__(f"I/O error on {path}: {cause}")
+        self.path = path
+        self.cause = cause

@@ -1,0 +1,195 @@
+"""``FileRecords``: a segment's ``.log`` file, a plain concatenation of record batches.
+
+There is no header, footer or padding: batches follow one another (field layouts in ``samsa.records.view``).
+The logical ``size`` is tracked in memory; with ``preallocate`` the file may be longer (zeros after ``size``)
+until it is trimmed on roll or close. A file can never exceed Int.MAX (2147483647) bytes.
+
+Concurrency contract: not thread-safe; the owning ``LogSegment`` (and its ``Log``) serialises calls. Slices
+handed out stay readable while the file is open.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from samsa.records import CorruptRecordError
+from samsa.records.view import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_MIN_SIZE,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    BatchView,
+    iter_batches,
+)
+
+from .file_slice import FileSlice
+
+INT_MAX = 2**31 - 1
+_CHUNK = 64 * 1024
+
+
+class FileRecords:
+    """A ``.log`` file open for positional reads and appends (Kafka's ``FileRecords``)."""
+
+    def __init__(self, path: Path, fd: int, size: int) -> None:
+        self.path = path
+        self._fd = fd
+        self._size = size
+
+    @classmethod
+    def open(cls, path: Path, *, preallocate: bool = False, init_file_size: int = 0) -> FileRecords:
+        """Open or create ``path``. A new preallocated file gets length ``init_file_size`` and size 0."""
+        existed = path.exists()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        length = os.fstat(fd).st_size
+        if length > INT_MAX:
+            os.close(fd)
+            raise ValueError(f"the segment file {path} is {length} bytes, larger than {INT_MAX}")
+        if not existed and preallocate and init_file_size > 0:
+            os.ftruncate(fd, init_file_size)
+            return cls(path, fd, 0)
+        return cls(path, fd, length)
+
+    # --- state -------------------------------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    def file_length(self) -> int:
+        return os.fstat(self._fd).st_size
+
+    # --- writing -----------------------------------------------------------------------------------------
+
+    def append(self, data: bytes | bytearray | memoryview) -> int:
+        """Write ``data`` at the end (one ``pwrite``; more only on a short write); returns its length."""
+        length = len(data) if not isinstance(data, memoryview) else data.nbytes
+        if self._size + length > INT_MAX:
+            raise ValueError(
+                f"appending {length} bytes to {self.path} of size {self._size} would exceed {INT_MAX} bytes"
+            )
+        written = os.pwrite(self._fd, data, self._size)
+        while written < length:
+            written += os.pwrite(self._fd, memoryview(data)[written:], self._size + written)
+        self._size += length
+        return length
+
+    def truncate_to(self, target: int) -> int:
+        """Cut the file at byte ``target`` (no OS call when the size is already ``target``); returns bytes cut."""
+        if target > self._size or target < 0:
+            raise ValueError(f"cannot truncate {self.path} of size {self._size} to {target} bytes")
+        if target < self._size or self.file_length() > target:
+            os.ftruncate(self._fd, target)
+        removed = self._size - target
+        self._size = target
+        return removed
+
+    def trim(self) -> None:
+        """Drop preallocated bytes beyond the logical size."""
+        if self.file_length() != self._size:
+            os.ftruncate(self._fd, self._size)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self.flush()
+            self.trim()
+            os.close(self._fd)
+            self._fd = -1
+
+    def close_handlers(self) -> None:
+        """Close without flushing or trimming (used before deleting the file)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def rename_to(self, path: Path) -> None:
+        os.replace(self.path, path)
+        self.path = path
+
+    def delete(self) -> None:
+        self.close_handlers()
+        self.path.unlink(missing_ok=True)
+
+    # --- reading -----------------------------------------------------------------------------------------
+
+    def read(self, position: int, size: int) -> bytes:
+        """Up to ``size`` bytes from ``position`` (a copy, bounded by the logical size)."""
+        end = min(self._size, position + size)
+        if end <= position:
+            return b""
+        return FileSlice(self._fd, position, end - position).read_bytes()
+
+    def slice(self, position: int, size: int) -> FileSlice:
+        """A zero-copy view of [position, position + size), capped at the current size."""
+        if position < 0 or position > self._size or size < 0:
+            raise ValueError(
+                f"invalid slice position {position} size {size} of {self.path} (size {self._size})"
+            )
+        end = min(self._size, position + size)
+        return FileSlice(self._fd, position, end - position, str(self.path))
+
+    def batches(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchView]]:
+        """(file position, batch) for each whole batch in [start, end), as Kafka iterates a file (1.12).
+
+        Views are over a read buffer, valid until the next item. Stops at a partial trailing batch; a size
+        below the legacy minimum raises CorruptRecordError.
+        """
+        limit = self._size if end is None else min(end, self._size)
+        position = start
+        while position < limit - HEADER_SIZE_UP_TO_MAGIC:
+            buf = self.read(position, min(_CHUNK, limit - position))
+            consumed = 0
+            for view in iter_batches(buf):
+                yield position + view.position, view
+                consumed = view.end
+            if consumed == 0:
+                header = BatchView(memoryview(buf), 0)
+                needed = header.size_field + LOG_OVERHEAD
+                if len(buf) >= limit - position or needed <= len(buf):
+                    return  # a partial trailing batch
+                big = self.read(position, needed)
+                if len(big) < needed:
+                    return
+                yield position, BatchView(memoryview(big), 0)
+                consumed = needed
+            position += consumed
+
+    def headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchView]]:
+        """Like ``batches`` but reads only each batch's header (61 bytes): for offset and timestamp scans.
+
+        The views answer header fields (offsets, timestamps, size, epoch); their record bytes are absent.
+        """
+        limit = self._size if end is None else min(end, self._size)
+        position = start
+        while position < limit - HEADER_SIZE_UP_TO_MAGIC:
+            header = os.pread(self._fd, RECORD_BATCH_OVERHEAD, position)
+            view = BatchView(memoryview(header), 0)
+            size = view.size_field
+            if size < LEGACY_MIN_SIZE:
+                raise CorruptRecordError(
+                    f"batch at position {position} of {self.path} has size {size}, smaller than the minimum "
+                    f"record overhead ({LEGACY_MIN_SIZE})"
+                )
+            if position > limit - LOG_OVERHEAD - size:
+                return
+            if view.magic >= 2 and size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
+                raise CorruptRecordError(
+                    f"v2 batch at position {position} of {self.path} is {size + LOG_OVERHEAD} bytes, smaller "
+                    f"than its {RECORD_BATCH_OVERHEAD}-byte header"
+                )
+            yield position, view
+            position += size + LOG_OVERHEAD
+
+    def batch_at(self, position: int) -> BatchView:
+        """The whole batch starting at ``position`` (a copy)."""
+        header = BatchView(memoryview(self.read(position, LOG_OVERHEAD)), 0)
+        return BatchView(memoryview(self.read(position, header.size_field + LOG_OVERHEAD)), 0)

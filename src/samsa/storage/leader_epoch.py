@@ -1,0 +1,109 @@
+"""``LeaderEpochFileCache``: a partition's leader epochs and the offset where each began.
+
+Persisted as ``leader-epoch-checkpoint`` in the partition directory, Kafka's text checkpoint format:
+
+    0                   format version
+    2                   entry count
+    0 0                 "<epoch> <startOffset>", epochs and start offsets strictly increasing
+    3 1200
+
+An entry is added when a batch with a larger epoch is appended (or found by recovery); truncating the log at
+either end truncates the cache. A missing or unreadable file reads as empty (the log rebuilds it on recovery).
+
+Concurrency contract: not thread-safe; the owning ``Log`` serialises calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError, leader_epoch_checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEntry:
+    epoch: int
+    start_offset: int
+
+
+class LeaderEpochFileCache:
+    """The (epoch, start offset) list of one partition, written through to its checkpoint file."""
+
+    def __init__(self, directory: Path) -> None:
+        self._file = leader_epoch_checkpoint(directory / LEADER_EPOCH_CHECKPOINT)
+        try:
+            self._entries = [EpochEntry(epoch, offset) for epoch, offset in self._file.read()]
+        except (CheckpointError, OSError):
+            self._entries = []
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    def entries(self) -> list[EpochEntry]:
+        return list(self._entries)
+
+    def latest_epoch(self) -> int | None:
+        return self._entries[-1].epoch if self._entries else None
+
+    def earliest_entry(self) -> EpochEntry | None:
+        return self._entries[0] if self._entries else None
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """The epoch of the entry with the largest start offset <= ``offset``."""
+        found: int | None = None
+        for entry in self._entries:
+            if entry.start_offset > offset:
+                break
+            found = entry.epoch
+        return found
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int] | None:
+        """(largest epoch <= ``epoch``, the start offset of the next epoch or LEO) — OffsetsForLeaderEpoch."""
+        for i in range(len(self._entries) - 1, -1, -1):
+            if self._entries[i].epoch <= epoch:
+                end = self._entries[i + 1].start_offset if i + 1 < len(self._entries) else log_end_offset
+                return self._entries[i].epoch, end
+        return None
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """Record that ``epoch`` began at ``start_offset``; ignored unless the epoch is new and larger.
+
+        Entries at or after ``start_offset`` with a smaller epoch are dropped (a truncated, rewritten tail).
+        """
+        if epoch < 0:
+            return
+        latest = self.latest_epoch()
+        if latest is not None and epoch <= latest:
+            return
+        self._entries = [e for e in self._entries if e.start_offset < start_offset]
+        self._entries.append(EpochEntry(epoch, start_offset))
+        self._flush()
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Drop entries starting at or after ``end_offset`` (the log was truncated to it)."""
+        kept = [e for e in self._entries if e.start_offset < end_offset]
+        if len(kept) != len(self._entries):
+            self._entries = kept
+            self._flush()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Drop entries wholly below ``start_offset``; the one covering it now starts there."""
+        kept: list[EpochEntry] = []
+        for i, entry in enumerate(self._entries):
+            nxt = self._entries[i + 1].start_offset if i + 1 < len(self._entries) else None
+            if nxt is not None and nxt <= start_offset:
+                continue
+            kept.append(EpochEntry(entry.epoch, max(entry.start_offset, start_offset)))
+        if kept != self._entries:
+            self._entries = kept
+            self._flush()
+
+    def clear(self) -> None:
+        if self._entries:
+            self._entries = []
+            self._flush()
+
+    def _flush(self) -> None:
+        self._file.write([(e.epoch, e.start_offset) for e in self._entries])

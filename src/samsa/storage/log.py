@@ -1,0 +1,757 @@
+"""``Log``: one partition's log — a directory ``<topic>-<partition>`` of segments — with offsets, appends,
+reads, rolling, retention, flushing and truncation (Kafka's ``UnifiedLog`` + ``LocalLog``).
+
+Offsets kept (Kafka's names):
+
+    log_start_offset   first offset clients may read (raised by retention and DeleteRecords; <= HW)
+    log_end_offset     LEO, the offset the next record gets
+    high_watermark     HW, in [log_start_offset, LEO]; reads bounded by it are what consumers see
+    recovery_point     first offset not known to be fsynced; an unclean restart recovers from its segment
+
+API, for the layers above (LogManager, ReplicaManager, tools):
+
+    Log.open(directory, config, clock, *, recovery_point=0, log_start_offset=0, had_clean_shutdown=False)
+    append_as_leader(records, leader_epoch=0) -> LogAppendInfo      offsets assigned in place, one write
+    append_as_follower(records) -> LogAppendInfo                    offsets kept, must start at >= LEO
+    read(start_offset, max_length, isolation=HIGH_WATERMARK, min_one_message=False) -> FetchDataInfo
+    fetch_offset_by_timestamp(timestamp) -> TimestampAndOffset | None   -1 latest, -2 earliest, -3 max, -4, -5
+    update_high_watermark(hw), maybe_increment_high_watermark(hw), maybe_increment_log_start_offset(offset)
+    roll(expected_next_offset=None), delete_old_segments(now=None) -> int, delete_pending_segments(now=None)
+    flush(offset, including_offset=False), truncate_to(offset), truncate_fully_and_start_at(offset)
+    update_config(config), close(), delete()
+
+Appends: ``records`` are whole batches; a ``bytearray`` or writable ``memoryview`` is patched in place (a
+``bytes`` argument is copied once). A trailing partial batch is dropped. Each batch is validated (size, magic,
+CRC); the leader rejects a batch above ``max.message.bytes`` (RecordTooLargeError); an append above
+``segment.bytes`` is RecordBatchTooLargeError. The leader writes base offsets (v2: baseOffset; legacy: each
+message offset, a v1 wrapper's offset = its last inner offset), the partition leader epoch, and with
+``message.timestamp.type=LogAppendTime`` the broker time (CRC recomputed). v0 compressed sets would need
+re-compression and are refused (InvalidRecordError). Client-batch rules beyond that (base offset 0, sequence
+numbers, record-level timestamp checks) belong to the broker's validator.
+
+Deletion: retention and truncation remove segments from the map at once and rename their files to
+``*.deleted``; the files are removed by ``delete_pending_segments(now)`` once ``file.delete.delay.ms`` has
+passed (immediately when the delay is 0). The owner calls it periodically (LogManager does).
+
+Flushing: after an append, if ``LEO - recovery_point >= flush.messages`` the log flushes up to LEO. A roll
+flushes the segments below the new one synchronously (Kafka does this on a scheduler thread) and moves the
+recovery point to the new base; pass ``flush_on_roll=False`` to leave that to the owner's ``flush`` calls.
+``flush(LEO + 1)`` also persists an empty active segment; the recovery point never passes LEO.
+
+Leader epochs are kept in ``leader-epoch-checkpoint`` (``LeaderEpochFileCache``) as epochs are assigned.
+
+I/O failures: every public method (and ``open``) raises ``KafkaStorageError`` (an OSError too) for an OSError
+underneath, naming the directory; the owner takes the log directory offline.
+
+Concurrency contract: not thread-safe. The owner serialises every call (one thread, or the event loop through
+one executor). File slices returned by ``read`` stay valid until a later call deletes their segment.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
+
+from samsa.clock import Clock
+from samsa.records import InvalidRecordError
+from samsa.records.batch import set_max_timestamp
+from samsa.records.legacy import decode_legacy, set_legacy_timestamp
+from samsa.records.record import TimestampType
+from samsa.records.view import BatchView, iter_request_batches
+
+from .config import LogConfig
+from .errors import (
+    IllegalRollError,
+    KafkaStorageError,
+    OffsetOutOfRangeError,
+    OffsetsOutOfOrderError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+    UnexpectedAppendOffsetError,
+)
+from .file_slice import FetchDataInfo, LogOffsetMetadata
+from .leader_epoch import LeaderEpochFileCache
+from .log_loader import load
+from .segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    RollParams,
+    TimestampAndOffset,
+    segment_file,
+)
+from .segments import LogSegments
+
+INT_MAX = 2**31 - 1
+UNKNOWN_OFFSET = -1
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+
+class FetchIsolation(enum.Enum):
+    """How far a read may go: LEO (replicas), the HW (read_uncommitted), the LSO (read_committed; = HW here)."""
+
+    LOG_END = "log_end"
+    HIGH_WATERMARK = "high_watermark"
+    TXN_COMMITTED = "txn_committed"
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """What an append did: offsets, timestamps, sizes. ``first_offset`` is -1 when unknown (legacy follower data)."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    shallow_offset_of_max_timestamp: int
+    log_append_time: int
+    log_start_offset: int
+    valid_bytes: int
+    num_batches: int
+
+    @property
+    def num_messages(self) -> int:
+        return self.last_offset - self.first_offset + 1 if self.first_offset >= 0 else 0
+
+
+_Predicate = Callable[[LogSegment, "LogSegment | None"], bool]
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _io_boundary(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[Log, _P], _R]:
+    """Turn an OSError inside a public ``Log`` method into KafkaStorageError naming the log directory."""
+
+    def wrapper(self: Log, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except KafkaStorageError:
+            raise
+        except OSError as exc:
+            raise KafkaStorageError(self.directory, exc) from exc
+
+    functools.update_wrapper(wrapper, method)
+    return wrapper
+
+
+class Log:
+    """One partition's log (module doc). Not thread-safe; the owner serialises every call."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        clock: Clock,
+        segments: LogSegments,
+        log_start_offset: int,
+        log_end_offset: int,
+        recovery_point: int,
+        leader_epochs: LeaderEpochFileCache,
+        flush_on_roll: bool = True,
+    ) -> None:
+        self.directory = directory
+        self.config = config
+        self.clock = clock
+        self.segments = segments
+        self.leader_epoch_cache = leader_epochs
+        self.flush_on_roll = flush_on_roll
+        self._log_start_offset = log_start_offset
+        self._log_end_offset = log_end_offset
+        self._recovery_point = recovery_point
+        self._high_watermark = log_start_offset
+        self._hw_metadata: LogOffsetMetadata | None = None
+        self._last_flush_time = clock.milliseconds()
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        config: LogConfig,
+        clock: Clock,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        flush_on_roll: bool = True,
+    ) -> Log:
+        """Load (or create) the partition directory; after an unclean shutdown recover from ``recovery_point``."""
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            epochs = LeaderEpochFileCache(directory)
+            loaded = load(
+                directory, config, clock, recovery_point, log_start_offset, had_clean_shutdown, epochs
+            )
+        except KafkaStorageError:
+            raise
+        except OSError as exc:
+            raise KafkaStorageError(directory, exc) from exc
+        epochs.truncate_from_end(loaded.log_end_offset)
+        epochs.truncate_from_start(loaded.log_start_offset)
+        return cls(
+            directory,
+            config,
+            clock,
+            loaded.segments,
+            loaded.log_start_offset,
+            loaded.log_end_offset,
+            loaded.recovery_point,
+            epochs,
+            flush_on_roll,
+        )
+
+    # --- offsets -----------------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """No transaction tracking here: the LSO equals the HW."""
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def last_flush_time(self) -> int:
+        return self._last_flush_time
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments.active_segment
+
+    @property
+    def size(self) -> int:
+        """Bytes in all segments."""
+        return self.segments.size_in_bytes()
+
+    @property
+    def log_end_offset_metadata(self) -> LogOffsetMetadata:
+        active = self.active_segment
+        return LogOffsetMetadata(self._log_end_offset, active.base_offset, active.size)
+
+    def high_watermark_metadata(self) -> LogOffsetMetadata:
+        if self._high_watermark == self._log_end_offset:
+            return self.log_end_offset_metadata
+        if self._hw_metadata is None or self._hw_metadata.message_offset != self._high_watermark:
+            self._hw_metadata = self.offset_metadata(self._high_watermark)
+        return self._hw_metadata
+
+    def offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """``offset`` with the segment and position of the batch holding it (Kafka's convertToOffsetMetadata)."""
+        return self._read(offset, 1, self.log_end_offset_metadata, False).fetch_offset_metadata
+
+    def update_high_watermark(self, high_watermark: int) -> int:
+        """Set the HW, clamped to [log_start_offset, LEO]; returns the value set."""
+        clamped = min(max(high_watermark, self._log_start_offset), self._log_end_offset)
+        self._high_watermark = clamped
+        self._hw_metadata = None
+        return clamped
+
+    def maybe_increment_high_watermark(self, high_watermark: int) -> bool:
+        """Raise the HW (leader path, never lowers it; clamped to LEO); True when it moved."""
+        if high_watermark > self._log_end_offset:
+            high_watermark = self._log_end_offset
+        if high_watermark > self._high_watermark:
+            self.update_high_watermark(high_watermark)
+            return True
+        return False
+
+    def maybe_update_high_watermark(self, high_watermark: int) -> int | None:
+        """Follower path: set the HW (bounded by LEO) and return it when it changed, else None."""
+        new = min(high_watermark, self._log_end_offset)
+        if new == self._high_watermark:
+            return None
+        return self.update_high_watermark(new)
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
+        """DeleteRecords: raise the log start offset (never past the HW); segments below go at the next
+        ``delete_old_segments``. True when it moved."""
+        if new_log_start_offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                new_log_start_offset,
+                self._log_start_offset,
+                self._log_end_offset,
+                f"cannot increment the log start offset past the high watermark {self._high_watermark}",
+            )
+        if new_log_start_offset <= self._log_start_offset:
+            return False
+        self._set_log_start_offset(new_log_start_offset)
+        return True
+
+    def _set_log_start_offset(self, offset: int) -> None:
+        self._log_start_offset = offset
+        self.leader_epoch_cache.truncate_from_start(offset)
+        if self._high_watermark < offset:
+            self.update_high_watermark(offset)
+        if self._recovery_point < offset:
+            self._recovery_point = offset
+
+    # --- append ------------------------------------------------------------------------------------------
+
+    @_io_boundary
+    def append_as_leader(
+        self, records: bytes | bytearray | memoryview, leader_epoch: int = 0
+    ) -> LogAppendInfo:
+        """Validate, assign offsets from LEO in place, stamp ``leader_epoch``, and append with one write."""
+        view, batches = self._analyze(records)
+        if not batches:
+            return self._empty_append_info()
+        valid_bytes = batches[-1].end
+        for batch in batches:
+            if batch.size_in_bytes > self.config.max_message_bytes:
+                raise RecordTooLargeError(batch.size_in_bytes, self.config.max_message_bytes, batch.position)
+        self._check_segment_size(valid_bytes)
+        now = self.clock.milliseconds()
+        log_append = self.config.log_append_time
+        first_offset = self._log_end_offset
+        next_offset = first_offset
+        max_ts, shallow = -1, first_offset
+        for batch in batches:
+            count = self._offset_count(batch)
+            if batch.magic >= 2:
+                batch.set_base_offset(next_offset)
+                batch.set_partition_leader_epoch(leader_epoch)
+                if log_append:
+                    set_max_timestamp(view, batch.position, now, TimestampType.LOG_APPEND_TIME)
+            else:
+                batch.set_base_offset(next_offset + count - 1)
+                if log_append and batch.magic == 1:
+                    set_legacy_timestamp(view, batch.position, now, TimestampType.LOG_APPEND_TIME)
+            next_offset += count
+            if batch.max_timestamp > max_ts or log_append:
+                max_ts, shallow = batch.max_timestamp, batch.last_offset
+        info = LogAppendInfo(
+            first_offset,
+            next_offset - 1,
+            max_ts,
+            shallow,
+            now if log_append else -1,
+            self._log_start_offset,
+            valid_bytes,
+            len(batches),
+        )
+        self._append(view[:valid_bytes], info)
+        if leader_epoch >= 0 and batches[0].magic >= 2:
+            self.leader_epoch_cache.assign(leader_epoch, first_offset)
+        return info
+
+    @_io_boundary
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Validate and append batches with the offsets they carry (which must increase, from >= LEO)."""
+        view, batches = self._analyze(records)
+        if not batches:
+            return self._empty_append_info()
+        valid_bytes = batches[-1].end
+        self._check_segment_size(valid_bytes)
+        previous = -1
+        max_ts, shallow = -1, batches[0].last_offset
+        for batch in batches:
+            first = batch.base_offset if batch.magic >= 2 else batch.last_offset
+            if previous >= 0 and (first <= previous or batch.last_offset < first):
+                raise OffsetsOutOfOrderError(first, previous)
+            previous = batch.last_offset
+            if batch.max_timestamp > max_ts:
+                max_ts, shallow = batch.max_timestamp, batch.last_offset
+        head = batches[0]
+        first_or_last = head.base_offset if head.magic >= 2 else head.last_offset
+        if first_or_last < self._log_end_offset:
+            raise UnexpectedAppendOffsetError(first_or_last, batches[-1].last_offset, self._log_end_offset)
+        info = LogAppendInfo(
+            head.base_offset if head.magic >= 2 else UNKNOWN_OFFSET,
+            batches[-1].last_offset,
+            max_ts,
+            shallow,
+            -1,
+            self._log_start_offset,
+            valid_bytes,
+            len(batches),
+        )
+        self._append(view[:valid_bytes], info)
+        for batch in batches:
+            if batch.magic >= 2:
+                self.leader_epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
+        return info
+
+    def _analyze(self, records: bytes | bytearray | memoryview) -> tuple[memoryview, list[BatchView]]:
+        if isinstance(records, bytes) or (isinstance(records, memoryview) and records.readonly):
+            records = bytearray(records)
+        view = records if isinstance(records, memoryview) else memoryview(records)
+        batches = list(iter_request_batches(view, INT_MAX))
+        for batch in batches:
+            batch.ensure_valid()
+        return view, batches
+
+    def _offset_count(self, batch: BatchView) -> int:
+        if batch.magic >= 2:
+            return batch.last_offset_delta + 1
+        if batch.compression == 0:
+            return 1
+        if batch.magic == 0:
+            raise InvalidRecordError(
+                f"a compressed magic 0 message set at position {batch.position} needs re-compression to get "
+                "offsets, which this log does not do"
+            )
+        return len(decode_legacy(batch, verify_crc=False))
+
+    def _check_segment_size(self, size: int) -> None:
+        if size > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(size, self.config.segment_bytes)
+
+    def _empty_append_info(self) -> LogAppendInfo:
+        return LogAppendInfo(
+            UNKNOWN_OFFSET, UNKNOWN_OFFSET, -1, UNKNOWN_OFFSET, -1, self._log_start_offset, 0, 0
+        )
+
+    def _append(self, data: memoryview, info: LogAppendInfo) -> None:
+        segment = self._maybe_roll(data.nbytes, info)
+        segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp, data)
+        self._log_end_offset = info.last_offset + 1
+        if self._log_end_offset - self._recovery_point >= self.config.flush_messages:
+            self.flush(self._log_end_offset)
+
+    def _maybe_roll(self, messages_size: int, info: LogAppendInfo) -> LogSegment:
+        segment = self.active_segment
+        params = RollParams(
+            self.config.max_segment_ms,
+            self.config.segment_bytes,
+            info.max_timestamp,
+            info.last_offset,
+            messages_size,
+            self.clock.milliseconds(),
+        )
+        if not segment.should_roll(params):
+            return segment
+        expected = info.first_offset if info.first_offset >= 0 else info.last_offset - INT_MAX
+        return self.roll(expected)
+
+    # --- roll --------------------------------------------------------------------------------------------
+
+    @_io_boundary
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at ``max(expected_next_offset, LEO)`` (4.3) and return it."""
+        new_offset = max(expected_next_offset or 0, self._log_end_offset)
+        active = self.active_segment
+        existing = self.segments.get(new_offset)
+        if existing is not None:
+            if existing is not active or active.size != 0:
+                raise IllegalRollError(
+                    new_offset, active.base_offset, "a non-empty segment already has this base"
+                )
+            self._remove_and_delete([active])
+        elif new_offset < active.base_offset:
+            raise IllegalRollError(new_offset, active.base_offset, "below the active segment's base offset")
+        else:
+            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                segment_file(self.directory, new_offset, suffix).unlink(missing_ok=True)
+            active.on_become_inactive_segment()
+        segment = LogSegment.open(
+            self.directory,
+            new_offset,
+            self.config,
+            self.clock,
+            init_file_size=self.config.segment_bytes,
+            preallocate=self.config.preallocate,
+        )
+        self.segments.add(segment)
+        if self.flush_on_roll and new_offset > self._recovery_point:
+            self._flush_segments(new_offset)
+            self._mark_flushed(new_offset)
+        return segment
+
+    # --- read --------------------------------------------------------------------------------------------
+
+    @_io_boundary
+    def read(
+        self,
+        start_offset: int,
+        max_length: int,
+        isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK,
+        min_one_message: bool = False,
+    ) -> FetchDataInfo:
+        """Batches from the one holding ``start_offset``, up to ``max_length`` bytes, not past the isolation
+        bound; empty at the bound. Raises OffsetOutOfRangeError below the log start or beyond LEO."""
+        if start_offset < self._log_start_offset:
+            raise OffsetOutOfRangeError(start_offset, self._log_start_offset, self._log_end_offset)
+        if isolation is FetchIsolation.LOG_END:
+            bound = self.log_end_offset_metadata
+        else:
+            bound = self.high_watermark_metadata()
+        return self._read(start_offset, max_length, bound, min_one_message)
+
+    def _read(
+        self, start_offset: int, max_length: int, bound: LogOffsetMetadata, min_one_message: bool
+    ) -> FetchDataInfo:
+        segment = self.segments.floor_segment(start_offset)
+        if start_offset > self._log_end_offset or segment is None:
+            raise OffsetOutOfRangeError(start_offset, self._log_start_offset, self._log_end_offset)
+        if start_offset == bound.message_offset:
+            return FetchDataInfo(bound)
+        if start_offset > bound.message_offset:
+            return FetchDataInfo(self.offset_metadata(start_offset))
+        while segment is not None:
+            if segment.base_offset < bound.segment_base_offset:
+                info = segment.read(start_offset, max_length, segment.size, min_one_message)
+            elif segment.base_offset == bound.segment_base_offset and not bound.message_offset_only:
+                info = segment.read(
+                    start_offset, max_length, bound.relative_position_in_segment, min_one_message
+                )
+            else:
+                info = segment.read(start_offset, 0)
+            if info is not None:
+                return info
+            segment = self.segments.higher_segment(segment.base_offset)
+        return FetchDataInfo(self.log_end_offset_metadata)
+
+    # --- offsets by timestamp ------------------------------------------------------------------------------
+
+    @_io_boundary
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: -2/-4 the log start, -1 the LEO (the partition layer answers clients with the HW),
+        -3 the record with the largest timestamp, -5 (-1, -1); otherwise the first record with a timestamp
+        >= ``timestamp`` at or after the log start, in the first segment whose largest timestamp reaches it."""
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            earliest = self.leader_epoch_cache.earliest_entry()
+            epoch = earliest.epoch if earliest and earliest.start_offset <= self._log_start_offset else None
+            return TimestampAndOffset(-1, self._log_start_offset, epoch)
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(-1, self._log_end_offset, self.leader_epoch_cache.latest_epoch())
+        if timestamp == LATEST_TIERED_TIMESTAMP:
+            return TimestampAndOffset(-1, -1, None)
+        if timestamp == MAX_TIMESTAMP:
+            best: LogSegment | None = None
+            for segment in self.segments:
+                if best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far:
+                    best = segment
+            return best.offset_of_max_timestamp() if best is not None else None
+        if timestamp < 0:
+            raise ValueError(f"unsupported special timestamp {timestamp}")
+        for segment in self.segments:
+            if segment.largest_timestamp >= timestamp:
+                return segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+        return None
+
+    # --- retention ---------------------------------------------------------------------------------------
+
+    @_io_boundary
+    def delete_old_segments(self, now: int | None = None) -> int:
+        """Retention: log-start breach always; size and time too when cleanup.policy has ``delete``."""
+        now = self.clock.milliseconds() if now is None else now
+        deleted = self._delete_log_start_offset_breached()
+        if self.config.has_delete:
+            deleted += self._delete_retention_size_breached()
+            deleted += self._delete_retention_ms_breached(now)
+        return deleted
+
+    def _delete_log_start_offset_breached(self) -> int:
+        def breached(segment: LogSegment, following: LogSegment | None) -> bool:
+            return following is not None and following.base_offset <= self._log_start_offset
+
+        return self._delete_segments(self.deletable_segments(breached))
+
+    def _delete_retention_size_breached(self) -> int:
+        limit = self.config.retention_bytes
+        size = self.size
+        if limit < 0 or size < limit:
+            return 0
+        diff = size - limit
+
+        def breached(segment: LogSegment, following: LogSegment | None) -> bool:
+            nonlocal diff
+            if diff - segment.size >= 0:
+                diff -= segment.size
+                return True
+            return False
+
+        return self._delete_segments(self.deletable_segments(breached))
+
+    def _delete_retention_ms_breached(self, now: int) -> int:
+        limit = self.config.retention_ms
+        if limit < 0:
+            return 0
+
+        def breached(segment: LogSegment, following: LogSegment | None) -> bool:
+            return now - segment.largest_timestamp > limit
+
+        return self._delete_segments(self.deletable_segments(breached))
+
+    def deletable_segments(self, predicate: _Predicate) -> list[LogSegment]:
+        """The oldest segments, in order, that lie wholly below the HW and satisfy ``predicate(segment, next)``;
+        never an empty active segment."""
+        result: list[LogSegment] = []
+        ordered = list(self.segments)
+        for i, segment in enumerate(ordered):
+            following = ordered[i + 1] if i + 1 < len(ordered) else None
+            upper = following.base_offset if following is not None else self._log_end_offset
+            empty_active = following is None and segment.size == 0
+            if self._high_watermark >= upper and predicate(segment, following) and not empty_active:
+                result.append(segment)
+            else:
+                break
+        return result
+
+    def _delete_segments(self, deletable: list[LogSegment]) -> int:
+        if not deletable:
+            return 0
+        if len(deletable) == len(self.segments):
+            new_active = self.roll()
+            if new_active.base_offset == deletable[-1].base_offset:
+                deletable = deletable[:-1]
+        self._remove_and_delete(deletable)
+        first = self.segments.first_base_offset()
+        if first > self._log_start_offset:
+            self._set_log_start_offset(first)
+        return len(deletable)
+
+    def _remove_and_delete(self, doomed: list[LogSegment]) -> None:
+        """Drop ``doomed`` from the map, rename their files to ``.deleted`` and queue them for removal."""
+        due = self.clock.milliseconds() + self.config.file_delete_delay_ms
+        for segment in doomed:
+            self.segments.remove(segment.base_offset)
+            segment.close_handlers()
+            segment.change_file_suffixes("", DELETED_SUFFIX)
+            self._pending_deletes.append((due, segment))
+        if self.config.file_delete_delay_ms <= 0:
+            self.delete_pending_segments()
+
+    @_io_boundary
+    def delete_pending_segments(self, now: int | None = None) -> int:
+        """Remove the ``.deleted`` files whose ``file.delete.delay.ms`` has passed; returns how many segments."""
+        now = self.clock.milliseconds() if now is None else now
+        due = [s for when, s in self._pending_deletes if when <= now]
+        self._pending_deletes = [(when, s) for when, s in self._pending_deletes if when > now]
+        for segment in due:
+            segment.delete()
+        return len(due)
+
+    # --- flush -------------------------------------------------------------------------------------------
+
+    @_io_boundary
+    def flush(self, offset: int, including_offset: bool = False) -> None:
+        """fsync every segment holding offsets in [recovery_point, offset) (``offset`` included when asked),
+        then move the recovery point to ``offset`` (at most LEO)."""
+        flush_offset = offset + 1 if including_offset else offset
+        if flush_offset <= self._recovery_point:
+            return
+        self._flush_segments(flush_offset)
+        self._mark_flushed(min(offset, self._log_end_offset))
+
+    def _flush_segments(self, flush_offset: int) -> None:
+        flushed = self.segments.values(self._recovery_point, flush_offset)
+        for segment in flushed:
+            segment.flush()
+        if any(s.base_offset >= self._recovery_point for s in flushed):
+            _fsync_directory(self.directory)
+
+    def _mark_flushed(self, offset: int) -> None:
+        if offset > self._recovery_point:
+            self._recovery_point = offset
+            self._last_flush_time = self.clock.milliseconds()
+
+    # --- truncation --------------------------------------------------------------------------------------
+
+    @_io_boundary
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove everything at and after ``target_offset`` (follower path); False when nothing to do."""
+        if target_offset < 0:
+            raise ValueError(f"cannot truncate to a negative offset {target_offset}")
+        if target_offset >= self._log_end_offset:
+            return False
+        if target_offset < self.segments.first_base_offset():
+            self.truncate_fully_and_start_at(target_offset)
+            return True
+        self._remove_and_delete(self.segments.higher_segments(target_offset))
+        self.active_segment.truncate_to(target_offset)
+        self._log_end_offset = target_offset
+        self._recovery_point = min(self._recovery_point, target_offset)
+        self._log_start_offset = min(self._log_start_offset, target_offset)
+        self.leader_epoch_cache.truncate_from_end(target_offset)
+        self.update_high_watermark(self._high_watermark)
+        return True
+
+    @_io_boundary
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and start empty at ``new_offset`` (LEO = log start = HW = ``new_offset``)."""
+        self._remove_and_delete(list(self.segments))
+        self.segments.add(
+            LogSegment.open(
+                self.directory,
+                new_offset,
+                self.config,
+                self.clock,
+                init_file_size=self.config.segment_bytes,
+                preallocate=self.config.preallocate,
+            )
+        )
+        self._log_end_offset = new_offset
+        self._log_start_offset = new_offset
+        self._recovery_point = min(self._recovery_point, new_offset)
+        self.leader_epoch_cache.clear()
+        self.update_high_watermark(new_offset)
+
+    # --- lifecycle ---------------------------------------------------------------------------------------
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply new topic settings (index interval, retention, roll and flush limits) from now on."""
+        self.config = config
+        for segment in self.segments:
+            segment.index_interval_bytes = config.index_interval_bytes
+
+    @_io_boundary
+    def close(self) -> None:
+        """Close every segment (final time-index entries, trimmed indexes, fsynced and trimmed ``.log``)."""
+        for segment in self.segments:
+            segment.close()
+        for _, segment in self._pending_deletes:
+            segment.close_handlers()
+
+    @_io_boundary
+    def delete(self) -> None:
+        """Remove every file of this log and its directory."""
+        for segment in self.segments:
+            segment.close_handlers()
+        for _, segment in self._pending_deletes:
+            segment.close_handlers()
+        self.segments.clear()
+        self._pending_deletes.clear()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.directory}, start={self._log_start_offset}, end={self._log_end_offset}, "
+            f"hw={self._high_watermark}, segments={len(self.segments)})"
+        )
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

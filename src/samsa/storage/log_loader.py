@@ -1,0 +1,197 @@
+"""Loading a partition directory: leftovers of interrupted operations, segments, and recovery (Kafka's ``LogLoader``).
+
+Sequence (storage spec 7.3 and 7.5):
+
+1. Delete ``*.deleted`` files (not ``*.checkpoint.deleted``). Collect ``*.cleaned`` and ``*.swap`` files; a
+   ``.swap`` whose base offset is >= the smallest ``.cleaned`` base belongs to an unfinished split or clean and
+   is deleted; then every ``.cleaned`` file is deleted.
+2. For the remaining ``.log.swap`` segments, delete the regular files they replace (base offsets in
+   [min swap base, max swap next offset)), then drop the ``.swap`` suffix.
+3. Delete index files with no ``.log``; open every ``.log``; a segment with no ``.index`` is recovered.
+4. After an unclean shutdown, recover every segment from the one holding the recovery point to the end: a
+   segment that fails with InvalidOffsetError or an I/O error is emptied; when bytes were cut from a segment,
+   every later segment is deleted.
+5. If the log end is below the log-start checkpoint, every segment goes; with no segment left, an empty one is
+   created at the log start offset. The active segment's indexes get their full size back.
+
+Runs on one thread before the ``Log`` exists; raises ``LogSegmentOffsetOverflowError`` for legacy segments that
+need splitting (not supported).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from samsa.clock import Clock
+
+from .config import LogConfig
+from .errors import InvalidOffsetError
+from .file_records import FileRecords
+from .leader_epoch import LeaderEpochFileCache
+from .segment import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    LogSegment,
+    segment_file,
+)
+from .segments import LogSegments
+
+_INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedLog:
+    segments: LogSegments
+    log_end_offset: int
+    recovery_point: int
+    log_start_offset: int
+
+
+def _offset_of(name: str) -> int | None:
+    head = name.split(".", 1)[0]
+    return int(head) if head.isdigit() and "." in name else None
+
+
+def _files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.is_file())
+
+
+def remove_temp_files_and_collect_swap_files(directory: Path) -> list[Path]:
+    """Pass 1: delete ``.deleted`` and ``.cleaned`` files and swaps of unfinished operations; the other swaps."""
+    cleaned: list[Path] = []
+    swaps: list[Path] = []
+    for path in _files(directory):
+        name = path.name
+        if name.endswith(DELETED_SUFFIX) and not name.endswith(".checkpoint" + DELETED_SUFFIX):
+            path.unlink(missing_ok=True)
+        elif name.endswith(CLEANED_SUFFIX) and _offset_of(name) is not None:
+            cleaned.append(path)
+        elif name.endswith(SWAP_SUFFIX) and _offset_of(name) is not None:
+            swaps.append(path)
+    min_cleaned = min((_offset_of(p.name) or 0 for p in cleaned), default=None)
+    kept: list[Path] = []
+    for path in swaps:
+        if min_cleaned is not None and (_offset_of(path.name) or 0) >= min_cleaned:
+            path.unlink(missing_ok=True)
+        else:
+            kept.append(path)
+    for path in cleaned:
+        path.unlink(missing_ok=True)
+    return kept
+
+
+def complete_swaps(directory: Path, swaps: list[Path]) -> None:
+    """Passes 2 and 3: delete the segments the swaps replace, then remove the ``.swap`` suffix."""
+    swap_logs = [p for p in swaps if p.name.endswith(LOG_SUFFIX + SWAP_SUFFIX)]
+    if swap_logs:
+        bases = [_offset_of(p.name) or 0 for p in swap_logs]
+        ends: list[int] = []
+        for path, base in zip(swap_logs, bases, strict=True):
+            records = FileRecords.open(path)
+            ends.append(max((b.next_offset for _, b in records.batches()), default=base))
+            records.close_handlers()
+        low, high = min(bases), max(ends)
+        for path in _files(directory):
+            offset = _offset_of(path.name)
+            if not path.name.endswith(SWAP_SUFFIX) and offset is not None and low <= offset < high:
+                path.unlink(missing_ok=True)
+    for path in swaps:
+        if path.exists():
+            os.replace(path, path.with_name(path.name[: -len(SWAP_SUFFIX)]))
+
+
+def load_segment_files(
+    directory: Path, config: LogConfig, clock: Clock, epochs: LeaderEpochFileCache | None
+) -> LogSegments:
+    """Pass 4: delete orphan index files, open each ``.log``; a segment missing its ``.index`` is recovered."""
+    segments = LogSegments()
+    files = _files(directory)
+    logs = {p.name for p in files if p.name.endswith(LOG_SUFFIX)}
+    for path in files:
+        offset = _offset_of(path.name)
+        if offset is None:
+            continue
+        for suffix in _INDEX_SUFFIXES:
+            if path.name.endswith(suffix) and path.name[: -len(suffix)] + LOG_SUFFIX not in logs:
+                path.unlink(missing_ok=True)
+    for name in sorted(logs):
+        base = _offset_of(name)
+        if base is None:
+            continue
+        time_index_missing = not segment_file(directory, base, TIME_INDEX_SUFFIX).exists()
+        segment = LogSegment.open(directory, base, config, clock)
+        try:
+            segment.sanity_check(time_index_missing)
+        except FileNotFoundError:
+            try:
+                segment.recover(epochs)
+            except InvalidOffsetError:
+                segment.truncate_fully()
+        segments.add(segment)
+    return segments
+
+
+def recover_segments(segments: LogSegments, recovery_point: int, epochs: LeaderEpochFileCache | None) -> None:
+    """Recover every segment from the one holding ``recovery_point``; stop (deleting the rest) at a cut."""
+    unflushed = segments.values(recovery_point)
+    for i, segment in enumerate(unflushed):
+        try:
+            truncated = segment.recover(epochs)
+        except (InvalidOffsetError, OSError):
+            truncated = segment.truncate_fully()
+        if truncated > 0:
+            for later in unflushed[i + 1 :]:
+                segments.remove(later.base_offset)
+                later.delete()
+            return
+
+
+def load(
+    directory: Path,
+    config: LogConfig,
+    clock: Clock,
+    recovery_point: int,
+    log_start_offset: int,
+    had_clean_shutdown: bool,
+    epochs: LeaderEpochFileCache | None,
+) -> LoadedLog:
+    """Run the whole load sequence (module doc) and return the segments and the offsets to start from."""
+    directory.mkdir(parents=True, exist_ok=True)
+    swaps = remove_temp_files_and_collect_swap_files(directory)
+    complete_swaps(directory, swaps)
+    segments = load_segment_files(directory, config, clock, epochs)
+    is_delete_dir = directory.name.endswith("-delete")
+    if not had_clean_shutdown and not is_delete_dir and len(segments):
+        recover_segments(segments, recovery_point, epochs)
+    last = segments.last_segment()
+    if last is not None and last.read_next_offset() < log_start_offset:
+        for segment in list(segments):
+            segments.remove(segment.base_offset)
+            segment.delete()
+        last = None
+    if last is None:
+        last = LogSegment.open(
+            directory,
+            log_start_offset,
+            config,
+            clock,
+            init_file_size=config.segment_bytes,
+            preallocate=config.preallocate,
+        )
+        segments.add(last)
+    log_end_offset = last.read_next_offset()
+    last.resize_indexes(config.segment_index_bytes)
+    first = segments.first_base_offset()
+    return LoadedLog(
+        segments,
+        log_end_offset,
+        log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset),
+        max(log_start_offset, first),
+    )

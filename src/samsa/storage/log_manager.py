@@ -1,0 +1,545 @@
+"""``LogManager``: every partition log on this broker, across its log directories.
+
+Concurrency contract: not thread-safe. One owner (the broker's storage thread, or the event loop through it)
+serialises every call. Periodic work is not scheduled here: the owner calls ``cleanup_logs(now)``,
+``flush_dirty_logs(now)``, ``delete_pending(now)`` and the ``checkpoint_*`` methods on its own timers, with the
+intervals of Kafka's ``log.retention.check.interval.ms``, ``log.flush.scheduler.interval.ms``,
+``log.flush.offset.checkpoint.interval.ms`` and so on (``schedule_due(now)`` runs whatever is due).
+
+Per log directory, on ``startup()``:
+
+1. take the ``.lock`` file (an exclusive ``flock``; a second manager on the same directory fails at once);
+2. check or write ``meta.properties`` when a node id is configured;
+3. if ``.kafka_cleanshutdown`` exists, delete it at once and treat every log in the directory as clean (a crash
+   while loading then counts as unclean next time);
+4. read ``recovery-point-offset-checkpoint`` and ``log-start-offset-checkpoint`` (an unreadable file is treated
+   as empty, as Kafka does);
+5. open every partition directory: live ones with their checkpointed recovery point (after an unclean shutdown
+   ``Log`` recovers every segment at or above it); ``-delete`` directories are queued for removal without loading;
+   ``-future`` and ``-stray`` directories are left alone; a log's high watermark starts at its
+   ``replication-offset-checkpoint`` value (clamped by the log), so retention works before any fetch.
+
+``shutdown()`` flushes every log through its end, closes it, writes both checkpoints and, only if every step
+succeeded, writes ``.kafka_cleanshutdown``; then it releases the locks.
+
+Topic configuration overrides (topic-level keys such as ``retention.ms``) are kept per topic and persisted, so they
+survive a restart, as ``topic-config.<topic>.properties`` in every log directory (Kafka keeps them in ZooKeeper or
+the metadata log; a plain file beside the checkpoints is what a single node needs and Kafka ignores regular files
+at this level). Only the overrides are stored; the defaults come from ``default_config`` at startup.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from samsa.clock import Clock
+
+from .checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CheckpointError,
+    consume_clean_shutdown,
+    fsync_directory,
+    offset_checkpoint,
+    write_clean_shutdown,
+)
+from .config import LogConfig
+from .errors import StorageError
+from .log import Log
+from .meta import ensure_meta_properties, read_properties_file, write_properties_file
+from .topic import (
+    CLUSTER_METADATA_TOPIC,
+    DirKind,
+    InvalidPartitionDirError,
+    TopicPartition,
+    delete_dir_name,
+    ensure_no_collision,
+    log_dir_name,
+    parse_dir_name,
+    validate_topic,
+)
+
+LOCK_FILE = ".lock"
+TOPIC_CONFIG_PREFIX = "topic-config."
+TOPIC_CONFIG_SUFFIX = ".properties"
+IGNORED_DIRS = frozenset({"remote-log-index-cache"})
+
+_OffsetOf = Callable[[Log], "int | None"]
+
+DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
+DEFAULT_FLUSH_CHECKPOINT_INTERVAL_MS = 60_000
+DEFAULT_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS = 60_000
+DEFAULT_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5_000
+
+
+class LogManagerError(StorageError):
+    """Base of the errors LogManager raises itself (Log's own errors pass through unchanged)."""
+
+
+class LogDirLockedError(LogManagerError):
+    """Another process (or another LogManager) holds ``<log_dir>/.lock``."""
+
+    def __init__(self, log_dir: Path) -> None:
+        super().__init__(
+            f"failed to acquire lock on {log_dir / LOCK_FILE}: another process is using this log directory"
+        )
+        self.log_dir = log_dir
+
+
+class InvalidPartitionsError(LogManagerError):
+    """A partition count that is not allowed (Kafka: InvalidPartitionsException)."""
+
+    def __init__(self, topic: str, current: int, requested: int, message: str) -> None:
+        super().__init__(message)
+        self.topic = topic
+        self.current = current
+        self.requested = requested
+
+
+class TopicExistsError(LogManagerError):
+    """``create_topic`` for a topic that already has partitions here (Kafka: TopicExistsException)."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"Topic '{topic}' already exists.")
+        self.topic = topic
+
+
+class UnknownTopicError(LogManagerError):
+    """A topic with no partitions here (Kafka: UnknownTopicOrPartitionException)."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"Topic '{topic}' does not exist on this broker.")
+        self.topic = topic
+
+
+@dataclass(slots=True)
+class _LogDir:
+    path: Path
+    lock: IO[bytes] | None = None
+    had_clean_shutdown: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _PendingDelete:
+    path: Path
+    due_ms: int
+
+
+class LogManager:
+    """All partition logs of one broker, their checkpoints, retention, flushing and deletion.
+
+    Not thread-safe: the owner serialises every call (see the module doc). Time comes from ``clock``; the
+    periodic methods also take ``now`` so a test drives them with a ManualClock.
+    """
+
+    def __init__(
+        self,
+        log_dirs: list[Path],
+        default_config: LogConfig,
+        clock: Clock,
+        *,
+        node_id: int | None = None,
+        cluster_id: str | None = None,
+        broker_epoch: int = -1,
+        retention_check_interval_ms: int = DEFAULT_RETENTION_CHECK_INTERVAL_MS,
+        flush_checkpoint_interval_ms: int = DEFAULT_FLUSH_CHECKPOINT_INTERVAL_MS,
+        flush_start_offset_checkpoint_interval_ms: int = DEFAULT_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS,
+        high_watermark_checkpoint_interval_ms: int = DEFAULT_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+        flush_scheduler_interval_ms: int | None = None,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("LogManager needs at least one log directory")
+        self.default_config = default_config
+        self.clock = clock
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.broker_epoch = broker_epoch
+        self._dirs = [_LogDir(Path(d)) for d in log_dirs]
+        self._logs: dict[TopicPartition, Log] = {}
+        self._log_dir_of: dict[TopicPartition, _LogDir] = {}
+        self._topic_overrides: dict[str, dict[str, str]] = {}
+        self._pending_deletes: list[_PendingDelete] = []
+        self._intervals = {
+            "retention": retention_check_interval_ms,
+            "recovery": flush_checkpoint_interval_ms,
+            "start": flush_start_offset_checkpoint_interval_ms,
+            "hw": high_watermark_checkpoint_interval_ms,
+            "flush": flush_scheduler_interval_ms if flush_scheduler_interval_ms is not None else 2**63 - 1,
+        }
+        self._last_run: dict[str, int] = {}
+        self._started = False
+        self.recovered_logs: set[TopicPartition] = (
+            set()
+        )  # logs loaded after an unclean shutdown (for inspection)
+
+    # --- lifecycle ---------------------------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        """Lock every log directory, check its identity and load its logs (see the module doc)."""
+        try:
+            for log_dir in self._dirs:
+                log_dir.path.mkdir(parents=True, exist_ok=True)
+                log_dir.lock = _lock(log_dir.path)
+                if self.node_id is not None:
+                    ensure_meta_properties(log_dir.path, self.node_id, self.cluster_id)
+                log_dir.had_clean_shutdown = consume_clean_shutdown(log_dir.path)
+                self._load_topic_configs(log_dir.path)
+            for log_dir in self._dirs:
+                self._load_dir(log_dir)
+        except BaseException:
+            self._release_locks()
+            raise
+        now = self.clock.milliseconds()
+        self._last_run = dict.fromkeys(self._intervals, now)
+        self._started = True
+
+    def shutdown(self) -> None:
+        """Flush and close every log, write the checkpoints, write the clean-shutdown marker, release the locks."""
+        failed: set[Path] = set()
+        for tp, log in list(self._logs.items()):
+            try:
+                log.flush(log.log_end_offset, including_offset=True)
+                log.close()
+            except OSError:
+                failed.add(self._log_dir_of[tp].path)
+        for log_dir in self._dirs:
+            try:
+                self._write_offsets(log_dir, RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
+                self._write_offsets(log_dir, LOG_START_OFFSET_CHECKPOINT, self._start_offset_to_checkpoint)
+                if log_dir.path not in failed:
+                    write_clean_shutdown(log_dir.path, self.broker_epoch)
+            except OSError:
+                continue
+        self._logs.clear()
+        self._log_dir_of.clear()
+        self._release_locks()
+        self._started = False
+
+    # --- lookups -----------------------------------------------------------------------------------------------
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        return [d.path for d in self._dirs]
+
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        return self._logs.get(tp)
+
+    def all_logs(self) -> dict[TopicPartition, Log]:
+        return dict(self._logs)
+
+    def log_dir_of(self, tp: TopicPartition) -> Path:
+        return self._log_dir_of[tp].path
+
+    def topics(self) -> set[str]:
+        return {tp.topic for tp in self._logs}
+
+    def partitions_of(self, topic: str) -> list[TopicPartition]:
+        return sorted(tp for tp in self._logs if tp.topic == topic)
+
+    def topic_overrides(self, topic: str) -> dict[str, str]:
+        return dict(self._topic_overrides.get(topic, {}))
+
+    def topic_config(self, topic: str) -> LogConfig:
+        """The default config with the topic's overrides applied."""
+        overrides = self._topic_overrides.get(topic)
+        if not overrides:
+            return self.default_config
+        return self.default_config.with_overrides(overrides)
+
+    # --- creating logs -----------------------------------------------------------------------------------------
+
+    def get_or_create_log(self, tp: TopicPartition, config: LogConfig | None = None) -> Log:
+        """The partition's log, created in the log directory holding the fewest partitions when absent."""
+        existing = self._logs.get(tp)
+        if existing is not None:
+            return existing
+        validate_topic(tp.topic)
+        if tp.partition < 0:
+            raise InvalidPartitionsError(tp.topic, 0, tp.partition, f"partition {tp.partition} is negative")
+        log_dir = self._least_loaded_dir()
+        directory = log_dir.path / log_dir_name(tp)
+        directory.mkdir(parents=False, exist_ok=True)
+        fsync_directory(log_dir.path)
+        log = Log.open(
+            directory,
+            config if config is not None else self.topic_config(tp.topic),
+            self.clock,
+            recovery_point=0,
+            log_start_offset=0,
+            had_clean_shutdown=True,
+        )
+        self._logs[tp] = log
+        self._log_dir_of[tp] = log_dir
+        return log
+
+    def create_topic(
+        self, topic: str, partitions: int, overrides: Mapping[str, str | int] | None = None
+    ) -> list[Log]:
+        """Create ``partitions`` logs for a new topic; ``overrides`` are topic-level config keys, persisted."""
+        validate_topic(topic)
+        if partitions < 1:
+            raise InvalidPartitionsError(
+                topic,
+                0,
+                partitions,
+                f"Number of partitions was set to an invalid non-positive value {partitions}.",
+            )
+        if self.partitions_of(topic):
+            raise TopicExistsError(topic)
+        ensure_no_collision(topic, self.topics())
+        self._set_overrides(topic, {k: str(v) for k, v in (overrides or {}).items()})
+        config = self.topic_config(topic)
+        return [self.get_or_create_log(TopicPartition(topic, p), config) for p in range(partitions)]
+
+    def add_partitions(self, topic: str, new_total: int) -> list[Log]:
+        """Grow a topic to ``new_total`` partitions, returning the new logs; partitions are never removed."""
+        current = len(self.partitions_of(topic))
+        if current == 0:
+            raise UnknownTopicError(topic)
+        if new_total == current:
+            raise InvalidPartitionsError(
+                topic, current, new_total, f"Topic already has {current} partition(s)."
+            )
+        if new_total < current:
+            raise InvalidPartitionsError(
+                topic,
+                current,
+                new_total,
+                f"The topic {topic} currently has {current} partition(s); {new_total} would not be an increase. "
+                "Partitions can be added, never removed.",
+            )
+        config = self.topic_config(topic)
+        return [self.get_or_create_log(TopicPartition(topic, p), config) for p in range(current, new_total)]
+
+    def update_topic_config(self, topic: str, overrides: Mapping[str, str | int]) -> None:
+        """Replace the topic's overrides, persist them and apply them to its open logs."""
+        self._set_overrides(topic, {k: str(v) for k, v in overrides.items()})
+        config = self.topic_config(topic)
+        for tp in self.partitions_of(topic):
+            self._logs[tp].update_config(config)
+
+    # --- deleting ----------------------------------------------------------------------------------------------
+
+    def delete_log(self, tp: TopicPartition) -> Path:
+        """Close the log, rename its directory to ``topic-N.<uuid>-delete`` and queue it for removal.
+
+        Returns the renamed directory. It is removed by ``delete_pending`` once ``file.delete.delay.ms`` passed.
+        """
+        log = self._logs.pop(tp, None)
+        if log is None:
+            raise UnknownTopicError(tp.topic)
+        log_dir = self._log_dir_of.pop(tp)
+        config = log.config
+        log.close()
+        source = log_dir.path / log_dir_name(tp)
+        target = log_dir.path / delete_dir_name(tp)
+        os.replace(source, target)
+        fsync_directory(log_dir.path)
+        self._pending_deletes.append(
+            _PendingDelete(target, self.clock.milliseconds() + config.file_delete_delay_ms)
+        )
+        return target
+
+    def delete_topic(self, topic: str) -> list[Path]:
+        """Delete every partition of the topic and forget its config overrides."""
+        tps = self.partitions_of(topic)
+        if not tps:
+            raise UnknownTopicError(topic)
+        renamed = [self.delete_log(tp) for tp in tps]
+        self._set_overrides(topic, {})
+        return renamed
+
+    def delete_pending(self, now: int, *, force: bool = False) -> list[Path]:
+        """Remove ``-delete`` directories whose delay has passed (all of them with ``force``)."""
+        due = [p for p in self._pending_deletes if force or p.due_ms <= now]
+        self._pending_deletes = [p for p in self._pending_deletes if p not in due]
+        for pending in due:
+            shutil.rmtree(pending.path, ignore_errors=True)
+            fsync_directory(pending.path.parent)
+        return [p.path for p in due]
+
+    @property
+    def pending_deletes(self) -> list[Path]:
+        return [p.path for p in self._pending_deletes]
+
+    # --- periodic tasks ----------------------------------------------------------------------------------------
+
+    def cleanup_logs(self, now: int) -> int:
+        """Retention for every log whose cleanup.policy includes ``delete`` (compacted logs: log-start breach
+        only, handled by Log). Returns the number of segments deleted."""
+        deleted = 0
+        for log in self._logs.values():
+            deleted += log.delete_old_segments(now)
+        for log in self._logs.values():
+            log.delete_pending_segments(now)
+        self.delete_pending(now)
+        return deleted
+
+    def flush_dirty_logs(self, now: int) -> list[TopicPartition]:
+        """Flush every log whose ``flush.ms`` has passed since its last flush; returns the flushed partitions."""
+        flushed: list[TopicPartition] = []
+        for tp, log in self._logs.items():
+            if now - log.last_flush_time >= log.config.flush_ms:
+                log.flush(log.log_end_offset)
+                flushed.append(tp)
+        return flushed
+
+    def checkpoint_recovery_points(self) -> None:
+        for log_dir in self._dirs:
+            self._write_offsets(log_dir, RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        for log_dir in self._dirs:
+            self._write_offsets(log_dir, LOG_START_OFFSET_CHECKPOINT, self._start_offset_to_checkpoint)
+
+    def checkpoint_high_watermarks(self) -> None:
+        for log_dir in self._dirs:
+            self._write_offsets(log_dir, REPLICATION_OFFSET_CHECKPOINT, lambda log: log.high_watermark)
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        """The checkpointed high watermarks of every log directory (for the partition layer at startup)."""
+        result: dict[TopicPartition, int] = {}
+        for log_dir in self._dirs:
+            result.update(_read_or_empty(log_dir.path / REPLICATION_OFFSET_CHECKPOINT))
+        return result
+
+    def schedule_due(self, now: int) -> list[str]:
+        """Run each periodic task whose interval has passed since it last ran; returns the names run."""
+        tasks = {
+            "retention": lambda: self.cleanup_logs(now),
+            "flush": lambda: self.flush_dirty_logs(now),
+            "recovery": self.checkpoint_recovery_points,
+            "start": self.checkpoint_log_start_offsets,
+            "hw": self.checkpoint_high_watermarks,
+        }
+        ran: list[str] = []
+        for name, task in tasks.items():
+            if now - self._last_run.get(name, now) >= self._intervals[name]:
+                task()
+                self._last_run[name] = now
+                ran.append(name)
+        return ran
+
+    # --- internals ---------------------------------------------------------------------------------------------
+
+    def _least_loaded_dir(self) -> _LogDir:
+        counts = {id(d): 0 for d in self._dirs}
+        for log_dir in self._log_dir_of.values():
+            counts[id(log_dir)] += 1
+        return min(self._dirs, key=lambda d: counts[id(d)])
+
+    def _load_dir(self, log_dir: _LogDir) -> None:
+        recovery_points = _read_or_empty(log_dir.path / RECOVERY_POINT_CHECKPOINT)
+        start_offsets = _read_or_empty(log_dir.path / LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = _read_or_empty(log_dir.path / REPLICATION_OFFSET_CHECKPOINT)
+        for child in sorted(log_dir.path.iterdir()):
+            if not child.is_dir() or child.name in IGNORED_DIRS:
+                continue
+            try:
+                parsed = parse_dir_name(child.name)
+            except InvalidPartitionDirError as exc:
+                raise LogManagerError(
+                    f"cannot load log directory {log_dir.path}: {child}: {exc.reason}"
+                ) from exc
+            if parsed.tp.topic == CLUSTER_METADATA_TOPIC:
+                continue
+            if parsed.kind is DirKind.DELETE:
+                self._pending_deletes.append(_PendingDelete(child, self.clock.milliseconds()))
+                continue
+            if parsed.kind is not DirKind.LIVE:
+                continue  # -future and -stray replicas are not served by this manager
+            tp = parsed.tp
+            if tp in self._logs:
+                raise LogManagerError(
+                    f"duplicate log directories for {tp}: {self._log_dir_of[tp].path / child.name} and {child}"
+                )
+            if not log_dir.had_clean_shutdown:
+                self.recovered_logs.add(tp)
+            log = Log.open(
+                child,
+                self.topic_config(tp.topic),
+                self.clock,
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp, 0),
+                had_clean_shutdown=log_dir.had_clean_shutdown,
+            )
+            if tp in high_watermarks:
+                log.update_high_watermark(high_watermarks[tp])  # clamped to [log start, LEO] by the log
+            self._logs[tp] = log
+            self._log_dir_of[tp] = log_dir
+
+    def _start_offset_to_checkpoint(self, log: Log) -> int | None:
+        first_base = log.segments.first_base_offset() if len(log.segments) else log.log_start_offset
+        return log.log_start_offset if log.log_start_offset > first_base else None
+
+    def _write_offsets(self, log_dir: _LogDir, name: str, value_of: _OffsetOf) -> None:
+        entries: list[tuple[TopicPartition, int]] = []
+        for tp in sorted(self._logs):
+            if self._log_dir_of[tp] is log_dir:
+                value = value_of(self._logs[tp])
+                if value is not None:
+                    entries.append((tp, value))
+        offset_checkpoint(log_dir.path / name).write(entries)
+
+    def _set_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        if overrides:
+            self.default_config.with_overrides(
+                overrides
+            )  # validates keys and values before anything is stored
+            self._topic_overrides[topic] = overrides
+        else:
+            self._topic_overrides.pop(topic, None)
+        for log_dir in self._dirs:
+            path = log_dir.path / f"{TOPIC_CONFIG_PREFIX}{topic}{TOPIC_CONFIG_SUFFIX}"
+            if overrides:
+                write_properties_file(path, overrides, comment=f"topic-level config overrides for {topic}")
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+
+    def _load_topic_configs(self, directory: Path) -> None:
+        for path in sorted(directory.glob(f"{TOPIC_CONFIG_PREFIX}*{TOPIC_CONFIG_SUFFIX}")):
+            topic = path.name[len(TOPIC_CONFIG_PREFIX) : -len(TOPIC_CONFIG_SUFFIX)]
+            self._topic_overrides.setdefault(topic, read_properties_file(path))
+
+    def _release_locks(self) -> None:
+        for log_dir in self._dirs:
+            if log_dir.lock is not None:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(log_dir.lock.fileno(), fcntl.LOCK_UN)
+                log_dir.lock.close()
+                log_dir.lock = None
+
+
+def _read_or_empty(path: Path) -> dict[TopicPartition, int]:
+    """A checkpoint's entries; an unreadable file is treated as empty, as Kafka does."""
+    try:
+        return offset_checkpoint(path).read_dict()
+    except (CheckpointError, OSError):
+        return {}
+
+
+def _lock(log_dir: Path) -> IO[bytes]:
+    handle = open(log_dir / LOCK_FILE, "ab")  # noqa: SIM115 - held open until shutdown
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise LogDirLockedError(log_dir) from None
+    return handle
+
+
+def partition_counts(manager: LogManager) -> dict[Path, int]:
+    """How many partitions each log directory holds."""
+    counts = dict.fromkeys(manager.log_dirs, 0)
+    for tp in manager.all_logs():
+        counts[manager.log_dir_of(tp)] += 1
+    return counts

@@ -1,0 +1,316 @@
+"""LogManager: startup/shutdown, recovery after the recovery point only, topics, partitions, deletion,
+two log directories, retention through the manager with a ManualClock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from samsa.clock import ManualClock
+from samsa.records import build_batch
+from samsa.storage.checkpoint import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    offset_checkpoint,
+)
+from samsa.storage.config import LogConfig
+from samsa.storage.log_manager import (
+    InvalidPartitionsError,
+    LogDirLockedError,
+    LogManager,
+    TopicExistsError,
+    partition_counts,
+)
+from samsa.storage.meta import InconsistentNodeIdError
+from samsa.storage.topic import InvalidTopicError, TopicPartition
+
+SMALL = {"segment.bytes": 1024, "index.interval.bytes": 100}
+
+
+def _config(**extra: int) -> LogConfig:
+    return LogConfig.from_properties({**SMALL, **extra})
+
+
+def _manager(dirs: list[Path], clock: ManualClock, **kwargs: object) -> LogManager:
+    manager = LogManager(dirs, _config(), clock, **kwargs)  # type: ignore[arg-type]
+    manager.startup()
+    return manager
+
+
+def _append(
+    manager: LogManager, tp: TopicPartition, batches: int, clock: ManualClock, size: int = 60
+) -> None:
+    log = manager.get_log(tp)
+    assert log is not None
+    for _ in range(batches):
+        log.append_as_leader(build_batch([b"x" * size, b"y" * size], timestamp=clock.milliseconds()))
+        clock.advance(10)
+    log.update_high_watermark(log.log_end_offset)
+
+
+def _segment_bases(directory: Path) -> list[int]:
+    return sorted(int(p.name.split(".")[0]) for p in directory.glob("*.log"))
+
+
+def test_create_write_clean_shutdown_reopen(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock, node_id=1)
+    logs = manager.create_topic("orders", 2)
+    assert [log.log_end_offset for log in logs] == [0, 0]
+    tp = TopicPartition("orders", 0)
+    _append(manager, tp, 30, clock)
+    assert len(_segment_bases(tmp_path / "orders-0")) > 2
+    manager.shutdown()
+    assert (tmp_path / ".kafka_cleanshutdown").exists()
+    assert offset_checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT).read_dict()[tp] == 60
+    assert (tmp_path / "meta.properties").exists()
+
+    again = _manager([tmp_path], clock, node_id=1)
+    assert not (tmp_path / ".kafka_cleanshutdown").exists()  # consumed at startup
+    assert again.recovered_logs == set()
+    log = again.get_log(tp)
+    assert log is not None and log.log_end_offset == 60 and log.recovery_point == 60
+    assert again.partitions_of("orders") == [tp, TopicPartition("orders", 1)]
+    again.shutdown()
+
+
+def test_lock_and_node_id(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock, node_id=1)
+    with pytest.raises(LogDirLockedError):
+        _manager([tmp_path], clock, node_id=1)
+    manager.shutdown()
+    with pytest.raises(InconsistentNodeIdError):
+        _manager([tmp_path], clock, node_id=2)
+    _manager([tmp_path], clock, node_id=1).shutdown()  # the failed start released its lock
+
+
+def _index_bytes(directory: Path, base: int) -> bytes:
+    return (directory / f"{base:020d}.index").read_bytes()
+
+
+def test_unclean_shutdown_recovers_only_after_recovery_point(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("t", 1)
+    tp = TopicPartition("t", 0)
+    _append(manager, tp, 40, clock)
+    directory = tmp_path / "t-0"
+    bases = _segment_bases(directory)
+    assert len(bases) >= 4
+    manager.shutdown()
+    early, late = bases[0], bases[-2]
+    early_index, late_index = _index_bytes(directory, early), _index_bytes(directory, late)
+    assert early_index and late_index
+
+    # crash: no marker, and a recovery point between the two segments
+    (tmp_path / ".kafka_cleanshutdown").unlink()
+    offset_checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT).write({tp: bases[-3]})
+    garbage = b"\x7f\xff\xff\xff\x00\x00\x00\x00" * 3
+    (directory / f"{early:020d}.index").write_bytes(early_index + garbage)
+    (directory / f"{late:020d}.index").write_bytes(late_index + garbage)
+    with open(directory / f"{bases[-1]:020d}.log", "ab") as handle:
+        handle.write(b"\x00\x00\x00")  # a torn write at the end of the active segment
+
+    again = _manager([tmp_path], clock)
+    assert again.recovered_logs == {tp}
+    log = again.get_log(tp)
+    assert log is not None and log.log_end_offset == 80
+    again.shutdown()
+    assert _index_bytes(directory, early) == early_index + garbage  # below the recovery point: not touched
+    assert _index_bytes(directory, late) == late_index  # at or above it: rebuilt from the log
+
+
+def test_add_partitions_and_refuse_decrease(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("t", 2)
+    new = manager.add_partitions("t", 5)
+    assert len(new) == 3
+    assert manager.partitions_of("t") == [TopicPartition("t", p) for p in range(5)]
+    with pytest.raises(InvalidPartitionsError) as info:
+        manager.add_partitions("t", 3)
+    assert (info.value.current, info.value.requested) == (5, 3)
+    assert "never removed" in str(info.value)
+    with pytest.raises(InvalidPartitionsError, match="already has 5"):
+        manager.add_partitions("t", 5)
+    with pytest.raises(TopicExistsError):
+        manager.create_topic("t", 1)
+    with pytest.raises(InvalidPartitionsError):
+        manager.create_topic("u", 0)
+    with pytest.raises(InvalidTopicError):
+        manager.create_topic("bad name", 1)
+    manager.create_topic("a_b", 1)
+    with pytest.raises(InvalidTopicError, match="collides"):
+        manager.create_topic("a.b", 1)
+    manager.shutdown()
+
+
+def test_delete_topic(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("gone", 2, {"retention.ms": 1000})
+    manager.create_topic("kept", 1)
+    _append(manager, TopicPartition("gone", 0), 3, clock)
+    renamed = manager.delete_topic("gone")
+    assert all(p.name.endswith("-delete") and p.exists() for p in renamed)
+    assert not (tmp_path / "gone-0").exists()
+    assert manager.partitions_of("gone") == []
+    assert manager.delete_pending(clock.milliseconds()) == []  # file.delete.delay.ms not yet passed
+    clock.advance(60_001)
+    assert sorted(manager.delete_pending(clock.milliseconds())) == sorted(renamed)
+    assert not any(p.exists() for p in renamed)
+    manager.shutdown()
+    again = _manager([tmp_path], clock)
+    assert again.topics() == {"kept"}
+    assert again.topic_overrides("gone") == {}
+    again.shutdown()
+
+
+def test_delete_dirs_left_by_a_crash_are_removed_not_loaded(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("t", 1)
+    renamed = manager.delete_log(TopicPartition("t", 0))
+    manager.shutdown()
+    again = _manager([tmp_path], clock)
+    assert again.get_log(TopicPartition("t", 0)) is None
+    assert again.pending_deletes == [renamed]
+    again.cleanup_logs(clock.milliseconds())
+    assert not renamed.exists()
+    again.shutdown()
+
+
+def test_two_log_dirs_balanced(tmp_path: Path) -> None:
+    clock = ManualClock()
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = _manager(dirs, clock)
+    manager.create_topic("t", 5)
+    manager.create_topic("u", 3)
+    counts = partition_counts(manager)
+    assert sorted(counts.values()) == [4, 4]
+    for tp in manager.all_logs():
+        assert (manager.log_dir_of(tp) / f"{tp.topic}-{tp.partition}").is_dir()
+    manager.shutdown()
+    again = _manager(dirs, clock)
+    assert partition_counts(again) == counts
+    again.shutdown()
+
+
+def test_topic_config_overrides_survive_restart(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("t", 1, {"retention.ms": 5000})
+    assert manager.topic_config("t").retention_ms == 5000
+    assert manager.topic_config("other").retention_ms == _config().retention_ms
+    manager.shutdown()
+    again = _manager([tmp_path], clock)
+    assert again.topic_overrides("t") == {"retention.ms": "5000"}
+    log = again.get_log(TopicPartition("t", 0))
+    assert log is not None and log.config.retention_ms == 5000
+    again.shutdown()
+
+
+def test_retention_through_the_manager(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("short", 1, {"retention.ms": 60_000})
+    manager.create_topic("long", 1)
+    for topic in ("short", "long"):
+        _append(manager, TopicPartition(topic, 0), 20, clock)
+    short_before = _segment_bases(tmp_path / "short-0")
+    assert manager.cleanup_logs(clock.milliseconds()) == 0
+    clock.advance(61_000)
+    deleted = manager.cleanup_logs(clock.milliseconds())
+    assert deleted == len(short_before)  # every segment expired: rolled first, then all old ones deleted
+    short = manager.get_log(TopicPartition("short", 0))
+    assert short is not None and short.log_start_offset == 40 and short.log_end_offset == 40
+    assert len(_segment_bases(tmp_path / "long-0")) > 1
+    long = manager.get_log(TopicPartition("long", 0))
+    assert long is not None and long.maybe_increment_log_start_offset(5)  # DeleteRecords inside a segment
+    manager.checkpoint_log_start_offsets()
+    starts = offset_checkpoint(tmp_path / LOG_START_OFFSET_CHECKPOINT).read_dict()
+    assert starts == {TopicPartition("long", 0): 5}  # only starts above the first segment's base are kept
+    manager.checkpoint_high_watermarks()
+    hws = offset_checkpoint(tmp_path / REPLICATION_OFFSET_CHECKPOINT).read_dict()
+    assert hws == {TopicPartition("short", 0): 40, TopicPartition("long", 0): 40}
+    manager.shutdown()
+    again = _manager([tmp_path], clock)
+    log = again.get_log(TopicPartition("short", 0))
+    assert log is not None and log.log_start_offset == 40 and log.high_watermark == 40
+    long = again.get_log(TopicPartition("long", 0))
+    assert long is not None and long.log_start_offset == 5
+    assert again.read_high_watermarks()[TopicPartition("long", 0)] == 40
+    again.shutdown()
+
+
+def test_schedule_due_runs_tasks_on_their_intervals(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock, high_watermark_checkpoint_interval_ms=5000)
+    manager.create_topic("t", 1)
+    assert manager.schedule_due(clock.milliseconds()) == []
+    clock.advance(5000)
+    assert manager.schedule_due(clock.milliseconds()) == ["hw"]
+    assert (tmp_path / REPLICATION_OFFSET_CHECKPOINT).exists()
+    clock.advance(300_000)
+    assert set(manager.schedule_due(clock.milliseconds())) == {"retention", "recovery", "start", "hw"}
+    manager.shutdown()
+
+
+def test_clean_shutdown_trusts_indexes(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("t", 1)
+    tp = TopicPartition("t", 0)
+    _append(manager, tp, 40, clock)
+    manager.shutdown()
+    directory = tmp_path / "t-0"
+    late = _segment_bases(directory)[-2]
+    corrupted = _index_bytes(directory, late) + b"\x7f\xff\xff\xff\x00\x00\x00\x00"
+    (directory / f"{late:020d}.index").write_bytes(corrupted)
+    again = _manager([tmp_path], clock)  # the marker is there: no recovery at all
+    assert again.recovered_logs == set()
+    again.shutdown()
+    assert _index_bytes(directory, late) == corrupted
+
+
+def test_unparsable_directory_fails_startup_and_releases_the_lock(tmp_path: Path) -> None:
+    from samsa.storage.log_manager import LogManagerError
+
+    (tmp_path / "not_a_partition").mkdir()
+    with pytest.raises(LogManagerError, match="not_a_partition"):
+        _manager([tmp_path], ManualClock())
+    (tmp_path / "not_a_partition").rmdir()
+    _manager([tmp_path], ManualClock()).shutdown()
+
+
+def test_flush_dirty_logs_honours_flush_ms(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("fast", 1, {"flush.ms": 1000, "segment.bytes": 1_000_000})
+    manager.create_topic("lazy", 1, {"segment.bytes": 1_000_000})
+    for topic in ("fast", "lazy"):
+        _append(manager, TopicPartition(topic, 0), 3, clock)
+    assert manager.flush_dirty_logs(clock.milliseconds()) == []
+    clock.advance(1000)
+    assert manager.flush_dirty_logs(clock.milliseconds()) == [TopicPartition("fast", 0)]
+    fast, lazy = manager.get_log(TopicPartition("fast", 0)), manager.get_log(TopicPartition("lazy", 0))
+    assert fast is not None and lazy is not None
+    assert (fast.recovery_point, lazy.recovery_point) == (6, 0)
+    manager.checkpoint_recovery_points()
+    points = offset_checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT).read_dict()
+    assert points == {TopicPartition("fast", 0): 6, TopicPartition("lazy", 0): 0}
+    manager.shutdown()
+
+
+def test_invalid_override_creates_nothing(tmp_path: Path) -> None:
+    from samsa.storage.errors import InvalidConfigError
+
+    manager = _manager([tmp_path], ManualClock())
+    with pytest.raises(InvalidConfigError, match=r"retention\.ms"):
+        manager.create_topic("t", 1, {"retention.ms": "soon"})
+    assert manager.topics() == set()
+    assert not list(tmp_path.glob("topic-config.*"))
+    manager.shutdown()

@@ -1,0 +1,413 @@
+"""LogSegment: Kafka's LogSegmentTest items (spec 12.1), the index-entry rule (2.3) and FileRecords (12.8)."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from storage_helpers import append_v1, decode_all, open_segment, segment_records, v1, v2
+
+from samsa.clock import ManualClock
+from samsa.records import Record, build_batch
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import LogSegmentOffsetOverflowError
+from samsa.storage.file_records import FileRecords
+from samsa.storage.file_slice import LogOffsetMetadata
+from samsa.storage.segment import LogSegment, RollParams, TimestampAndOffset
+
+INT_MAX = 2**31 - 1
+
+
+@pytest.mark.parametrize(
+    ("base", "largest"),
+    [(0, -(2**31)), (0, 2**31), (1, 0), (100, 10), (2**31, 0), (-(2**31), 0), (2**31, 2**32)],
+)
+def test_append_offset_overflow(tmp_path: Path, clock: ManualClock, base: int, largest: int) -> None:
+    segment = open_segment(tmp_path, base, clock)
+    with pytest.raises(LogSegmentOffsetOverflowError) as err:
+        segment.append(largest, 0, largest, v1(0, 0))
+    assert (err.value.base_offset, err.value.offset) == (base, largest)
+    assert segment.size == 0
+
+
+def test_read_on_empty_segment(tmp_path: Path, clock: ManualClock) -> None:
+    assert open_segment(tmp_path, 40, clock).read(40, 300) is None
+
+
+def test_read_before_first_offset(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 40, clock)
+    append_v1(segment, range(50, 54))
+    info = segment.read(41, 300)
+    assert info is not None
+    assert [r.offset for r in decode_all(info.read_bytes())] == [50, 51, 52, 53]
+
+
+def test_read_after_last_and_from_gap(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 40, clock)
+    append_v1(segment, [50, 51])
+    assert segment.read(52, 200) is None
+    append_v1(segment, [60, 61])
+    info = segment.read(55, 200)
+    assert info is not None and [r.offset for r in decode_all(info.read_bytes())] == [60, 61]
+
+
+def test_read_when_no_max_position(tmp_path: Path, clock: ManualClock) -> None:
+    """A zero-size read gives empty records with the metadata of the batch holding the offset."""
+    segment = open_segment(tmp_path, 40, clock)
+    append_v1(segment, [50, 51])
+    for offset, position in ((48, 0), (50, 0), (51, 39)):
+        info = segment.read(offset, 0)
+        assert info is not None and info.size == 0
+        assert info.fetch_offset_metadata == LogOffsetMetadata(offset, 40, position)
+    for min_one in (True, False):
+        assert segment.read(52, 100, None, min_one) is None
+        assert segment.read(53, 100, None, min_one) is None
+
+
+def test_read_with_max_position_and_min_one(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 0, clock)
+    append_v1(segment, [0, 1, 2])
+    info = segment.read(0, 1)
+    assert info is not None and info.size == 1 and info.first_entry_incomplete
+    info = segment.read(0, 1, min_one_message=True)
+    assert info is not None and info.size == 39 and not info.first_entry_incomplete
+    info = segment.read(0, 1000, max_position=78)
+    assert info is not None and [r.offset for r in decode_all(info.read_bytes())] == [0, 1]
+    with pytest.raises(ValueError):
+        segment.read(0, -1)
+
+
+def test_read_inside_a_batch_returns_the_whole_batch(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 0, clock)
+    first, second = v2([0, 1]), v2([2, 3])
+    segment.append(1, 10, 1, first)
+    segment.append(3, 30, 3, second)
+    info = segment.read(1, 1000)
+    assert info is not None and info.fetch_offset_metadata.relative_position_in_segment == 0
+    assert info.read_bytes() == first + second
+    info = segment.read(3, 1000)
+    assert info is not None and info.read_bytes() == second
+
+
+def test_truncate(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 40, clock)
+    offset = 40
+    for _ in range(30):
+        append_v1(segment, [offset, offset + 1])
+        segment.truncate_to(offset + 1)
+        assert [r.offset for r in segment_records(segment)][-1] == offset
+        info = segment.read(offset, 10_000)
+        assert info is not None and [r.offset for r in decode_all(info.read_bytes())] == [offset]
+        offset += 1
+
+
+def test_truncate_empty_segment(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 40, clock, index_bytes=1000)
+    segment.close()
+    reopened = open_segment(tmp_path, 40, clock, index_bytes=1000)
+    assert reopened.offset_index.entries == 0 and reopened.time_index.entries == 0
+    clock.advance(500)
+    reopened.truncate_to(57)
+    assert not reopened.offset_index.is_full() and not reopened.time_index.is_full()
+    assert reopened.time_waited_for_roll(clock.milliseconds(), -1) == 0
+    config = LogConfig()
+    clock.advance(config.segment_ms + 1)
+    params = RollParams(config.segment_ms, config.segment_bytes, -1, 100, 1024, clock.milliseconds())
+    assert not reopened.should_roll(params)
+    params = RollParams(
+        config.segment_ms, config.segment_bytes, -1, 40 + INT_MAX + 200, 1024, clock.milliseconds()
+    )
+    assert reopened.should_roll(params)
+
+
+def test_reload_largest_timestamp_and_next_offset_after_truncation(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    size = len(v1(0, 0))
+    segment = open_segment(tmp_path, 40, clock, interval=2 * size - 1)
+    append_v1(segment, range(40, 70))
+    assert segment.time_index.entries == 14
+    segment.truncate_to(41)
+    assert segment.time_index.entries == 0
+    assert segment.largest_timestamp == 400
+    assert segment.read_next_offset() == 41
+
+
+def test_truncate_full(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 40, clock)
+    append_v1(segment, [40, 41])
+    clock.advance(1000)
+    segment.truncate_to(0)
+    assert segment.size == 0 and segment.read(0, 1024) is None
+    assert segment.created_ms == clock.milliseconds()
+    assert not segment.offset_index.is_full() and not segment.time_index.is_full()
+    append_v1(segment, [42])
+    assert [r.offset for r in segment_records(segment)] == [42]
+
+
+def test_find_offset_by_timestamp(tmp_path: Path, clock: ManualClock) -> None:
+    size = len(v1(0, 0))
+    segment = open_segment(tmp_path, 40, clock, interval=2 * size - 1)
+    append_v1(segment, range(40, 50))
+    assert segment.largest_timestamp == 490
+    assert [segment.time_index.entry(i) for i in range(segment.time_index.entries)] == [
+        type(segment.time_index.entry(0))(ts, ts // 10) for ts in (420, 440, 460, 480)
+    ]
+    for target, expected in ((420, 42), (421, 43), (430, 43), (431, 44), (401, 41), (399, 40)):
+        found = segment.find_offset_by_timestamp(target, 40)
+        assert found is not None and found.offset == expected, target
+    assert segment.find_offset_by_timestamp(491, 40) is None
+
+
+def test_find_offset_by_timestamp_reports_v2_epoch(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 0, clock)
+    segment.append(0, 10, 0, v2([0], [10], epoch=0))
+    segment.append(1, 11, 1, v2([1], [11], epoch=1))
+    assert segment.find_offset_by_timestamp(9, 0) == TimestampAndOffset(10, 0, 0)
+    assert segment.find_offset_by_timestamp(10, 0) == TimestampAndOffset(10, 0, 0)
+    assert segment.find_offset_by_timestamp(11, 0) == TimestampAndOffset(11, 1, 1)
+    assert segment.find_offset_by_timestamp(12, 0) is None
+    assert segment.find_offset_by_timestamp(10, 1) == TimestampAndOffset(11, 1, 1)
+
+
+def test_next_offset_calculation(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 40, clock)
+    assert segment.read_next_offset() == 40
+    append_v1(segment, [50, 51, 52])
+    assert segment.read_next_offset() == 53
+
+
+def test_change_file_suffixes_does_not_create_indexes(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 40, clock)
+    log_path = segment.log.path
+    assert log_path.exists()
+    assert not segment.offset_index.path.exists() and not segment.time_index.path.exists()
+    segment.change_file_suffixes("", ".deleted")
+    assert segment.log.path.name == "00000000000000000040.log.deleted" and segment.log.path.exists()
+    assert segment.offset_index.path.name == "00000000000000000040.index.deleted"
+    assert not segment.offset_index.path.exists() and not segment.time_index.path.exists()
+    assert segment.has_suffix(".deleted")
+    segment.offset_index.entries  # noqa: B018 - first access creates the file
+    assert segment.offset_index.path.exists()
+    segment.change_file_suffixes(".deleted", "")
+    assert segment.log.path == log_path and segment.offset_index.path.name == "00000000000000000040.index"
+
+
+def test_recovery_fixes_corrupt_index(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 0, clock, index_bytes=8000)
+    append_v1(segment, range(100))
+    expected = [segment.offset_index.entry(i) for i in range(segment.offset_index.entries)]
+    rng = random.Random(3)
+    segment.offset_index.flush()
+    segment.offset_index.close_handler()
+    segment.offset_index.path.write_bytes(
+        bytes(rng.getrandbits(8) for _ in range(segment.offset_index.path.stat().st_size))
+    )
+    assert segment.recover() == 0
+    assert [segment.offset_index.entry(i) for i in range(segment.offset_index.entries)] == expected
+    for i in range(100):
+        info = segment.read(i, 1, min_one_message=True)
+        assert info is not None and decode_all(info.read_bytes())[0].offset == i
+
+
+def test_recovery_fixes_corrupt_time_index(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 0, clock, index_bytes=12_000)
+    append_v1(segment, range(100))
+    segment.time_index.flush()
+    segment.time_index.close_handler()
+    segment.time_index.path.write_bytes(os.urandom(segment.time_index.path.stat().st_size))
+    segment.recover()
+    for i in range(100):
+        assert segment.find_offset_by_timestamp(i * 10, 0) == TimestampAndOffset(i * 10, i, None)
+        found = segment.find_offset_by_timestamp(i * 10 + 1, 0)
+        assert (found.offset if found else 100) == i + 1
+
+
+def test_recovery_with_corrupt_message(tmp_path: Path, clock: ManualClock) -> None:
+    rng = random.Random(11)
+    for trial in range(10):
+        directory = tmp_path / str(trial)
+        directory.mkdir()
+        segment = open_segment(directory, 0, clock, index_bytes=12_000)
+        append_v1(segment, range(100))
+        k = rng.randrange(100)
+        start = next(pos for pos, batch in segment.log.batches() if batch.last_offset == k)
+        cut = start + rng.randrange(39)
+        segment.log.truncate_to(cut)
+        segment.log.append(os.urandom(rng.randrange(1, 200)))
+        segment.recover()
+        assert [r.offset for r in segment_records(segment)] == list(range(k))
+
+
+def test_recovery_rebuilds_epochs(tmp_path: Path, clock: ManualClock) -> None:
+    class Sink:
+        def __init__(self) -> None:
+            self.entries: list[tuple[int, int]] = []
+
+        def latest_epoch(self) -> int | None:
+            return self.entries[-1][0] if self.entries else None
+
+        def assign(self, epoch: int, start_offset: int) -> None:
+            self.entries.append((epoch, start_offset))
+
+    segment = open_segment(tmp_path, 100, clock)
+    for offsets, epoch in (([104, 105], 0), ([106, 107], 1), ([108, 109], 1), ([110, 111], 2)):
+        segment.append(offsets[-1], 0, offsets[-1], v2(offsets, epoch=epoch))
+    sink = Sink()
+    segment.recover(sink)
+    assert sink.entries == [(0, 104), (1, 106), (2, 110)]
+
+
+def test_preallocated_segment_trimmed_on_close(tmp_path: Path, clock: ManualClock) -> None:
+    config = LogConfig.from_properties({"preallocate": "true"})
+    segment = LogSegment.open(tmp_path, 40, config, clock, init_file_size=512 * 1024, preallocate=True)
+    append_v1(segment, [40, 41])
+    assert segment.log.file_length() == 512 * 1024 and segment.size == 78
+    info = segment.read(41, 100)
+    assert info is not None and [r.offset for r in decode_all(info.read_bytes())] == [41]
+    segment.close()
+    assert (tmp_path / "00000000000000000040.log").stat().st_size == 78
+    reopened = LogSegment.open(tmp_path, 40, config, clock)
+    assert reopened.size == 78 and reopened.read_next_offset() == 42
+
+
+def test_truncate_even_if_offset_points_to_a_gap(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 40, clock)
+    append_v1(segment, [40, 43])
+    segment.truncate_to(41)
+    assert [r.offset for r in segment_records(segment)] == [40]
+
+
+def test_first_batch_timestamp(tmp_path: Path, clock: ManualClock) -> None:
+    segment = open_segment(tmp_path, 40, clock)
+    assert segment.first_batch_timestamp() == 2**63 - 1
+    segment.append(40, 1000, 40, v1(40, 1000))
+    assert segment.first_batch_timestamp() == 1000
+    segment.close()
+    assert open_segment(tmp_path, 40, clock).first_batch_timestamp() == 1000
+
+
+def test_index_entry_rule(tmp_path: Path, clock: ManualClock) -> None:
+    """First append never indexed; an entry keyed by the set's *last* offset at the set's start position."""
+    segment = open_segment(tmp_path, 0, clock, interval=100)
+    sizes = []
+    offset = 0
+    for _ in range(10):
+        batch = v2(list(range(offset, offset + 3)))
+        sizes.append((offset + 2, segment.size, len(batch)))
+        segment.append(offset + 2, 0, offset + 2, batch)
+        offset += 3
+    expected = []
+    since = 0
+    for last, position, size in sizes:
+        if since > 100:
+            expected.append((last, position))
+            since = 0
+        since += size
+    got = [segment.offset_index.entry(i) for i in range(segment.offset_index.entries)]
+    assert [(e.offset, e.position) for e in got] == expected and expected
+
+
+def test_seed_facts_second_segment(tmp_path: Path, clock: ManualClock) -> None:
+    """Offset 368776 lives in the segment at 368769 (segments 0, 368769, 737337)."""
+    from samsa.storage.segments import LogSegments
+
+    segments = LogSegments()
+    config = LogConfig.from_properties({"index.interval.bytes": 4096})
+    for base in (0, 368769, 737337):
+        segments.add(LogSegment.open(tmp_path, base, config, clock))
+    second = segments.floor_segment(368776)
+    assert second is not None and second.base_offset == 368769
+    assert second.log.path.name == "00000000000000368769.log"
+    # about one index entry per 4096 bytes appended
+    offset = 368769
+    for _ in range(400):
+        batch = build_batch([Record(offset + i, 0, None, b"x" * 90) for i in range(10)])
+        second.append(offset + 9, 0, offset + 9, batch)
+        offset += 10
+    entries = second.offset_index.entries
+    batch_size = len(batch)
+    assert second.size // (4096 + batch_size) <= entries <= second.size // 4096
+    assert second.translate_offset(368776) is not None
+    found = second.translate_offset(368776)
+    assert found is not None and found.position == 0 and found.offset == 368778
+
+
+def test_file_records_rules(tmp_path: Path) -> None:
+    records = FileRecords.open(tmp_path / "f.log")
+    data = v1(0, 0) + v1(1, 10)
+    records.append(data)
+    assert records.size == records.file_length() == len(data)
+    with pytest.raises(ValueError):
+        records.slice(len(data) + 1, 1)
+    assert records.slice(10, 10**6).size == len(data) - 10
+    os.pwrite(records.fd, b"\0" * 6, records.size)  # bytes beyond the tracked size are ignored
+    assert [b.last_offset for _, b in records.batches()] == [0, 1]
+    with pytest.raises(ValueError):
+        records.truncate_to(len(data) + 1)
+    assert records.truncate_to(39) == 39
+    assert [b.last_offset for _, b in records.batches()] == [0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=st.lists(
+        st.tuples(st.integers(1, 4), st.integers(0, 80), st.integers(0, 3), st.integers(-5, 30)),
+        min_size=1,
+        max_size=30,
+    ),
+    interval=st.integers(0, 400),
+    data=st.data(),
+)
+def test_segment_against_a_model(
+    tmp_path_factory: pytest.TempPathFactory,
+    batches: list[tuple[int, int, int, int]],
+    interval: int,
+    data: st.DataObject,
+) -> None:
+    """Reads, timestamp lookups and truncation match a list of records; recovery rebuilds the same indexes."""
+    directory = tmp_path_factory.mktemp("seg")
+    segment = open_segment(directory, 100, ManualClock(), interval=interval, index_bytes=4000)
+    model: list[tuple[int, int, int]] = []  # (offset, timestamp, batch index)
+    offset, ts = 100, 1000
+    for batch_no, (n, size, gap, dts) in enumerate(batches):
+        offset += gap
+        records = [Record(offset + i, max(0, ts + dts + i), None, b"x" * size) for i in range(n)]
+        raw = build_batch(records)
+        max_ts = max(r.timestamp for r in records)
+        shallow = records[-1].offset
+        segment.append(records[-1].offset, max_ts, shallow, raw)
+        model.extend((r.offset, r.timestamp, batch_no) for r in records)
+        offset += n
+        ts += 10
+    offsets = [m[0] for m in model]
+    probe = data.draw(st.integers(95, offset + 5))
+    info = segment.read(probe, 10**6)
+    expected_from = [o for o in offsets if o >= probe]
+    if not expected_from:
+        assert info is None
+    else:
+        got = [r.offset for r in decode_all(info.read_bytes()) if r.offset >= probe] if info else []
+        assert got == expected_from
+    target = data.draw(st.integers(0, 1500))
+    matches = [(t, o) for o, t, _ in model if t >= target]
+    found = segment.find_offset_by_timestamp(target, 100)
+    assert (found.timestamp, found.offset) == matches[0] if matches else found is None
+    entries = [segment.offset_index.entry(i) for i in range(segment.offset_index.entries)]
+    times = [segment.time_index.entry(i) for i in range(segment.time_index.entries)]
+    segment.recover()
+    assert [segment.offset_index.entry(i) for i in range(segment.offset_index.entries)] == entries
+    rebuilt = [segment.time_index.entry(i) for i in range(segment.time_index.entries)]
+    assert rebuilt[: len(times)] == times and len(rebuilt) - len(times) <= 1
+    cut = data.draw(st.integers(100, offset + 2))
+    segment.truncate_to(cut)
+    last_of_batch: dict[int, int] = {}
+    for o, _, b in model:
+        last_of_batch[b] = o
+    survivors = [o for o, _, b in model if last_of_batch[b] < cut]
+    assert [r.offset for r in segment_records(segment)] == survivors
+    assert segment.read_next_offset() == (survivors[-1] + 1 if survivors else 100)
