@@ -1,0 +1,1 @@
+"""The Samsa broker: Kafka's wire protocol over asyncio, on top of ``samsa.storage``."""
