@@ -40,7 +40,17 @@ contracts: $(STAMP)
 unit: $(STAMP) system-deps
 	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
 
-check: lint types contracts unit
+KAFKA_MESSAGES := $(SHARED)/kafka-messages
+# Generated-code freshness is checked only where the descriptors sit beside the project.
+CHECK_GENERATED := $(if $(wildcard $(KAFKA_MESSAGES)),check-generated,)
+
+generate: $(STAMP)
+	$(PY) tools/generate_protocol.py $(KAFKA_MESSAGES)
+
+check-generated: $(STAMP)
+	$(PY) tools/generate_protocol.py $(KAFKA_MESSAGES) --check
+
+check: lint types contracts unit $(CHECK_GENERATED)
 
 test: check
 

@@ -57,6 +57,10 @@ class ConnectionInfo:
 Handler = Callable[[ConnectionInfo, memoryview], Awaitable[Sequence[ResponsePart] | None]]
 
 
+class ConnectionClosedByHandler(Exception):
+    """A handler's way to drop its connection (a request that cannot be answered), logged at info level."""
+
+
 class FrameTooLarge(Exception):
     """A frame whose declared size is negative or larger than the limit."""
 
@@ -72,7 +76,8 @@ async def read_frame(reader: asyncio.StreamReader, max_size: int) -> memoryview 
     (size,) = _SIZE.unpack(head)
     if size < 0 or size > max_size:
         raise FrameTooLarge(f"frame size {size} is outside 0..{max_size} (socket.request.max.bytes)")
-    return memoryview(await reader.readexactly(size))
+    # a writable copy: the produce path patches base offsets and leader epochs in place
+    return memoryview(bytearray(await reader.readexactly(size)))
 
 
 async def write_parts(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart]) -> None:
@@ -187,6 +192,8 @@ class Server:
                     await write_parts(writer, parts)
         except FrameTooLarge as exc:
             log.warning("closing connection %s from %s:%s: %s", info.connection_id, *peer[:2], exc)
+        except ConnectionClosedByHandler as exc:
+            log.info("closing connection %s: %s", info.connection_id, exc)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         except asyncio.CancelledError:

@@ -11,6 +11,7 @@ import click
 COMMANDS: dict[str, str] = {
     "dump-log": "dump_log:dump_log",
     "demo": "demo:demo",
+    "serve": "serve:serve",
 }
 
 

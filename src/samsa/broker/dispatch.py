@@ -1,0 +1,115 @@
+"""Request dispatch: decode a frame, route it to its API's handler, encode the answer as response parts.
+
+Protocol failures follow Kafka: an ApiVersions request of a version we do not serve is answered in v0 form with
+UNSUPPORTED_VERSION (KIP-511) so the client can retry; an advertised version outside what a handler implements
+gets the API's own error response when one can be formed; an unknown API key, an unknown version or a malformed
+request closes that connection (the other connections carry on). A fetch response's record data stays in the
+segment files: the encoder leaves a region there and the network layer sends it with ``sendfile``.
+
+Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from samsa.protocol import (
+    InvalidRequestError,
+    RemoteProtocolError,
+    ResponseHeader,
+    UnsupportedVersionError,
+    api_schema,
+    decode_request,
+)
+from samsa.protocol.headers import write_response_header
+
+from .context import RequestContext
+from .downgrade import fit_to_version
+from .handlers import HANDLERS, api_versions
+from .network import ConnectionClosedByHandler, ConnectionInfo, FileRegion, ResponsePart
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS_KEY = 18
+
+
+class CloseConnection(ConnectionClosedByHandler):
+    """Raised to the network layer to drop one connection after a request it cannot answer."""
+
+
+class FrameBuffer(bytearray):
+    """An encoding buffer that records where file regions go instead of copying them in."""
+
+    def __init__(self) -> None:
+        super().__init__(b"\0\0\0\0")
+        self.regions: list[tuple[int, FileRegion]] = []
+
+    def parts(self) -> list[ResponsePart]:
+        total = len(self) - 4 + sum(region.size for _, region in self.regions)
+        struct.pack_into(">i", self, 0, total)
+        view = memoryview(self)
+        out: list[ResponsePart] = []
+        start = 0
+        for position, region in self.regions:
+            out.append(view[start:position])
+            out.append(region)
+            start = position
+        out.append(view[start:])
+        return out
+
+
+class RequestDispatcher:
+    """Routes requests to handlers (see the module doc). Event-loop thread only."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    async def handle(self, connection: ConnectionInfo, frame: memoryview) -> Sequence[ResponsePart] | None:
+        try:
+            header, request = decode_request(frame, allow_trailing=True)
+        except UnsupportedVersionError as exc:
+            if exc.api_key == API_VERSIONS_KEY and exc.correlation_id is not None:
+                return encode(
+                    exc.correlation_id, API_VERSIONS_KEY, 0, api_versions.unsupported_version_response()
+                )
+            raise CloseConnection(f"unsupported request from {connection.client_host}: {exc}") from exc
+        except InvalidRequestError as exc:
+            raise CloseConnection(
+                f"malformed request from {connection.client_host}: {exc} (frame starts {bytes(frame[:48]).hex()})"
+            ) from exc
+        except RemoteProtocolError as exc:
+            raise CloseConnection(str(exc)) from exc
+        module = HANDLERS.get(header.request_api_key)
+        version = header.request_api_version
+        if module is None or not module.VERSIONS[0] <= version <= module.VERSIONS[1]:
+            if header.request_api_key == API_VERSIONS_KEY:
+                return encode(
+                    header.correlation_id, API_VERSIONS_KEY, 0, api_versions.unsupported_version_response()
+                )
+            raise CloseConnection(
+                f"api key {header.request_api_key} version {version} is not served (client {header.client_id!r})"
+            )
+        if not module.IMPLEMENTED[0] <= version <= module.IMPLEMENTED[1]:
+            raise CloseConnection(
+                f"api key {header.request_api_key} version {version} is advertised for compatibility only"
+            )
+        context = RequestContext(header, connection, self.broker)
+        response = await module.handle(context, request)
+        if response is None:
+            return None
+        return encode(
+            header.correlation_id, header.request_api_key, version, fit_to_version(response, version)
+        )
+
+
+def encode(correlation_id: int, api_key: int, api_version: int, message: Any) -> list[ResponsePart]:
+    out = FrameBuffer()
+    write_response_header(out, ResponseHeader(correlation_id), api_key, api_version)
+    api_schema(api_key).response_encoders[api_version](out, message)
+    return out.parts()

@@ -1,0 +1,49 @@
+"""One module per Kafka API. Each defines ``API_KEY``, ``VERSIONS`` (the range advertised in ApiVersions),
+``IMPLEMENTED`` (the versions actually served; an advertised version outside it is answered with
+UNSUPPORTED_VERSION, as Kafka 4 does for Produce v0-2) and ``async def handle(ctx, request)`` returning the
+response message, or None when the request gets no response (Produce with acks=0).
+
+``HANDLERS`` is the registry the dispatcher serves and ApiVersions advertises: what is advertised is what works.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from . import (
+    alter_configs,
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_log_dirs,
+    fetch,
+    incremental_alter_configs,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+
+MODULES: tuple[ModuleType, ...] = (
+    alter_configs,
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_log_dirs,
+    fetch,
+    incremental_alter_configs,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+
+HANDLERS: dict[int, ModuleType] = {module.API_KEY: module for module in MODULES}

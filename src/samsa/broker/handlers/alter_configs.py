@@ -1,0 +1,38 @@
+"""AlterConfigs (33): replace a topic's whole set of overrides (keys not given go back to their defaults)."""
+
+from __future__ import annotations
+
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsResourceResponse,
+    AlterConfigsResponse,
+)
+
+from ..context import RequestContext
+from ..topic_configs import ResourceType, replace_topic_overrides
+
+API_KEY = 33
+VERSIONS = (0, 2)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+    responses = []
+    for resource in request.resources:
+        code: ErrorCode
+        message: str | None
+        if resource.resource_type != ResourceType.TOPIC:
+            code, message = (
+                ErrorCode.INVALID_REQUEST,
+                "only topic configurations can be altered on this broker",
+            )
+        else:
+            overrides = {c.name: c.value for c in resource.configs if c.value is not None}
+            code, message = replace_topic_overrides(
+                ctx.broker, resource.resource_name, overrides, validate_only=request.validate_only
+            )
+        responses.append(
+            AlterConfigsResourceResponse(code, message, resource.resource_type, resource.resource_name)
+        )
+    return AlterConfigsResponse(responses=responses)

@@ -1,0 +1,30 @@
+"""DeleteRecords (21): advance partitions' log start offsets; -1 means up to the high watermark."""
+
+from __future__ import annotations
+
+from samsa.protocol.messages.delete_records import (
+    DeleteRecordsPartitionResult,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopicResult,
+)
+from samsa.storage.topic import TopicPartition
+
+from ..context import RequestContext
+
+API_KEY = 21
+VERSIONS = (0, 2)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            code, low = ctx.broker.replica_manager.delete_records(
+                TopicPartition(topic.name, p.partition_index), p.offset
+            )
+            partitions.append(DeleteRecordsPartitionResult(p.partition_index, low, code))
+        topics.append(DeleteRecordsTopicResult(topic.name, partitions))
+    return DeleteRecordsResponse(topics=topics)

@@ -1,0 +1,47 @@
+"""DescribeLogDirs (35): each log dir with the size of every partition in it and the disk's space."""
+
+from __future__ import annotations
+
+import shutil
+
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.describe_log_dirs import (
+    DescribeLogDirsPartition,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeLogDirsResult,
+    DescribeLogDirsTopic,
+)
+
+from ..context import RequestContext
+
+API_KEY = 35
+VERSIONS = (0, 4)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    manager = ctx.broker.log_manager
+    wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
+    results = []
+    for log_dir in manager.log_dirs:
+        by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
+        for tp, partition_log in sorted(manager.all_logs().items()):
+            if manager.log_dir_of(tp) != log_dir or (
+                wanted is not None and (tp.topic, tp.partition) not in wanted
+            ):
+                continue
+            by_topic.setdefault(tp.topic, []).append(
+                DescribeLogDirsPartition(tp.partition, partition_log.size, 0, False)
+            )
+        usage = shutil.disk_usage(log_dir)
+        results.append(
+            DescribeLogDirsResult(
+                error_code=ErrorCode.NONE,
+                log_dir=str(log_dir.resolve()),
+                topics=[DescribeLogDirsTopic(name, parts) for name, parts in by_topic.items()],
+                total_bytes=usage.total,
+                usable_bytes=usage.free,
+            )
+        )
+    return DescribeLogDirsResponse(error_code=ErrorCode.NONE, results=results)

@@ -1,0 +1,63 @@
+"""Fetch (1): read each partition from its fetch offset, long-polling until ``min_bytes`` or ``max_wait_ms``.
+
+Record data leaves as file slices of the segments (see ``dispatch``: they are sent with ``sendfile``). Incremental
+fetch sessions (KIP-227) are not offered: every response has session id 0, which tells clients to send full
+fetch requests, as a broker with no session slots does.
+"""
+
+from __future__ import annotations
+
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse, PartitionData
+from samsa.storage import FetchIsolation
+from samsa.storage.topic import TopicPartition
+
+from ..context import RequestContext
+from ..replica_manager import FetchRequestPartition
+
+API_KEY = 1
+VERSIONS = (4, 12)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
+    if request.replica_id >= 0:
+        isolation = FetchIsolation.LOG_END
+    elif request.isolation_level == 1:
+        isolation = FetchIsolation.TXN_COMMITTED
+    else:
+        isolation = FetchIsolation.HIGH_WATERMARK
+    wanted = [
+        FetchRequestPartition(
+            TopicPartition(topic.topic, p.partition),
+            p.fetch_offset,
+            p.partition_max_bytes,
+            p.current_leader_epoch,
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    ]
+    max_bytes = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    results = await ctx.broker.replica_manager.fetch(
+        wanted,
+        max_wait_ms=request.max_wait_ms,
+        min_bytes=request.min_bytes,
+        max_bytes=max_bytes,
+        isolation=isolation,
+    )
+    responses: list[FetchableTopicResponse] = []
+    for want, result in zip(wanted, results, strict=True):
+        data = PartitionData(
+            partition_index=want.tp.partition,
+            error_code=result.error,
+            high_watermark=result.high_watermark,
+            last_stable_offset=result.last_stable_offset,
+            log_start_offset=result.log_start_offset,
+            aborted_transactions=None if request.isolation_level == 0 else [],
+            records=result.records if result.records is not None else b"",
+        )
+        if responses and responses[-1].topic == want.tp.topic:
+            responses[-1].partitions.append(data)
+        else:
+            responses.append(FetchableTopicResponse(topic=want.tp.topic, partitions=[data]))
+    return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)

@@ -1,0 +1,65 @@
+"""IncrementalAlterConfigs (44): SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on a topic's overrides."""
+
+from __future__ import annotations
+
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+
+from ..context import RequestContext
+from ..topic_configs import ResourceType, replace_topic_overrides
+
+API_KEY = 44
+VERSIONS = (0, 1)
+IMPLEMENTED = VERSIONS
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+LIST_KEYS = frozenset(
+    {"cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}
+)
+
+
+async def handle(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
+    responses = []
+    for resource in request.resources:
+        code, message = _alter(
+            ctx, resource.resource_type, resource.resource_name, resource.configs, request.validate_only
+        )
+        responses.append(
+            AlterConfigsResourceResponse(code, message, resource.resource_type, resource.resource_name)
+        )
+    return IncrementalAlterConfigsResponse(responses=responses)
+
+
+def _alter(
+    ctx: RequestContext, resource_type: int, topic: str, configs: list[AlterableConfig], validate_only: bool
+) -> tuple[ErrorCode, str | None]:
+    if resource_type != ResourceType.TOPIC:
+        return ErrorCode.INVALID_REQUEST, "only topic configurations can be altered on this broker"
+    overrides = ctx.broker.log_manager.topic_overrides(topic)
+    effective = ctx.broker.log_manager.topic_config(topic).to_properties()
+    for config in configs:
+        if config.config_operation == SET:
+            if config.value is None:
+                return ErrorCode.INVALID_CONFIG, f"a null value is not allowed for {config.name} with SET"
+            overrides[config.name] = config.value
+        elif config.config_operation == DELETE:
+            overrides.pop(config.name, None)
+        elif config.config_operation in (APPEND, SUBTRACT):
+            if config.name not in LIST_KEYS:
+                return ErrorCode.INVALID_CONFIG, f"{config.name} is not a list configuration"
+            current = [v for v in overrides.get(config.name, effective.get(config.name, "")).split(",") if v]
+            items = [v for v in (config.value or "").split(",") if v]
+            if config.config_operation == APPEND:
+                current += [v for v in items if v not in current]
+            else:
+                current = [v for v in current if v not in items]
+            overrides[config.name] = ",".join(current)
+        else:
+            return ErrorCode.INVALID_REQUEST, f"unknown config operation {config.config_operation}"
+    return replace_topic_overrides(ctx.broker, topic, overrides, validate_only=validate_only)

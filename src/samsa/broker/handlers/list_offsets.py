@@ -1,0 +1,42 @@
+"""ListOffsets (2): earliest (-2), latest (-1), max timestamp (-3) or the first offset at or after a timestamp."""
+
+from __future__ import annotations
+
+from samsa.protocol.messages.list_offsets import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+from samsa.storage import FetchIsolation
+from samsa.storage.topic import TopicPartition
+
+from ..context import RequestContext
+
+API_KEY = 2
+VERSIONS = (1, 7)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    isolation = (
+        FetchIsolation.TXN_COMMITTED if request.isolation_level == 1 else FetchIsolation.HIGH_WATERMARK
+    )
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            result = ctx.broker.replica_manager.list_offset(
+                TopicPartition(topic.name, p.partition_index), p.timestamp, isolation
+            )
+            partitions.append(
+                ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index,
+                    error_code=result.error,
+                    timestamp=result.timestamp,
+                    offset=result.offset,
+                    leader_epoch=result.leader_epoch,
+                )
+            )
+        topics.append(ListOffsetsTopicResponse(topic.name, partitions))
+    return ListOffsetsResponse(topics=topics)

@@ -1,0 +1,55 @@
+"""Run a broker as a process: the event loop, signals, the ready line and a clean stop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+
+from .config import KafkaConfig
+
+log = logging.getLogger("samsa")
+
+
+def run_forever(config: KafkaConfig, *, use_uvloop: bool = False) -> int:
+    """Serve until SIGTERM or SIGINT; return the process exit code (0 after a clean shutdown)."""
+    logging.basicConfig(
+        level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    for key in sorted(config.unknown_keys):
+        log.warning("the configuration '%s' was supplied but isn't a known config", key)
+    if use_uvloop:
+        try:
+            import uvloop
+
+            return int(uvloop.run(_serve(config)))
+        except ImportError:
+            log.warning("uvloop is not installed; running on asyncio's own loop")
+    return asyncio.run(_serve(config))
+
+
+async def _serve(config: KafkaConfig) -> int:
+    from .broker import Broker
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    broker = Broker(config)
+    try:
+        await broker.start()
+    except Exception as exc:
+        log.error("the broker could not start: %s", exc)
+        await broker.stop()
+        return 1
+    listeners = ", ".join(f"{name}://{host}:{port}" for name, host, port in broker.bound_addresses)
+    print(
+        f"[SamsaServer id={config.node_id}] started (listeners {listeners}; log dirs {', '.join(config.log_dirs)})",
+        flush=True,
+    )
+    await stop.wait()
+    log.info("[SamsaServer id=%s] shutting down", config.node_id)
+    await broker.stop()
+    print(f"[SamsaServer id={config.node_id}] shut down completed", flush=True)
+    return 0

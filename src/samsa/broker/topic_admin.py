@@ -1,0 +1,135 @@
+"""Creating, growing and deleting topics on this broker, with Kafka's error codes.
+
+The single-broker default: this node holds every replica, so a replication factor above 1 is refused with
+INVALID_REPLICATION_FACTOR, as Kafka refuses one larger than its live broker count. Topic ids are derived from
+the topic name (a stable UUID), so they survive restarts without a metadata log.
+
+Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from samsa.protocol import ErrorCode
+from samsa.storage.errors import InvalidConfigError
+from samsa.storage.log_manager import InvalidPartitionsError, TopicExistsError, UnknownTopicError
+from samsa.storage.topic import InvalidTopicError, TopicPartition, is_internal, validate_topic
+
+if TYPE_CHECKING:
+    from .broker import Broker
+
+
+@dataclass(frozen=True, slots=True)
+class AdminResult:
+    error: ErrorCode
+    message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is ErrorCode.NONE
+
+
+OK = AdminResult(ErrorCode.NONE)
+
+
+def topic_id(topic: str) -> uuid.UUID:
+    return uuid.uuid5(uuid.NAMESPACE_URL, "samsa-topic:" + topic)
+
+
+def create_topic(
+    broker: Broker,
+    topic: str,
+    partitions: int,
+    replication_factor: int,
+    configs: Mapping[str, str],
+    *,
+    validate_only: bool = False,
+) -> AdminResult:
+    manager = broker.log_manager
+    try:
+        validate_topic(topic)
+    except InvalidTopicError as exc:
+        return AdminResult(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc))
+    if manager.partitions_of(topic):
+        return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
+    if partitions == -1:
+        partitions = int(broker.config.get("num.partitions"))
+    if replication_factor == -1:
+        replication_factor = int(broker.config.get("default.replication.factor"))
+    if partitions < 1:
+        return AdminResult(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    if replication_factor < 1:
+        return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+    if replication_factor > 1:
+        return AdminResult(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
+            f"{replication_factor} cannot be reached because only 1 broker(s) are registered.",
+        )
+    try:
+        manager.default_config.with_overrides(configs)
+    except InvalidConfigError as exc:
+        return AdminResult(ErrorCode.INVALID_CONFIG, str(exc))
+    if validate_only:
+        return OK
+    try:
+        logs = manager.create_topic(topic, partitions, dict(configs))
+    except TopicExistsError as exc:
+        return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc))
+    except InvalidTopicError as exc:
+        return AdminResult(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc))
+    for index, partition_log in enumerate(logs):
+        broker.replica_manager.become_leader(TopicPartition(topic, index), partition_log)
+    return OK
+
+
+def auto_create_topic(broker: Broker, topic: str) -> AdminResult:
+    """Create a topic on first use with the broker's defaults, when auto.create.topics.enable allows it."""
+    if not broker.config.get("auto.create.topics.enable") or is_internal(topic):
+        return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    result = create_topic(broker, topic, -1, -1, {})
+    if result.error is ErrorCode.TOPIC_ALREADY_EXISTS:
+        return OK
+    return result
+
+
+def add_partitions(broker: Broker, topic: str, total: int, *, validate_only: bool = False) -> AdminResult:
+    manager = broker.log_manager
+    current = len(manager.partitions_of(topic))
+    if current == 0:
+        return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
+    if total < current:
+        return AdminResult(
+            ErrorCode.INVALID_PARTITIONS,
+            f"Topic currently has {current} partitions, which is higher than the requested {total}.",
+        )
+    if total == current:
+        return AdminResult(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+    if validate_only:
+        return OK
+    try:
+        logs = manager.add_partitions(topic, total)
+    except (InvalidPartitionsError, UnknownTopicError) as exc:
+        return AdminResult(ErrorCode.INVALID_PARTITIONS, str(exc))
+    for offset, partition_log in enumerate(logs):
+        broker.replica_manager.become_leader(TopicPartition(topic, current + offset), partition_log)
+    return OK
+
+
+def delete_topic(broker: Broker, topic: str) -> AdminResult:
+    manager = broker.log_manager
+    partitions = manager.partitions_of(topic)
+    if not partitions:
+        return AdminResult(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        )
+    if not broker.config.get("delete.topic.enable"):
+        return AdminResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+    for tp in partitions:
+        broker.replica_manager.remove(tp)
+    manager.delete_topic(topic)
+    return OK

@@ -1,0 +1,56 @@
+"""Sans-IO frame splitter: bytes from a socket in, complete Kafka frames out.
+
+    frame = int32 size (big-endian, >= 0) followed by ``size`` bytes (a request or response: header + body)
+
+Feed whatever the transport delivered; ``feed`` returns every frame completed by it, without the size prefix.
+A size above ``max_frame_size`` (Kafka's ``socket.request.max.bytes``, default 100 MiB) raises
+:class:`FrameTooLargeError` before any of the frame is buffered; a negative size raises :class:`FrameError`.
+After either error the stream is unusable and the connection should be closed.
+"""
+
+from __future__ import annotations
+
+from .errors import FrameError, FrameTooLargeError
+from .primitives import I32
+
+DEFAULT_MAX_FRAME_SIZE = 104_857_600
+SIZE_PREFIX = 4
+
+
+class FrameSplitter:
+    """Buffers partial frames of one connection.
+
+    Not thread-safe: one splitter per connection, used from the thread (event loop) that reads the socket.
+    """
+
+    __slots__ = ("_buffer", "max_frame_size")
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE):
+        self.max_frame_size = max_frame_size
+        self._buffer = bytearray()
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as part of a frame."""
+        return len(self._buffer)
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        """Add ``data`` and return the frames it completes, in order (each without its size prefix)."""
+        buf = self._buffer
+        buf += data
+        frames: list[bytes] = []
+        start = 0
+        while len(buf) - start >= SIZE_PREFIX:
+            size = I32.unpack_from(buf, start)[0]
+            if size < 0:
+                raise FrameError(size)
+            if size > self.max_frame_size:
+                raise FrameTooLargeError(size, self.max_frame_size)
+            end = start + SIZE_PREFIX + size
+            if end > len(buf):
+                break
+            frames.append(bytes(buf[start + SIZE_PREFIX : end]))
+            start = end
+        if start:
+            del buf[:start]
+        return frames
