@@ -20,10 +20,13 @@ def test_acknowledged_records_survive_restart(fresh_broker: BrokerProcess, how: 
     first = batch("a", 300)
     acked = ck_produce(fresh_broker.bootstrap, "durable", first, "none", acks="all", **{"batch.size": 4000})
     assert len(acked) == len(first)
+    marker = fresh_broker.data_dir / ".kafka_cleanshutdown"
     if how == "clean":
         assert fresh_broker.stop() == 0
+        assert marker.exists()
     else:
         fresh_broker.kill()
+        assert not marker.exists()
     fresh_broker.start()
     consumed = ck_consume(fresh_broker.bootstrap, "durable", len(first))
     assert [c.message() for c in consumed][: len(first)] == [

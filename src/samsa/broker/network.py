@@ -21,7 +21,7 @@ import socket
 import struct
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import IO, Protocol, cast
 
 log = logging.getLogger(__name__)
 
@@ -101,49 +101,40 @@ async def write_parts(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart
 async def _sendfile(writer: asyncio.StreamWriter, region: FileRegion) -> None:
     """Send a file region on the connection without copying it through Python.
 
-    The region's fd is used with an explicit offset (``os.sendfile`` with ``offset`` leaves the file position
-    alone, so concurrent appends to the same segment are unaffected). Before sending, the transport's buffer is
-    drained so that bytes stay in order; if the socket buffer fills mid-region, the remainder is read and queued
-    on the transport (uvloop, which exposes no socket to send on, takes that path for the whole region).
+    This is the event loop's own ``sendfile`` on the transport: it waits until the transport's buffer is empty
+    (so bytes stay in order), then calls ``os.sendfile`` with an explicit offset, waiting for the socket to become
+    writable whenever its buffer fills, until the whole region is sent. Afterwards the loop sets the fd's file
+    position, which nothing else uses (storage reads and writes with ``pread``/``pwrite``). A region longer than
+    the file (truncated under us) stops at the end of the file: the client sees a partial batch, which it
+    tolerates. Where native sendfile is not available (uvloop, which exposes no socket; a non-socket transport),
+    the region is read and queued on the transport.
     """
-    transport = writer.transport
-    sock: socket.socket | None = transport.get_extra_info("socket")
     loop = asyncio.get_running_loop()
-    if sock is None or not hasattr(loop, "sock_sendfile") or _is_uvloop(loop):
-        writer.write(os.pread(region.fd, region.size, region.position))
-        return
-    await _wait_empty(writer)
-    offset, remaining = region.position, region.size
-    fd = sock.fileno()
-    while remaining > 0:
+    transport = writer.transport
+    if transport.get_extra_info("socket") is not None and not _is_uvloop(loop):
         try:
-            sent = os.sendfile(fd, region.fd, offset, remaining)
-        except BlockingIOError:
-            # The socket buffer is full: hand the rest to the transport, which sends it as the peer reads.
-            writer.write(os.pread(region.fd, remaining, offset))
+            file = cast(IO[bytes], _RegionFile(region.fd))
+            await loop.sendfile(transport, file, region.position, region.size, fallback=False)
             return
-        if (
-            sent == 0
-        ):  # the file is shorter than the region (truncated under us): stop, the client sees a partial batch
-            break
-        offset += sent
-        remaining -= sent
+        except (asyncio.SendfileNotAvailableError, RuntimeError, NotImplementedError):
+            pass  # raised before any byte was sent
+    writer.write(os.pread(region.fd, region.size, region.position))
+
+
+class _RegionFile:
+    """The file-object face that ``loop.sendfile`` needs around a bare fd."""
+
+    mode = "rb"
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
 
 
 def _is_uvloop(loop: asyncio.AbstractEventLoop) -> bool:
     return type(loop).__module__.startswith("uvloop")
-
-
-async def _wait_empty(writer: asyncio.StreamWriter) -> None:
-    transport = writer.transport
-    if transport.get_write_buffer_size() == 0:
-        return
-    low, high = transport.get_write_buffer_limits()
-    transport.set_write_buffer_limits(high=0)
-    try:
-        await writer.drain()
-    finally:
-        transport.set_write_buffer_limits(high=high, low=low)
 
 
 class Server:

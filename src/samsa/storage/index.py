@@ -279,7 +279,10 @@ class OffsetIndex(AbstractIndex):
             raise IndexFullError(self.path, self.entries, self.max_entries)
         if self._entries and offset <= self._last_offset:
             raise InvalidOffsetError(self.path, offset, self._last_offset)
-        _OFFSET_ENTRY.pack_into(self._buf(), self._entries * 8, self.relative_offset(offset), position)
+        # pwrite, not a store into the map: the first store into a hole of a fresh index costs milliseconds
+        # (a page fault that allocates a block); the shared map sees the written page all the same
+        self._buf()
+        os.pwrite(self._fd, _OFFSET_ENTRY.pack(self.relative_offset(offset), position), self._entries * 8)
         self._entries += 1
         self._last_offset = offset
 
@@ -372,7 +375,8 @@ class TimeIndex(AbstractIndex):
         if timestamp > last.timestamp:
             if self._entries >= self.max_entries:
                 raise IndexFullError(self.path, self.entries, self.max_entries)
-            _TIME_ENTRY.pack_into(self._buf(), self._entries * 12, timestamp, self.relative_offset(offset))
+            self._buf()  # pwrite rather than a store into the map, as OffsetIndex.append does
+            os.pwrite(self._fd, _TIME_ENTRY.pack(timestamp, self.relative_offset(offset)), self._entries * 12)
             self._entries += 1
             self._last_entry = TimestampOffset(timestamp, offset)
 
