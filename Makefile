@@ -15,6 +15,7 @@ all: test
 system-deps:
 	@missing=""; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
@@ -24,7 +25,7 @@ system-deps:
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,fast]'
+	$(PY) -m pip install -q -e '.[dev,fast,spark]'
 	touch $(STAMP)
 
 lint: $(STAMP)
@@ -54,7 +55,7 @@ check: lint types contracts unit $(CHECK_GENERATED)
 
 test: check
 
-demo: $(STAMP)
+demo: $(STAMP) system-deps
 	$(VENV)/bin/samsa demo
 
 bench: $(STAMP)
