@@ -1,15 +1,20 @@
-"""Storage benchmark: leader append throughput and read-slice latency of a ``Log`` on real files.
+"""Storage benchmark: leader append throughput and read-slice latency of a ``Log`` on real files, each against a
+raw-file baseline in the same run.
 
-Appends producer-style batches (~1 KiB: 10 records of 100 bytes) to a fresh log in a temp directory, each copied
-into a ``bytearray`` first as a request buffer would be, then reads single-batch slices at random offsets.
-Prints MB/s, records/s and microseconds per read. Runs in a few seconds.
+Appends producer-style batches to a fresh log in a temp directory, each copied into a ``bytearray`` first as a
+request buffer would be; the baseline appends the same copies to a plain file with one ``os.write`` each (the
+ceiling: what the disk and the system call cost with no log around them). Then reads single-batch slices at random
+offsets; the baseline is an ``os.pread`` of a batch at a known position. Batches of ~1 KiB (10 records of 100 bytes)
+and ~16 KiB (160 records), as producers with little and some lingering send them. Prints MB/s, records/s,
+microseconds per read and the ratios. Runs in about ten seconds.
 
-    .venv/bin/python bench/bench_storage.py [--seconds 3]
+    .venv/bin/python bench/bench_storage.py [--seconds 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import tempfile
 import time
@@ -21,40 +26,74 @@ from samsa.storage.config import LogConfig
 from samsa.storage.log import FetchIsolation, Log
 
 
+def timed_loop(seconds: float, step: object) -> tuple[int, float]:
+    """Call ``step`` in chunks of 1000 until ``seconds`` pass; return the calls made and the time taken."""
+    assert callable(step)
+    done = 0
+    started = time.perf_counter()
+    deadline = started + seconds
+    while time.perf_counter() < deadline:
+        for _ in range(1000):
+            step()
+        done += 1000
+    return done, time.perf_counter() - started
+
+
+def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
+    batch = build_batch([Record(i, 1_700_000_000_000, None, b"v" * 100) for i in range(records_per_batch)])
+    config = LogConfig.from_properties({"segment.bytes": 256 * 1024 * 1024})
+    log = Log.open(tmp / f"bench-{records_per_batch}", config, SystemClock(seed=1), flush_on_roll=False)
+    raw_path = tmp / f"raw-{records_per_batch}.bin"
+    fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        raw_n, raw_s = timed_loop(seconds, lambda: os.write(fd, bytearray(batch)))
+        log_n, log_s = timed_loop(seconds, lambda: log.append_as_leader(bytearray(batch)))
+    finally:
+        os.close(fd)
+    raw_rate = raw_n * len(batch) / raw_s
+    log_rate = log_n * len(batch) / log_s
+    print(f"append, batches of {len(batch)} B ({records_per_batch} records):")
+    print(
+        f"  Log.append_as_leader {log_rate / 1e6:7.1f} MB/s  {log_n * records_per_batch / log_s:12,.0f} records/s"
+        f"  {log_s / log_n * 1e6:6.1f} us/append  ({len(log.segments)} segments)"
+    )
+    print(
+        f"  os.write baseline    {raw_rate / 1e6:7.1f} MB/s  {raw_n * records_per_batch / raw_s:12,.0f} records/s"
+    )
+    print(f"  ratio Log / os.write {log_rate / raw_rate:.2f}")
+
+    log.update_high_watermark(log.log_end_offset)
+    rng = random.Random(2)
+    reads = 20_000
+    offsets = [rng.randrange(log.log_end_offset) for _ in range(reads)]
+    started = time.perf_counter()
+    for offset in offsets:
+        info = log.read(offset, 1, FetchIsolation.HIGH_WATERMARK, min_one_message=True)
+        assert info.size > 0
+    log_read = (time.perf_counter() - started) / reads
+    rfd = os.open(raw_path, os.O_RDONLY)
+    try:
+        positions = [rng.randrange(raw_n) * len(batch) for _ in range(reads)]
+        started = time.perf_counter()
+        for position in positions:
+            os.pread(rfd, len(batch), position)
+        raw_read = (time.perf_counter() - started) / reads
+    finally:
+        os.close(rfd)
+    print(f"read, {reads} random single-batch slices:")
+    print(
+        f"  Log.read (locate batch, no copy) {log_read * 1e6:6.1f} us   os.pread of the batch {raw_read * 1e6:6.1f} us"
+    )
+    log.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--seconds", type=float, default=2.0)
     args = parser.parse_args()
-    batch = build_batch([Record(i, 1_700_000_000_000, None, b"v" * 100) for i in range(10)])
-    config = LogConfig.from_properties({"segment.bytes": 64 * 1024 * 1024})
-    with tempfile.TemporaryDirectory(prefix="samsa-bench-") as tmp:
-        log = Log.open(Path(tmp) / "bench-0", config, SystemClock(seed=1), flush_on_roll=False)
-        appended = 0
-        started = time.perf_counter()
-        deadline = started + args.seconds
-        while time.perf_counter() < deadline:
-            for _ in range(1000):
-                log.append_as_leader(bytearray(batch))
-            appended += 1000
-        elapsed = time.perf_counter() - started
-        total = appended * len(batch)
-        print(f"append: {appended} batches of {len(batch)} B ({appended * 10} records) in {elapsed:.2f} s")
-        print(
-            f"  {total / elapsed / 1e6:.1f} MB/s, {appended * 10 / elapsed:,.0f} records/s, "
-            f"{elapsed / appended * 1e6:.1f} us/append, {len(log.segments)} segments"
-        )
-        log.update_high_watermark(log.log_end_offset)
-        rng = random.Random(2)
-        reads = 20_000
-        started = time.perf_counter()
-        for _ in range(reads):
-            info = log.read(
-                rng.randrange(log.log_end_offset), 1, FetchIsolation.HIGH_WATERMARK, min_one_message=True
-            )
-            assert info.size > 0
-        elapsed = time.perf_counter() - started
-        print(f"read slice: {reads} random single-batch reads, {elapsed / reads * 1e6:.1f} us/read")
-        log.close()
+    with tempfile.TemporaryDirectory(prefix="samsa-bench-", dir="/var/tmp") as tmp:
+        for records_per_batch in (10, 160):
+            bench_batch(records_per_batch, args.seconds, Path(tmp))
 
 
 if __name__ == "__main__":
