@@ -39,7 +39,7 @@ contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
 
 unit: $(STAMP) system-deps
-	$(PY) -m pytest -n 2 $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 KAFKA_MESSAGES := $(SHARED)/kafka-messages
 # Generated-code freshness is checked only where the descriptors sit beside the project.

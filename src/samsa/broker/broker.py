@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 from samsa.clock import SYSTEM_CLOCK, Clock
+from samsa.coordinator import CoordinatorConfig, GroupConfig, GroupCoordinator
 from samsa.storage.config import LogConfig
 from samsa.storage.log_manager import LogManager
 
@@ -58,6 +59,9 @@ class Broker:
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, clock)
         self.producer_ids = ProducerIdManager(Path(config.log_dirs[0]))
+        self.group_coordinator = GroupCoordinator(
+            self.replica_manager, self.log_manager, clock, _coordinator_config(config)
+        )
         self.dispatcher = RequestDispatcher(self)
         self._servers: list[Server] = []
         self.bound_addresses: list[tuple[str, str, int]] = []
@@ -68,6 +72,7 @@ class Broker:
         self.log_manager.startup()
         self._started = True
         self.replica_manager.startup()
+        self.group_coordinator.startup()
         max_request = int(self.config.get("socket.request.max.bytes"))
         for name, host, port in self.config.listener_addresses:
             server = Server(self.dispatcher.handle, listener=name, max_request_size=max_request)
@@ -89,6 +94,7 @@ class Broker:
             self._scheduler.cancel()
             await asyncio.gather(self._scheduler, return_exceptions=True)
             self._scheduler = None
+        self.group_coordinator.shutdown()
         for server in self._servers:
             await server.close()
         self._servers.clear()
@@ -102,8 +108,25 @@ class Broker:
             await asyncio.sleep(SCHEDULER_TICK_S)
             try:
                 self.log_manager.schedule_due(self.clock.milliseconds())
+                self.group_coordinator.schedule_due(self.clock.milliseconds())
             except Exception:
                 log.exception("periodic log maintenance failed")
+
+
+def _coordinator_config(config: KafkaConfig) -> CoordinatorConfig:
+    return CoordinatorConfig(
+        offsets_topic_partitions=int(config.get("offsets.topic.num.partitions")),
+        offsets_topic_segment_bytes=int(config.get("offsets.topic.segment.bytes")),
+        offsets_retention_ms=int(config.get("offsets.retention.minutes")) * 60_000,
+        offsets_retention_check_interval_ms=int(config.get("offsets.retention.check.interval.ms")),
+        group=GroupConfig(
+            min_session_timeout_ms=int(config.get("group.min.session.timeout.ms")),
+            max_session_timeout_ms=int(config.get("group.max.session.timeout.ms")),
+            initial_rebalance_delay_ms=int(config.get("group.initial.rebalance.delay.ms")),
+            max_size=int(config.get("group.max.size")),
+            offset_metadata_max_bytes=int(config.get("offset.metadata.max.bytes")),
+        ),
+    )
 
 
 def _stable_cluster_id(log_dirs: list[str]) -> str:

@@ -177,6 +177,7 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("group.min.session.timeout.ms", INT, 6000),
     ConfigKey("group.max.session.timeout.ms", INT, 1800000),
     ConfigKey("group.max.size", INT, INT_MAX, minimum=1),
+    ConfigKey("offset.metadata.max.bytes", INT, 4096, minimum=0),
     ConfigKey("transactional.id.expiration.ms", INT, 604800000, minimum=1),
     ConfigKey("producer.id.expiration.ms", INT, 86400000, minimum=1),
     ConfigKey("transaction.state.log.num.partitions", INT, 50, minimum=1),

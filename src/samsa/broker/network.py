@@ -6,6 +6,9 @@ mutes a channel while a request is in flight). A response is a sequence of parts
 and file regions (a segment's ``FileSlice``) sent with ``sendfile`` straight from the page cache, never copied
 through Python.
 
+Connections take turns: after each request a connection yields to the event loop, so one client pipelining
+thousands of requests cannot starve the others.
+
 Bad input ends only the offending connection: a size below zero or above ``socket.request.max.bytes`` closes it
 (as Kafka's ``InvalidReceiveException`` does), and so does any exception a handler lets escape, which is logged.
 
@@ -181,6 +184,9 @@ class Server:
                 parts = await self._handler(info, frame)
                 if parts:
                     await write_parts(writer, parts)
+                # let other connections take a turn: a client pipelining requests whose frames are already
+                # buffered would otherwise be served without the loop ever switching to anyone else
+                await asyncio.sleep(0)
         except FrameTooLarge as exc:
             log.warning("closing connection %s from %s:%s: %s", info.connection_id, *peer[:2], exc)
         except ConnectionClosedByHandler as exc:

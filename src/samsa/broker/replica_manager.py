@@ -30,6 +30,11 @@ from samsa.storage import (
     StorageError,
 )
 from samsa.storage.log_manager import LogManager
+from samsa.storage.producer_state import (
+    InvalidProducerEpochError,
+    InvalidSequenceError,
+    OutOfOrderSequenceError,
+)
 from samsa.storage.topic import TopicPartition
 
 from .purgatory import Purgatory
@@ -52,6 +57,8 @@ class Partition:
 
     def maybe_increment_high_watermark(self, follower_leos: Mapping[int, int] | None = None) -> bool:
         """Move the HW to the smallest LEO over the ISR (only the leader's own LEO when it is alone)."""
+        if follower_leos is None:  # no follower positions known: only the leader's own log end counts
+            return self.log.maybe_increment_high_watermark(self.log.log_end_offset)
         leos = [self.log.log_end_offset]
         for replica in self.isr:
             if replica != self.leader_id and follower_leos is not None and replica in follower_leos:
@@ -134,14 +141,15 @@ class ReplicaManager:
         partition = self.partitions.get(tp)
         if partition is None:
             return ProduceResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        if acks == -1 and len(partition.isr) < partition.log.config.min_insync_replicas:
+        plog = partition.log
+        if acks == -1 and len(partition.isr) < plog.config.min_insync_replicas:
             return ProduceResult(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 message=f"the ISR of {tp} has {len(partition.isr)} replicas, fewer than min.insync.replicas "
-                f"{partition.log.config.min_insync_replicas}",
+                f"{plog.config.min_insync_replicas}",
             )
         try:
-            info = partition.log.append_as_leader(records, partition.leader_epoch)
+            info = plog.append_as_leader(records, partition.leader_epoch)
         except RecordTooLargeError as exc:
             return ProduceResult(ErrorCode.MESSAGE_TOO_LARGE, message=str(exc))
         except RecordBatchTooLargeError as exc:
@@ -150,9 +158,19 @@ class ReplicaManager:
             return ProduceResult(ErrorCode.CORRUPT_MESSAGE, message=str(exc))
         except InvalidRecordError as exc:
             return ProduceResult(ErrorCode.INVALID_RECORD, message=str(exc))
+        except OutOfOrderSequenceError as exc:
+            return ProduceResult(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, message=str(exc))
+        except InvalidProducerEpochError as exc:
+            return ProduceResult(ErrorCode.INVALID_PRODUCER_EPOCH, message=str(exc))
+        except InvalidSequenceError as exc:
+            return ProduceResult(ErrorCode.INVALID_RECORD, message=str(exc))
         except StorageError as exc:
             log.error("append to %s failed: %s", tp, exc)
             return ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR, message=str(exc))
+        if info.duplicate:  # a retry of a batch already in the log: answered with its original offsets
+            return ProduceResult(
+                ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset
+            )
         partition.maybe_increment_high_watermark()
         self.fetch_purgatory.notify(tp)
         return ProduceResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import signal
 import sys
 
@@ -19,6 +20,7 @@ def run_forever(config: KafkaConfig, *, use_uvloop: bool = False) -> int:
     )
     for key in sorted(config.unknown_keys):
         log.warning("the configuration '%s' was supplied but isn't a known config", key)
+    _raise_open_files_limit()
     if use_uvloop:
         try:
             import uvloop
@@ -27,6 +29,17 @@ def run_forever(config: KafkaConfig, *, use_uvloop: bool = False) -> int:
         except ImportError:
             log.warning("uvloop is not installed; running on asyncio's own loop")
     return asyncio.run(_serve(config))
+
+
+def _raise_open_files_limit() -> None:
+    """Lift the soft limit on open files to the hard one: each segment holds three, each connection one."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open files limit from %d: %s", soft, exc)
 
 
 async def _serve(config: KafkaConfig) -> int:

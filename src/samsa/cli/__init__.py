@@ -10,8 +10,16 @@ import click
 # name -> "module:attribute" (modules under samsa.cli)
 COMMANDS: dict[str, str] = {
     "dump-log": "dump_log:dump_log",
-    "demo": "demo:demo",
+    "demo": "pipeline:demo",
+    "pipeline": "pipeline:pipeline",
+    "storage-demo": "demo:demo",
     "serve": "serve:serve",
+    "topics": "topics:topics",
+    "get-offsets": "get_offsets:get_offsets",
+    "console-producer": "console_producer:console_producer",
+    "console-consumer": "console_consumer:console_consumer",
+    "log-dirs": "log_dirs:log_dirs",
+    "consumer-groups": "consumer_groups:consumer_groups",
 }
 
 

@@ -40,6 +40,15 @@ recovery point to the new base; pass ``flush_on_roll=False`` to leave that to th
 
 Leader epochs are kept in ``leader-epoch-checkpoint`` (``LeaderEpochFileCache``) as epochs are assigned.
 
+Producer state (``producer_state``, idempotence): a leader append first looks for a batch already appended by the
+same producer, epoch and sequences; if one is found nothing is written and the append info carries the original
+offsets (``duplicate=True``). Otherwise every batch with a producer id is checked (a sequence gap raises
+OutOfOrderSequenceError, an old epoch InvalidProducerEpochError) before anything is written, and recorded after.
+Follower appends record without checks. A roll writes ``<new base>.snapshot`` and ``close`` one at the log end;
+``open`` rebuilds the state from the latest snapshot plus the batches after it; truncation rebuilds it the same
+way; a segment deleted by retention or truncation takes the snapshot named by its base offset with it.
+Producers silent for ``producer.id.expiration.ms`` are forgotten by ``delete_old_segments``.
+
 I/O failures: every public method (and ``open``) raises ``KafkaStorageError`` (an OSError too) for an OSError
 underneath, naming the directory; the owner takes the log directory offline.
 
@@ -53,6 +62,7 @@ import enum
 import functools
 import os
 import shutil
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,7 +87,8 @@ from .errors import (
 )
 from .file_slice import FetchDataInfo, LogOffsetMetadata
 from .leader_epoch import LeaderEpochFileCache
-from .log_loader import load
+from .log_loader import load, rebuild_producer_state
+from .producer_state import ProducerStateManager
 from .segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -92,6 +103,10 @@ from .segments import LogSegments
 
 INT_MAX = 2**31 - 1
 UNKNOWN_OFFSET = -1
+
+_I = struct.Struct(">i")
+_Q = struct.Struct(">q")
+_BASE_OFFSET_AND_EPOCH = struct.Struct(">qii")  # v2 baseOffset, batchLength (rewritten as is), leaderEpoch
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -120,6 +135,7 @@ class LogAppendInfo:
     log_start_offset: int
     valid_bytes: int
     num_batches: int
+    duplicate: bool = False
 
     @property
     def num_messages(self) -> int:
@@ -160,6 +176,7 @@ class Log:
         recovery_point: int,
         leader_epochs: LeaderEpochFileCache,
         flush_on_roll: bool = True,
+        producer_state: ProducerStateManager | None = None,
     ) -> None:
         self.directory = directory
         self.config = config
@@ -174,6 +191,10 @@ class Log:
         self._hw_metadata: LogOffsetMetadata | None = None
         self._last_flush_time = clock.milliseconds()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        if producer_state is None:
+            producer_state = ProducerStateManager(directory)
+            producer_state.map_end_offset = log_end_offset
+        self.producer_state = producer_state
 
     @classmethod
     def open(
@@ -210,6 +231,7 @@ class Log:
             loaded.recovery_point,
             epochs,
             flush_on_roll,
+            loaded.producer_state,
         )
 
     # --- offsets -----------------------------------------------------------------------------------------
@@ -327,20 +349,41 @@ class Log:
         self._check_segment_size(valid_bytes)
         now = self.clock.milliseconds()
         log_append = self.config.log_append_time
+        producers = self.producer_state
+        duplicate = producers.find_duplicate(batches) if producers.producers else None
+        if duplicate is not None:
+            return LogAppendInfo(
+                duplicate.first_offset,
+                duplicate.last_offset,
+                duplicate.timestamp,
+                duplicate.last_offset,
+                duplicate.timestamp if log_append else -1,
+                self._log_start_offset,
+                0,
+                0,
+                duplicate=True,
+            )
+        pending = producers.validate_append(batches)
         first_offset = self._log_end_offset
         next_offset = first_offset
         max_ts, shallow = -1, first_offset
         for batch in batches:
-            count = self._offset_count(batch)
-            if batch.magic >= 2:
-                batch.set_base_offset(next_offset)
-                batch.set_partition_leader_epoch(leader_epoch)
+            magic = batch.magic
+            if magic >= 2:
+                position = batch.position
+                count = _I.unpack_from(view, position + 23)[0] + 1  # lastOffsetDelta + 1
+                _BASE_OFFSET_AND_EPOCH.pack_into(view, position, next_offset, batch.size_field, leader_epoch)
                 if log_append:
-                    set_max_timestamp(view, batch.position, now, TimestampType.LOG_APPEND_TIME)
-            else:
-                batch.set_base_offset(next_offset + count - 1)
-                if log_append and batch.magic == 1:
-                    set_legacy_timestamp(view, batch.position, now, TimestampType.LOG_APPEND_TIME)
+                    set_max_timestamp(view, position, now, TimestampType.LOG_APPEND_TIME)
+                batch_max_ts = _Q.unpack_from(view, position + 35)[0]
+                if batch_max_ts > max_ts or log_append:
+                    max_ts, shallow = batch_max_ts, next_offset + count - 1
+                next_offset += count
+                continue
+            count = self._offset_count(batch)
+            batch.set_base_offset(next_offset + count - 1)
+            if log_append and magic == 1:
+                set_legacy_timestamp(view, batch.position, now, TimestampType.LOG_APPEND_TIME)
             next_offset += count
             if batch.max_timestamp > max_ts or log_append:
                 max_ts, shallow = batch.max_timestamp, batch.last_offset
@@ -355,6 +398,7 @@ class Log:
             len(batches),
         )
         self._append(view[:valid_bytes], info)
+        producers.complete_append(pending, next_offset)
         if leader_epoch >= 0 and batches[0].magic >= 2:
             self.leader_epoch_cache.assign(leader_epoch, first_offset)
         return info
@@ -391,6 +435,7 @@ class Log:
             len(batches),
         )
         self._append(view[:valid_bytes], info)
+        self.producer_state.load_batches(batches, self._log_end_offset)
         for batch in batches:
             if batch.magic >= 2:
                 self.leader_epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
@@ -477,6 +522,8 @@ class Log:
             preallocate=self.config.preallocate,
         )
         self.segments.add(segment)
+        self.producer_state.map_end_offset = new_offset
+        self.producer_state.take_snapshot(sync=self.flush_on_roll)
         if self.flush_on_roll and new_offset > self._recovery_point:
             self._flush_segments(new_offset)
             self._mark_flushed(new_offset)
@@ -560,6 +607,7 @@ class Log:
     def delete_old_segments(self, now: int | None = None) -> int:
         """Retention: log-start breach always; size and time too when cleanup.policy has ``delete``."""
         now = self.clock.milliseconds() if now is None else now
+        self.producer_state.remove_expired_producers(now)
         deleted = self._delete_log_start_offset_breached()
         if self.config.has_delete:
             deleted += self._delete_retention_size_breached()
@@ -633,6 +681,7 @@ class Log:
             self.segments.remove(segment.base_offset)
             segment.close_handlers()
             segment.change_file_suffixes("", DELETED_SUFFIX)
+            self.producer_state.delete_snapshot(segment.base_offset)
             self._pending_deletes.append((due, segment))
         if self.config.file_delete_delay_ms <= 0:
             self.delete_pending_segments()
@@ -690,6 +739,13 @@ class Log:
         self._log_start_offset = min(self._log_start_offset, target_offset)
         self.leader_epoch_cache.truncate_from_end(target_offset)
         self.update_high_watermark(self._high_watermark)
+        rebuild_producer_state(
+            self.producer_state,
+            self.segments,
+            self._log_start_offset,
+            target_offset,
+            self.clock.milliseconds(),
+        )
         return True
 
     @_io_boundary
@@ -710,6 +766,7 @@ class Log:
         self._log_start_offset = new_offset
         self._recovery_point = min(self._recovery_point, new_offset)
         self.leader_epoch_cache.clear()
+        self.producer_state.truncate_fully_and_start_at(new_offset)
         self.update_high_watermark(new_offset)
 
     # --- lifecycle ---------------------------------------------------------------------------------------
@@ -722,7 +779,10 @@ class Log:
 
     @_io_boundary
     def close(self) -> None:
-        """Close every segment (final time-index entries, trimmed indexes, fsynced and trimmed ``.log``)."""
+        """Snapshot the producer state at the log end, then close every segment (final time-index entries,
+        trimmed indexes, fsynced and trimmed ``.log``)."""
+        self.producer_state.map_end_offset = self._log_end_offset
+        self.producer_state.take_snapshot(sync=True)
         for segment in self.segments:
             segment.close()
         for _, segment in self._pending_deletes:

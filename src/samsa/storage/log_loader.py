@@ -13,6 +13,10 @@ Sequence (storage spec 7.3 and 7.5):
    every later segment is deleted.
 5. If the log end is below the log-start checkpoint, every segment goes; with no segment left, an empty one is
    created at the log start offset. The active segment's indexes get their full size back.
+6. Producer state (``producer_state``): snapshots that match no segment base are deleted (but the latest one
+   beyond the last segment's base is kept), then the state is loaded from the latest snapshot at or below the log
+   end and the batches after it are replayed, and a snapshot is written at the log end. After a clean shutdown
+   with no snapshot at all (data from before producer state existed) the replay is skipped, as Kafka skips it.
 
 Runs on one thread before the ``Log`` exists; raises ``LogSegmentOffsetOverflowError`` for legacy segments that
 need splitting (not supported).
@@ -30,6 +34,7 @@ from .config import LogConfig
 from .errors import InvalidOffsetError
 from .file_records import FileRecords
 from .leader_epoch import LeaderEpochFileCache
+from .producer_state import ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -52,6 +57,7 @@ class LoadedLog:
     log_end_offset: int
     recovery_point: int
     log_start_offset: int
+    producer_state: ProducerStateManager
 
 
 def _offset_of(name: str) -> int | None:
@@ -189,9 +195,57 @@ def load(
     log_end_offset = last.read_next_offset()
     last.resize_indexes(config.segment_index_bytes)
     first = segments.first_base_offset()
+    start = max(log_start_offset, first)
+    producer_state = ProducerStateManager(directory)
+    producer_state.remove_stray_snapshots(segments.base_offsets())
+    rebuild_producer_state(
+        producer_state, segments, start, log_end_offset, clock.milliseconds(), had_clean_shutdown
+    )
     return LoadedLog(
         segments,
         log_end_offset,
         log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset),
-        max(log_start_offset, first),
+        start,
+        producer_state,
     )
+
+
+def rebuild_producer_state(
+    state: ProducerStateManager,
+    segments: LogSegments,
+    log_start_offset: int,
+    last_offset: int,
+    now: int,
+    reload_from_clean_shutdown: bool = False,
+) -> None:
+    """Bring ``state`` to ``last_offset``: the latest snapshot at or below it, then the batches after it
+    (Kafka's ``rebuildProducerState``). Snapshots are taken at the last two segment bases passed and at the end."""
+    last = segments.last_segment()
+    to_snapshot = {last_offset}
+    if last is not None:
+        to_snapshot.add(last.base_offset)
+        lower = segments.lower_segment(last.base_offset)
+        if lower is not None:
+            to_snapshot.add(lower.base_offset)
+    if state.latest_snapshot_offset() is None and reload_from_clean_shutdown:
+        for offset in sorted(to_snapshot):
+            state.map_end_offset = offset
+            state.take_snapshot()
+        return
+    was_empty = state.is_empty and state.map_end_offset >= last_offset
+    state.truncate_and_reload(log_start_offset, last_offset, now)
+    if last_offset > state.map_end_offset and not was_empty:
+        for segment in segments.values(state.map_end_offset, last_offset):
+            start = max(segment.base_offset, state.map_end_offset, log_start_offset)
+            state.map_end_offset = start
+            if start == segment.base_offset and start in to_snapshot:
+                state.take_snapshot()
+            position = 0
+            if start > segment.base_offset:
+                found = segment.translate_offset(start)
+                if found is None:
+                    continue
+                position = found.position
+            state.load_batches(b for _, b in segment.log.batches(position) if b.base_offset < last_offset)
+    state.map_end_offset = last_offset
+    state.take_snapshot()

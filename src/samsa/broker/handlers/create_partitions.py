@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from samsa.protocol import ErrorCode
 from samsa.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -10,6 +11,7 @@ from samsa.protocol.messages.create_partitions import (
 
 from .. import topic_admin
 from ..context import RequestContext
+from .create_topics import MAX_PARTITIONS_PER_REQUEST
 
 API_KEY = 37
 VERSIONS = (0, 3)
@@ -17,6 +19,16 @@ IMPLEMENTED = VERSIONS
 
 
 async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+    manager = ctx.broker.log_manager
+    added = sum(max(t.count - len(manager.partitions_of(t.name)), 0) for t in request.topics)
+    if added > MAX_PARTITIONS_PER_REQUEST:
+        message = f"Excessively large number of partitions per request (limit {MAX_PARTITIONS_PER_REQUEST})."
+        return CreatePartitionsResponse(
+            results=[
+                CreatePartitionsTopicResult(t.name, ErrorCode.POLICY_VIOLATION, message)
+                for t in request.topics
+            ]
+        )
     results = []
     for topic in request.topics:
         outcome = topic_admin.add_partitions(

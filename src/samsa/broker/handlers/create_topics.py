@@ -16,8 +16,22 @@ API_KEY = 19
 VERSIONS = (2, 7)
 IMPLEMENTED = VERSIONS
 
+MAX_PARTITIONS_PER_REQUEST = 10_000
+"""Kafka's controller limit: a request that would create more partitions is refused whole (POLICY_VIOLATION),
+so one request cannot stall the broker creating billions of partition directories."""
+
 
 async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    if _partitions_requested(ctx, request) > MAX_PARTITIONS_PER_REQUEST:
+        message = f"Excessively large number of partitions per request (limit {MAX_PARTITIONS_PER_REQUEST})."
+        return CreateTopicsResponse(
+            topics=[
+                CreatableTopicResult(
+                    name=t.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=message
+                )
+                for t in request.topics
+            ]
+        )
     results = []
     seen: set[str] = set()
     for topic in request.topics:
@@ -60,3 +74,16 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             )
         )
     return CreateTopicsResponse(topics=results)
+
+
+def _partitions_requested(ctx: RequestContext, request: CreateTopicsRequest) -> int:
+    default = int(ctx.broker.config.get("num.partitions"))
+    total = 0
+    for topic in request.topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += default
+        else:
+            total += max(topic.num_partitions, 0)
+    return total

@@ -16,6 +16,7 @@ from ..context import RequestContext
 API_KEY = 2
 VERSIONS = (1, 7)
 IMPLEMENTED = VERSIONS
+LOWEST_SPECIAL_TIMESTAMP = -5  # LATEST_TIERED
 
 
 async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
@@ -26,8 +27,10 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
+            # below the special values (-1..-5) Kafka searches as for any timestamp: from the first record
+            timestamp = p.timestamp if p.timestamp >= LOWEST_SPECIAL_TIMESTAMP else 0
             result = ctx.broker.replica_manager.list_offset(
-                TopicPartition(topic.name, p.partition_index), p.timestamp, isolation
+                TopicPartition(topic.name, p.partition_index), timestamp, isolation
             )
             partitions.append(
                 ListOffsetsPartitionResponse(

@@ -1,10 +1,23 @@
 """Produce (0): append each partition's record set as leader; answer per partition, or not at all for acks=0.
 
-Versions 0-2 are advertised (old librdkafka enables compression only when Produce v0 is in range) but answered
-with UNSUPPORTED_VERSION, as Kafka 4 does; 3+ carry record batch v2.
+Versions 0-2 are advertised (old librdkafka enables compression only when Produce v0 is in range) but a request
+in one of them closes its connection, as Kafka 4 does; 3+ carry record batch v2.
+
+Idempotent producers: a batch already in the log (a retry after a lost acknowledgement) is answered with NONE and
+the offsets it got the first time; a sequence gap gets OUT_OF_ORDER_SEQUENCE_NUMBER and a batch from an older
+producer epoch INVALID_PRODUCER_EPOCH (the checks are the log's, ``samsa.storage.producer_state``).
+
+Each partition's record set must be exactly one complete magic-2 batch, as Kafka requires from v3 on (else
+INVALID_RECORD); zstd needs v7+ (else UNSUPPORTED_COMPRESSION_TYPE). Both are read from the batch header. With
+acks=0 there is no response to carry an error, so a partition error closes the connection, as Kafka does: the
+client sees the drop and refreshes its metadata.
+
+This is the hot path: per partition, one header check, one append and one response entry, nothing per record.
 """
 
 from __future__ import annotations
+
+import struct
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.produce import (
@@ -16,41 +29,113 @@ from samsa.protocol.messages.produce import (
 from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
+from ..network import ConnectionClosedByHandler
 
 API_KEY = 0
 VERSIONS = (0, 9)
 IMPLEMENTED = (3, 9)
 
+_VALID_ACKS = (0, 1, -1)
+
+_BATCH_HEADER = (
+    61  # base offset 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2, ... records count 4
+)
+_LENGTH_AND_MAGIC = struct.Struct(">8xi4xb")  # batch length (bytes after the first 12) and magic
+_ATTRIBUTES = struct.Struct(">21xh")
+_ZSTD = 4
+_ZSTD_MIN_VERSION = 7
+
+
+def _check_record_set(records: memoryview, version: int) -> tuple[ErrorCode, str] | None:
+    """Kafka's per-request checks on a partition's record set, from the batch header alone."""
+    size = len(records)
+    if size < _BATCH_HEADER:
+        return (
+            ErrorCode.INVALID_RECORD,
+            f"Produce v{version} needs one complete record batch; got {size} bytes",
+        )
+    length, magic = _LENGTH_AND_MAGIC.unpack_from(records)
+    if magic != 2:
+        return (
+            ErrorCode.INVALID_RECORD,
+            f"Produce v{version} needs record batches of magic 2; got magic {magic}",
+        )
+    if length + 12 != size:
+        what = "a truncated batch" if length + 12 > size else "more than one batch"
+        return ErrorCode.INVALID_RECORD, f"Produce v{version} needs exactly one record batch; got {what}"
+    if version < _ZSTD_MIN_VERSION and _ATTRIBUTES.unpack_from(records)[0] & 0x07 == _ZSTD:
+        return (
+            ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+            f"zstd-compressed batches need Produce v{_ZSTD_MIN_VERSION} or later; got v{version}",
+        )
+    return None
+
 
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
-    replica_manager = ctx.broker.replica_manager
     acks = request.acks
+    if acks not in _VALID_ACKS:
+        return _all_failed(request, ErrorCode.INVALID_REQUIRED_ACKS)
+    version = ctx.api_version
+    append = ctx.broker.replica_manager.append
+    failed = False
     responses = []
     for topic in request.topic_data:
+        name = topic.name
         partitions = []
         for data in topic.partition_data:
-            tp = TopicPartition(topic.name, data.index)
-            if acks not in (0, 1, -1):
-                partitions.append(PartitionProduceResponse(data.index, ErrorCode.INVALID_REQUIRED_ACKS))
+            records = data.records
+            if type(records) is not memoryview:
+                if not isinstance(records, (bytes, bytearray)):
+                    failed = True
+                    partitions.append(
+                        PartitionProduceResponse(
+                            data.index, ErrorCode.INVALID_RECORD, -1, error_message="no record set"
+                        )
+                    )
+                    continue
+                records = memoryview(records)
+            problem = _check_record_set(records, version)
+            if problem is not None:
+                failed = True
+                partitions.append(
+                    PartitionProduceResponse(data.index, problem[0], -1, error_message=problem[1])
+                )
                 continue
-            if data.records is None:
-                partitions.append(PartitionProduceResponse(data.index, ErrorCode.CORRUPT_MESSAGE))
-                continue
-            if not isinstance(data.records, (bytes, bytearray, memoryview)):
-                partitions.append(PartitionProduceResponse(data.index, ErrorCode.CORRUPT_MESSAGE))
-                continue
-            result = replica_manager.append(tp, memoryview(data.records), acks)
+            result = append(TopicPartition(name, data.index), records, acks)
+            if result.error:
+                failed = True
             partitions.append(
                 PartitionProduceResponse(
-                    index=data.index,
-                    error_code=result.error,
-                    base_offset=result.base_offset,
-                    log_append_time_ms=result.log_append_time,
-                    log_start_offset=result.log_start_offset,
+                    data.index,
+                    result.error,
+                    result.base_offset,
+                    result.log_append_time,
+                    result.log_start_offset,
                     error_message=result.message,
                 )
             )
-        responses.append(TopicProduceResponse(topic.name, partitions))
+        responses.append(TopicProduceResponse(name, partitions))
     if acks == 0:
+        if failed:
+            raise ConnectionClosedByHandler(f"acks=0 produce failed: {_first_error(responses)}")
         return None
     return ProduceResponse(responses=responses)
+
+
+def _first_error(responses: list[TopicProduceResponse]) -> str:
+    for topic in responses:
+        for p in topic.partition_responses:
+            if p.error_code:
+                return f"{topic.name}-{p.index}: error {p.error_code} {p.error_message or ''}".rstrip()
+    return "unknown"
+
+
+def _all_failed(request: ProduceRequest, error: ErrorCode) -> ProduceResponse:
+    return ProduceResponse(
+        responses=[
+            TopicProduceResponse(
+                topic.name, [PartitionProduceResponse(p.index, error, -1) for p in topic.partition_data]
+            )
+            for topic in request.topic_data
+        ]
+    )

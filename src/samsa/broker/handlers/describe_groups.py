@@ -1,0 +1,54 @@
+"""DescribeGroups (15): state, protocol and members of groups; a Stable group shows each member's subscription
+metadata and assignment, other states show members only. An unknown group is described as Dead (no error),
+as Kafka's classic coordinator does."""
+
+from __future__ import annotations
+
+from samsa.coordinator import Group, GroupState
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.describe_groups import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
+
+from ..context import RequestContext
+
+API_KEY = 15
+VERSIONS = (0, 5)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    coordinator = ctx.broker.group_coordinator
+    return DescribeGroupsResponse(
+        groups=[_describe(g, coordinator.describe_group(g)) for g in request.groups]
+    )
+
+
+def _describe(group_id: str, group: Group | None) -> DescribedGroup:
+    if not group_id:
+        return DescribedGroup(error_code=ErrorCode.INVALID_GROUP_ID, group_id=group_id)
+    if group is None:
+        return DescribedGroup(error_code=ErrorCode.NONE, group_id=group_id, group_state=GroupState.DEAD.value)
+    stable = group.state is GroupState.STABLE
+    members = [
+        DescribedGroupMember(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            member_metadata=m.metadata(group.protocol_name) if stable else b"",
+            member_assignment=m.assignment if stable else b"",
+        )
+        for m in group.members.values()
+    ]
+    return DescribedGroup(
+        error_code=ErrorCode.NONE,
+        group_id=group_id,
+        group_state=group.state.value,
+        protocol_type=group.protocol_type or "",
+        protocol_data=(group.protocol_name or "") if stable else "",
+        members=members,
+    )

@@ -1,0 +1,18 @@
+"""Heartbeat (12): a member is alive; the answer tells it whether a rebalance is under way."""
+
+from __future__ import annotations
+
+from samsa.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+
+from ..context import RequestContext
+
+API_KEY = 12
+VERSIONS = (0, 4)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    error = ctx.broker.group_coordinator.heartbeat(
+        request.group_id, request.member_id, request.generation_id, request.group_instance_id
+    )
+    return HeartbeatResponse(error_code=error)

@@ -1,0 +1,31 @@
+"""LeaveGroup (13): members leave at once instead of waiting out their session; v3+ names several members,
+by member id and/or ``group.instance.id``, and answers each."""
+
+from __future__ import annotations
+
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
+
+from ..context import RequestContext
+
+API_KEY = 13
+VERSIONS = (0, 5)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    coordinator = ctx.broker.group_coordinator
+    if ctx.api_version < 3:
+        error, errors = coordinator.leave_group(request.group_id, [(request.member_id, None)])
+        return LeaveGroupResponse(error_code=error if error is not ErrorCode.NONE else errors[0])
+    leaving = [(m.member_id, m.group_instance_id) for m in request.members]
+    error, errors = coordinator.leave_group(request.group_id, leaving)
+    if error is not ErrorCode.NONE:
+        return LeaveGroupResponse(error_code=error)
+    return LeaveGroupResponse(
+        error_code=ErrorCode.NONE,
+        members=[
+            MemberResponse(member_id=member_id, group_instance_id=instance_id, error_code=member_error)
+            for (member_id, instance_id), member_error in zip(leaving, errors, strict=True)
+        ],
+    )

@@ -1,0 +1,33 @@
+"""ListGroups (16): every group this broker coordinates; v4+ filters by state, v5+ by type (only "classic")."""
+
+from __future__ import annotations
+
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
+
+from ..context import RequestContext
+
+API_KEY = 16
+VERSIONS = (0, 5)
+IMPLEMENTED = VERSIONS
+GROUP_TYPE = "classic"
+
+
+async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    states = request.states_filter if ctx.api_version >= 4 else []
+    types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
+    if types and GROUP_TYPE not in types:
+        return ListGroupsResponse(error_code=ErrorCode.NONE)
+    groups = sorted(ctx.broker.group_coordinator.list_groups(states), key=lambda g: g.group_id)
+    return ListGroupsResponse(
+        error_code=ErrorCode.NONE,
+        groups=[
+            ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type or "",
+                group_state=g.state.value,
+                group_type=GROUP_TYPE,
+            )
+            for g in groups
+        ],
+    )

@@ -1,0 +1,61 @@
+"""OffsetCommit (8): store a group's consumed positions (with metadata) in __consumer_offsets.
+
+Every partition gets its own error code; a group-level refusal (unknown member, stale generation, a rebalance
+completing) is repeated on every partition. v0 carries no generation (a standalone commit); v1 a per-partition
+commit timestamp; v2-4 a retention time (an explicit expiry); v6+ the leader epoch of the committed offset.
+"""
+
+from __future__ import annotations
+
+from samsa.coordinator import OffsetAndMetadata
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+from samsa.storage.topic import TopicPartition
+
+from ..context import RequestContext
+
+API_KEY = 8
+VERSIONS = (0, 8)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    now = ctx.broker.clock.milliseconds()
+    version = ctx.api_version
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp >= 0 else now
+            retention = request.retention_time_ms if 2 <= version <= 4 else -1
+            offsets[TopicPartition(topic.name, p.partition_index)] = OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
+                metadata=p.committed_metadata or "",
+                commit_timestamp=commit_ts,
+                expire_timestamp=commit_ts + retention if retention >= 0 else -1,
+            )
+    if request.group_id is None:
+        errors = dict.fromkeys(offsets, ErrorCode.INVALID_GROUP_ID)
+    else:
+        errors = ctx.broker.group_coordinator.commit_offsets(
+            request.group_id,
+            request.member_id if version >= 1 else "",
+            request.generation_id_or_member_epoch if version >= 1 else -1,
+            request.group_instance_id,
+            offsets,
+        )
+    topics: list[OffsetCommitResponseTopic] = []
+    for topic in request.topics:
+        partitions = [
+            OffsetCommitResponsePartition(
+                p.partition_index, errors.get(TopicPartition(topic.name, p.partition_index), ErrorCode.NONE)
+            )
+            for p in topic.partitions
+        ]
+        topics.append(OffsetCommitResponseTopic(topic.name, partitions))
+    return OffsetCommitResponse(topics=topics)

@@ -1,0 +1,44 @@
+"""OffsetDelete (47): remove a group's committed offsets for some partitions (KIP-496).
+
+Refused per partition with GROUP_SUBSCRIBED_TO_TOPIC while a member of the group subscribes to the topic; a group
+with members whose subscriptions cannot be read answers NON_EMPTY_GROUP; an unknown group GROUP_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+)
+from samsa.storage.topic import TopicPartition
+
+from ..context import RequestContext
+
+API_KEY = 47
+VERSIONS = (0, 0)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+    wanted = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    error, results = ctx.broker.group_coordinator.delete_offsets(request.group_id, wanted)
+    if error is not ErrorCode.NONE:
+        return OffsetDeleteResponse(error_code=error)
+    return OffsetDeleteResponse(
+        error_code=ErrorCode.NONE,
+        topics=[
+            OffsetDeleteResponseTopic(
+                t.name,
+                [
+                    OffsetDeleteResponsePartition(
+                        p.partition_index, results[TopicPartition(t.name, p.partition_index)]
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )

@@ -1,0 +1,29 @@
+"""SyncGroup (14): the leader hands out the assignment; every member waits for its own share."""
+
+from __future__ import annotations
+
+from samsa.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+
+from ..context import RequestContext
+
+API_KEY = 14
+VERSIONS = (0, 5)
+IMPLEMENTED = VERSIONS
+
+
+async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+    result = await ctx.broker.group_coordinator.sync_group(
+        request.group_id,
+        request.member_id,
+        request.generation_id,
+        request.group_instance_id,
+        {a.member_id: bytes(a.assignment) for a in request.assignments},
+        request.protocol_type,
+        request.protocol_name,
+    )
+    return SyncGroupResponse(
+        error_code=result.error,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )

@@ -1,0 +1,263 @@
+"""``samsa topics``: create, list, describe, alter and delete topics, like Kafka's ``kafka-topics.sh``.
+
+Talks to any Kafka-protocol broker through :mod:`samsa.client`. Output lines follow Kafka's tool::
+
+    Created topic <name>.
+    Topic: <name>\tTopicId: <id>\tPartitionCount: <n>\tReplicationFactor: <r>\tConfigs: k=v,...
+    \tTopic: <name>\tPartition: <p>\tLeader: <id|none>\tReplicas: 1,2\tIsr: 1,2
+
+``--topic`` is a regular expression (commas mean "or"), as in Kafka; ``--list`` is sorted and ``--describe``
+follows the iteration order of a Java HashMap of the names, as Kafka's tool does. A failed broker call prints
+``Error while executing topic command : <message>`` on stdout and the Java exception name on stderr, exit 1; a
+bad argument or a topic that does not exist prints its message on stderr, exit 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import re
+import sys
+import uuid
+from collections.abc import Sequence
+from typing import NoReturn
+
+import click
+
+from samsa.client import BrokerError, KafkaClient, KafkaError, NewTopic
+from samsa.client.types import ClusterMetadata, TopicMetadata
+
+from .log_dirs import java_hash_order, java_string_hash
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+TOOL_CLASS = "org.apache.kafka.tools.TopicCommand"
+SHORT_MAX = 32767
+
+
+class ArgumentError(Exception):
+    """A bad argument or a missing topic: printed on stderr alone, exit 1 (Kafka's IllegalArgumentException)."""
+
+
+def kafka_uuid(value: uuid.UUID | None) -> str:
+    """Kafka's text form of a topic id: URL-safe base64 of the 16 bytes, unpadded."""
+    raw = (value or uuid.UUID(int=0)).bytes
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def include_list(pattern: str) -> re.Pattern[str]:
+    """Kafka's topic include-list: a regex where ',' means '|', spaces and outer quotes dropped."""
+    cleaned = pattern.strip().replace(",", "|").replace(" ", "")
+    cleaned = re.sub(r"^[\"']+", "", cleaned)
+    cleaned = re.sub(r"[\"']+$", "", cleaned)
+    return re.compile(cleaned)
+
+
+def is_internal(topic: TopicMetadata) -> bool:
+    return topic.internal or topic.name in INTERNAL_TOPICS
+
+
+def select_topics(cluster: ClusterMetadata, pattern: str | None, exclude_internal: bool) -> list[str]:
+    regex = include_list(pattern) if pattern is not None else None
+    return sorted(
+        name
+        for name, meta in cluster.topics.items()
+        if (regex is None or regex.fullmatch(name)) and not (exclude_internal and is_internal(meta))
+    )
+
+
+def ensure_found(found: Sequence[str], pattern: str | None, required: bool) -> None:
+    if pattern and required and not found:
+        raise ArgumentError(f"Topic '{pattern}' does not exist as expected")
+
+
+def parse_configs(items: Sequence[str]) -> dict[str, str]:
+    configs: dict[str, str] = {}
+    for item in items:
+        parts = re.split(r"\s*=\s*", item)
+        if len(parts) != 2:
+            raise ArgumentError(
+                'requirement failed: Invalid topic config: all configs to be added must be in the format "key=val".'
+            )
+        configs[parts[0].strip()] = parts[1].strip()
+    return configs
+
+
+def log_line(text: str) -> None:
+    """A log4j-style ``[time] ERROR <text>`` line on stderr, as Kafka's tools log errors."""
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+    click.echo(f"[{now}] ERROR {text}", err=True)
+
+
+def log_error(exception: str, message: str, tool_class: str) -> None:
+    """The line Kafka's tools log for an exception."""
+    log_line(f"{exception}: {message} ({tool_class})")
+
+
+def java_exception(error: KafkaError) -> str:
+    if isinstance(error, BrokerError):
+        return f"org.apache.kafka.common.errors.{error.exception_name}"
+    return "org.apache.kafka.common.KafkaException"
+
+
+def error_message(error: KafkaError) -> str:
+    if isinstance(error, BrokerError):
+        return error.message or error.name
+    return str(error)
+
+
+async def create_topic(
+    client: KafkaClient,
+    topic: str,
+    partitions: int | None,
+    replication_factor: int | None,
+    configs: dict[str, str],
+    if_not_exists: bool,
+) -> None:
+    if replication_factor is not None and not 1 <= replication_factor <= SHORT_MAX:
+        raise ArgumentError(f"The replication factor must be between 1 and {SHORT_MAX} inclusive")
+    if partitions is not None and partitions < 1:
+        raise ArgumentError("The partitions must be greater than 0")
+    if "." in topic or "_" in topic:
+        click.echo(
+            "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') could "
+            "collide. To avoid issues it is best to use either, but not both."
+        )
+    new = NewTopic(topic, partitions or -1, replication_factor or -1, configs)
+    error = (await client.create_topics([new]))[topic]
+    if error is None:
+        click.echo(f"Created topic {topic}.")
+    elif not (if_not_exists and error.name == "TOPIC_ALREADY_EXISTS"):
+        raise error
+
+
+async def describe_topics(
+    client: KafkaClient, pattern: str | None, exclude_internal: bool, if_exists: bool
+) -> None:
+    cluster = await client.metadata()
+    names = select_topics(cluster, pattern, exclude_internal)
+    ensure_found(names, pattern, not if_exists)
+    if not names:
+        return
+    configs = await client.describe_configs(names)
+    # Kafka's tool prints topics in the iteration order of the admin client's HashMap of descriptions
+    for name in java_hash_order(names, java_string_hash):
+        meta = cluster.topics[name]
+        if meta.error_code:
+            raise BrokerError.from_code(meta.error_code, f"Topic {name}")
+        partitions = [meta.partitions[p] for p in sorted(meta.partitions)]
+        overridden = ",".join(
+            f"{entry.name}={entry.value}" for entry in configs.get(name, {}).values() if entry.source != 5
+        )
+        head = f"Topic: {name}"
+        if meta.topic_id is not None and meta.topic_id.int != 0:
+            head += f"\tTopicId: {kafka_uuid(meta.topic_id)}"
+        replication = len(partitions[0].replicas) if partitions else 0
+        click.echo(
+            f"{head}\tPartitionCount: {len(partitions)}\tReplicationFactor: {replication}\tConfigs: {overridden}"
+        )
+        for p in partitions:
+            leader = str(p.leader) if p.leader >= 0 else "none"
+            replicas = ",".join(map(str, p.replicas))
+            isr = ",".join(map(str, p.isr))
+            click.echo(
+                f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\tReplicas: {replicas}\tIsr: {isr}"
+            )
+
+
+async def alter_topics(
+    client: KafkaClient, pattern: str, partitions: int | None, exclude_internal: bool, if_exists: bool
+) -> None:
+    names = select_topics(await client.metadata(), pattern, exclude_internal)
+    ensure_found(names, pattern, not if_exists)
+    if not names or partitions is None:
+        return
+    for error in (await client.create_partitions({name: partitions for name in names})).values():
+        if error is not None:
+            raise error
+
+
+async def delete_topics(client: KafkaClient, pattern: str, exclude_internal: bool, if_exists: bool) -> None:
+    names = select_topics(await client.metadata(), pattern, exclude_internal)
+    ensure_found(names, pattern, not if_exists)
+    if not names:
+        return
+    for error in (await client.delete_topics(names)).values():
+        if error is not None:
+            raise error
+
+
+async def list_topics(client: KafkaClient, pattern: str | None, exclude_internal: bool) -> None:
+    click.echo("\n".join(select_topics(await client.metadata(), pattern, exclude_internal)))
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--bootstrap-server", required=True, help="The Kafka server(s) to connect to, host:port[,host:port]."
+)
+@click.option("--create", "action", flag_value="create", help="Create a new topic.")
+@click.option("--list", "action", flag_value="list", help="List all available topics.")
+@click.option("--describe", "action", flag_value="describe", help="List details for the given topics.")
+@click.option("--alter", "action", flag_value="alter", help="Alter the number of partitions of a topic.")
+@click.option("--delete", "action", flag_value="delete", help="Delete a topic.")
+@click.option("--topic", help="The topic to act on; a regular expression except with --create.")
+@click.option("--partitions", type=int, help="The number of partitions to create or raise to.")
+@click.option("--replication-factor", type=int, help="The replication factor of each partition.")
+@click.option("--config", "configs", multiple=True, help="A topic config override key=value (repeatable).")
+@click.option(
+    "--if-exists", is_flag=True, help="With --alter, --delete or --describe: only act if the topic exists."
+)
+@click.option(
+    "--if-not-exists", is_flag=True, help="With --create: only create the topic if it does not exist."
+)
+@click.option("--exclude-internal", is_flag=True, help="Leave internal topics out of --list and --describe.")
+def topics(
+    bootstrap_server: str,
+    action: str | None,
+    topic: str | None,
+    partitions: int | None,
+    replication_factor: int | None,
+    configs: tuple[str, ...],
+    if_exists: bool,
+    if_not_exists: bool,
+    exclude_internal: bool,
+) -> None:
+    """Create, delete, describe, or change a topic (like kafka-topics.sh)."""
+    if action is None:
+        fail("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
+    if action in ("create", "alter", "delete") and not topic:
+        fail('Missing required argument "[topic]"')
+    if action == "alter" and partitions is None:
+        fail("--partitions is required with --alter")
+
+    async def run() -> None:
+        async with KafkaClient(bootstrap_server, client_id="samsa-topics") as client:
+            if action == "create":
+                assert topic is not None
+                await create_topic(
+                    client, topic, partitions, replication_factor, parse_configs(configs), if_not_exists
+                )
+            elif action == "list":
+                await list_topics(client, topic, exclude_internal)
+            elif action == "describe":
+                await describe_topics(client, topic, exclude_internal, if_exists)
+            elif action == "alter":
+                assert topic is not None
+                await alter_topics(client, topic, partitions, exclude_internal, if_exists)
+            else:
+                assert topic is not None
+                await delete_topics(client, topic, exclude_internal, if_exists)
+
+    try:
+        asyncio.run(run())
+    except ArgumentError as exc:
+        fail(str(exc))
+    except KafkaError as exc:
+        click.echo(f"Error while executing topic command : {error_message(exc)}")
+        log_error(java_exception(exc), error_message(exc), TOOL_CLASS)
+        sys.exit(1)
+
+
+def fail(message: str) -> NoReturn:
+    click.echo(message, err=True)
+    sys.exit(1)

@@ -1,0 +1,192 @@
+"""One TCP connection to one broker: framing, correlation ids and ApiVersions negotiation.
+
+Requests may be pipelined: each gets a fresh correlation id and a future that the reader task completes when the
+matching response frame arrives. Event-loop thread only; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from typing import Any
+
+from samsa.protocol import (
+    FrameSplitter,
+    ProtocolError,
+    RequestHeader,
+    api_schema,
+    decode_response,
+    encode_request,
+)
+from samsa.protocol.messages._registry import APIS
+
+from .errors import BrokerError, KafkaError
+
+API_VERSIONS = 18
+PRODUCE = 0
+_CORRELATION = struct.Struct(">i")
+# Versions this client never asks for: Fetch v13+ names topics by id only.
+VERSION_CAPS: dict[int, int] = {1: 12}
+
+
+class BrokerConnection:
+    """A connection to ``host:port``; ``open`` connects and negotiates, ``request`` sends one message."""
+
+    def __init__(self, host: str, port: int, *, client_id: str, request_timeout_ms: int) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.timeout = request_timeout_ms / 1000
+        self.api_versions: dict[int, tuple[int, int]] = {}
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._pending: dict[int, tuple[asyncio.Future[Any], int, int]] = {}
+        self._next_correlation = 0
+        self._read_task: asyncio.Task[None] | None = None
+        self._failure: KafkaError | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def closed(self) -> bool:
+        return self._writer is None or self._failure is not None
+
+    async def open(self) -> None:
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), self.timeout
+            )
+        except (OSError, asyncio.TimeoutError) as exc:
+            reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else str(exc) or type(exc).__name__
+            raise KafkaError(f"cannot connect to broker {self.address}: {reason}") from exc
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        await self._negotiate()
+
+    async def _negotiate(self) -> None:
+        schema = api_schema(API_VERSIONS)
+        try:
+            response = await self._request(
+                schema.request_type(client_software_name="samsa", client_software_version="1"),
+                API_VERSIONS,
+                3,
+            )
+        except BrokerError:
+            response = None
+        if response is None or response.error_code:
+            response = await self._request(schema.request_type(), API_VERSIONS, 0)
+        if response.error_code:
+            raise BrokerError.from_code(response.error_code, f"ApiVersions from {self.address}")
+        self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+
+    def pick_version(self, api_key: int) -> int:
+        """The highest version of ``api_key`` both this client and the broker support."""
+        ours = APIS.get(api_key)
+        theirs = self.api_versions.get(api_key)
+        if ours is None or theirs is None:
+            raise KafkaError(f"broker {self.address} does not support api_key {api_key}")
+        high = min(ours[3], theirs[1], VERSION_CAPS.get(api_key, ours[3]))
+        if high < max(ours[2], theirs[0]):
+            raise KafkaError(
+                f"no common version of api_key {api_key}: client {ours[2]}-{ours[3]}, "
+                f"broker {self.address} {theirs[0]}-{theirs[1]}"
+            )
+        return high
+
+    async def request(
+        self, message: Any, api_key: int, version: int | None = None, *, timeout_ms: int | None = None
+    ) -> Any:
+        """Send ``message`` and await its response (None for a Produce with acks=0)."""
+        if version is None:
+            version = self.pick_version(api_key)
+        return await self._request(message, api_key, version, timeout_ms)
+
+    async def _request(self, message: Any, api_key: int, version: int, timeout_ms: int | None = None) -> Any:
+        if self._failure is not None:
+            raise self._failure
+        if self._writer is None:
+            raise KafkaError(f"connection to {self.address} is not open")
+        self._next_correlation = (self._next_correlation + 1) & 0x7FFFFFFF
+        correlation_id = self._next_correlation
+        try:
+            frame = encode_request(RequestHeader(api_key, version, correlation_id, self.client_id), message)
+        except ProtocolError as exc:
+            raise KafkaError(f"cannot encode {type(message).__name__} v{version}: {exc}") from exc
+        timeout = self.timeout if timeout_ms is None else timeout_ms / 1000
+        expects_reply = not (api_key == PRODUCE and getattr(message, "acks", -1) == 0)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if expects_reply:
+            self._pending[correlation_id] = (future, api_key, version)
+        try:
+            self._writer.write(frame)
+            await self._writer.drain()
+        except OSError as exc:
+            self._fail(KafkaError(f"connection to broker {self.address} failed: {exc}"))
+            raise self._failure from exc  # type: ignore[misc]
+        if not expects_reply:
+            return None
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            self._pending.pop(correlation_id, None)
+            raise KafkaError(
+                f"request {type(message).__name__} to broker {self.address} timed out after "
+                f"{timeout * 1000:.0f} ms"
+            ) from None
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        splitter = FrameSplitter()
+        try:
+            while True:
+                data = await self._reader.read(65536)
+                if not data:
+                    self._fail(KafkaError(f"connection to broker {self.address} was closed by the broker"))
+                    return
+                for frame in splitter.feed(data):
+                    self._dispatch(frame)
+        except (OSError, ProtocolError) as exc:
+            self._fail(KafkaError(f"connection to broker {self.address} failed: {exc}"))
+        except asyncio.CancelledError:
+            self._fail(KafkaError(f"connection to broker {self.address} was closed"))
+            raise
+
+    def _dispatch(self, frame: bytes) -> None:
+        correlation_id = _CORRELATION.unpack_from(frame, 0)[0]
+        entry = self._pending.pop(correlation_id, None)
+        if entry is None:
+            return  # a late reply to a request that timed out
+        future, api_key, version = entry
+        if future.done():
+            return
+        try:
+            _, message = decode_response(frame, api_key, version)
+        except ProtocolError as exc:
+            if api_key == API_VERSIONS and version > 0:
+                # A broker refusing our ApiVersions version answers with a v0 body.
+                future.set_exception(BrokerError.from_code(35, str(exc)))
+            else:
+                future.set_exception(KafkaError(f"bad response from broker {self.address}: {exc}"))
+            return
+        future.set_result(message)
+
+    def _fail(self, error: KafkaError) -> None:
+        if self._failure is None:
+            self._failure = error
+        for future, _, _ in self._pending.values():
+            if not future.done():
+                future.set_exception(error)
+        self._pending.clear()
+
+    async def close(self) -> None:
+        self._fail(KafkaError(f"connection to broker {self.address} was closed"))
+        if self._read_task is not None:
+            self._read_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._read_task
+        if self._writer is not None:
+            self._writer.close()
+            with contextlib.suppress(Exception):
+                await self._writer.wait_closed()

@@ -1,0 +1,479 @@
+"""``GroupCoordinator``: every classic group this broker coordinates, their timers and their __consumer_offsets.
+
+The asyncio shell around ``Group`` (the sans-IO state machine): it parks JoinGroup and SyncGroup requests on
+futures until the group's outbox answers them, runs one timer set to the earliest group deadline (session expiry,
+rebalance and sync timeouts), and writes offsets and group metadata to the group's ``__consumer_offsets``
+partition through the ``ReplicaManager`` before answering. On start-up it replays those partitions to rebuild every
+group: committed offsets, and the members of Stable groups (who then keep their generation and need not rejoin).
+
+Single broker: this broker coordinates every group; FindCoordinator names it. ``__consumer_offsets`` is created on
+first use (compacted, ``offsets.topic.num.partitions`` partitions). Offsets of empty groups expire after
+``offsets.retention.minutes`` (checked every ``offsets.retention.check.interval.ms``).
+
+Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from samsa.clock import Clock
+from samsa.protocol.errors import ErrorCode
+from samsa.records import iter_batches
+from samsa.storage import FetchIsolation, StorageError
+from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
+
+from . import offsets_topic
+from .group import (
+    Group,
+    GroupConfig,
+    GroupState,
+    JoinRequest,
+    JoinResult,
+    OffsetAndMetadata,
+    Pending,
+    Reply,
+    SyncResult,
+)
+from .offsets_topic import LoadedPartition, OffsetsRecordError
+
+if TYPE_CHECKING:
+    from samsa.broker.replica_manager import ReplicaManager
+    from samsa.storage.log_manager import LogManager
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorConfig:
+    offsets_topic_partitions: int = 50
+    offsets_topic_segment_bytes: int = 104857600
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offsets_retention_check_interval_ms: int = 600_000
+    group: GroupConfig = field(default_factory=GroupConfig)
+
+
+class GroupCoordinator:
+    """The groups of this broker (module doc). Event-loop thread only."""
+
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        log_manager: LogManager,
+        clock: Clock,
+        config: CoordinatorConfig | None = None,
+    ) -> None:
+        self.replica_manager = replica_manager
+        self.log_manager = log_manager
+        self.clock = clock
+        self.config = config or CoordinatorConfig()
+        self.groups: dict[str, Group] = {}
+        self._waiters: dict[tuple[str, str, str], list[asyncio.Future[JoinResult | SyncResult]]] = {}
+        self._deadlines: list[tuple[int, str]] = []
+        self._armed: dict[str, int] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: int | None = None
+        self._next_retention_check: int | None = None
+        self._active = False
+
+    # --- life cycle --------------------------------------------------------------------------------------------
+
+    def startup(self) -> None:
+        """Rebuild every group from the __consumer_offsets partitions on disk."""
+        now = self.clock.milliseconds()
+        for tp in self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC):
+            self._load_partition(tp, now)
+        self._active = True
+        self._next_retention_check = now + self.config.offsets_retention_check_interval_ms
+
+    def shutdown(self) -> None:
+        self._active = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for (_, kind, _), futures in self._waiters.items():
+            result: JoinResult | SyncResult = (
+                JoinResult(ErrorCode.NOT_COORDINATOR)
+                if kind == "join"
+                else SyncResult(ErrorCode.NOT_COORDINATOR)
+            )
+            for future in futures:
+                if not future.done():
+                    future.set_result(result)
+        self._waiters.clear()
+
+    def _load_partition(self, tp: TopicPartition, now: int) -> None:
+        plog = self.log_manager.get_log(tp)
+        if plog is None:
+            return
+        chunks: list[bytes] = []
+        position = plog.log_start_offset
+        while position < plog.log_end_offset:
+            data = plog.read(position, READ_CHUNK, FetchIsolation.LOG_END, True).records.read_bytes()
+            next_offset = max((b.next_offset for b in iter_batches(data)), default=position)
+            if next_offset <= position:
+                break
+            chunks.append(data)
+            position = next_offset
+        try:
+            loaded = LoadedPartition.replay(
+                record
+                for chunk in chunks
+                for record in offsets_topic.iter_log_records(chunk)
+                if record.offset >= plog.log_start_offset
+            )
+        except OffsetsRecordError as exc:
+            log.error("cannot load %s: %s", tp, exc)
+            return
+        for group_id in loaded.group_ids():
+            group = Group(group_id, self.config.group)
+            offsets_topic.restore_group(group, loaded.groups.get(group_id), now)
+            group.offsets.update(loaded.offsets.get(group_id, {}))
+            self.groups[group_id] = group
+            self._after(group)
+        if loaded.group_ids():
+            log.info("loaded %d groups from %s", len(loaded.group_ids()), tp)
+
+    # --- __consumer_offsets ------------------------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> TopicPartition:
+        return TopicPartition(
+            CONSUMER_OFFSETS_TOPIC,
+            offsets_topic.partition_for(group_id, self.config.offsets_topic_partitions),
+        )
+
+    def ensure_offsets_topic(self) -> ErrorCode:
+        """Create __consumer_offsets on first use (Kafka does it on the first FindCoordinator)."""
+        if self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC):
+            return ErrorCode.NONE
+        try:
+            logs = self.log_manager.create_topic(
+                CONSUMER_OFFSETS_TOPIC,
+                self.config.offsets_topic_partitions,
+                {
+                    "cleanup.policy": "compact",
+                    "compression.type": "producer",
+                    "segment.bytes": self.config.offsets_topic_segment_bytes,
+                },
+            )
+        except StorageError as exc:
+            log.error("cannot create %s: %s", CONSUMER_OFFSETS_TOPIC, exc)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        for index, partition_log in enumerate(logs):
+            self.replica_manager.become_leader(TopicPartition(CONSUMER_OFFSETS_TOPIC, index), partition_log)
+        return ErrorCode.NONE
+
+    def _append(self, group_id: str, items: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
+        if not items:
+            return ErrorCode.NONE
+        if self.ensure_offsets_topic() is not ErrorCode.NONE:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        batch = offsets_topic.build_records(items, self.clock.milliseconds())
+        result = self.replica_manager.append(self.partition_for(group_id), memoryview(batch), acks=-1)
+        if result.error is ErrorCode.NONE:
+            return ErrorCode.NONE
+        log.error("append to %s for group %s failed: %s", CONSUMER_OFFSETS_TOPIC, group_id, result.error.name)
+        if result.error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if result.error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+            return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def _store_group(self, group: Group) -> None:
+        value = None if group.state is GroupState.DEAD else offsets_topic.group_metadata_value(group)
+        self._append(group.group_id, [(offsets_topic.group_metadata_key(group.group_id), value)])
+
+    # --- after every call: answer parked requests, persist, re-arm the timer ----------------------------------
+
+    def _after(self, group: Group) -> None:
+        for reply in group.take_replies():
+            self._resolve(group.group_id, reply)
+        if group.take_store():
+            self._store_group(group)
+        self._arm(group)
+
+    def _resolve(self, group_id: str, reply: Reply) -> None:
+        for future in self._waiters.pop((group_id, reply.kind, reply.member_id), []):
+            if not future.done():
+                future.set_result(reply.result)
+
+    def _park(self, group_id: str, kind: str, member_id: str) -> asyncio.Future[JoinResult | SyncResult]:
+        future: asyncio.Future[JoinResult | SyncResult] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault((group_id, kind, member_id), []).append(future)
+        return future
+
+    def _arm(self, group: Group) -> None:
+        deadline = group.next_deadline()
+        if deadline is None or not self._active:
+            return
+        armed = self._armed.get(group.group_id)
+        if armed is not None and armed <= deadline:
+            return
+        self._armed[group.group_id] = deadline
+        heapq.heappush(self._deadlines, (deadline, group.group_id))
+        if self._timer_at is None or deadline < self._timer_at:
+            self._set_timer(deadline)
+
+    def _set_timer(self, at: int) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._timer, self._timer_at = None, None
+            return
+        delay_s = max(0, at - self.clock.milliseconds()) / 1000
+        self._timer = loop.call_later(delay_s, self._on_timer)
+        self._timer_at = at
+
+    def _on_timer(self) -> None:
+        self._timer, self._timer_at = None, None
+        self.poll(self.clock.milliseconds())
+        if self._deadlines and self._active:
+            self._set_timer(self._deadlines[0][0])
+
+    def poll(self, now_ms: int) -> None:
+        """Run every group deadline due at ``now_ms`` (the timer calls this; tests may call it directly)."""
+        due: set[str] = set()
+        while self._deadlines and self._deadlines[0][0] <= now_ms:
+            _, group_id = heapq.heappop(self._deadlines)
+            due.add(group_id)
+        for group_id in due:
+            self._armed.pop(group_id, None)
+            group = self.groups.get(group_id)
+            if group is not None:
+                group.poll(now_ms)
+                self._after(group)
+
+    # --- the group APIs ----------------------------------------------------------------------------------------
+
+    def _group(self, group_id: str, create: bool = False) -> Group | None:
+        group = self.groups.get(group_id)
+        if group is None and create:
+            group = Group(group_id, self.config.group, state_timestamp_ms=self.clock.milliseconds())
+            self.groups[group_id] = group
+        return group
+
+    async def join_group(self, group_id: str, request: JoinRequest) -> JoinResult:
+        if not group_id:
+            return JoinResult(ErrorCode.INVALID_GROUP_ID, request.member_id)
+        group = self._group(group_id, create=not request.member_id)
+        if group is None:
+            return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, request.member_id)
+        outcome = group.join(request, self.clock.milliseconds())
+        future = self._park(group_id, "join", outcome.member_id) if isinstance(outcome, Pending) else None
+        self._after(group)
+        if future is None:
+            assert isinstance(outcome, JoinResult)
+            return outcome
+        result = await future
+        assert isinstance(result, JoinResult)
+        return result
+
+    async def sync_group(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        assignments: Mapping[str, bytes],
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+    ) -> SyncResult:
+        if not group_id:
+            return SyncResult(ErrorCode.INVALID_GROUP_ID)
+        group = self._group(group_id)
+        if group is None:
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
+        outcome = group.sync(
+            member_id,
+            generation_id,
+            group_instance_id,
+            assignments,
+            self.clock.milliseconds(),
+            protocol_type,
+            protocol_name,
+        )
+        future = self._park(group_id, "sync", member_id) if isinstance(outcome, Pending) else None
+        self._after(group)
+        if future is None:
+            assert isinstance(outcome, SyncResult)
+            return outcome
+        result = await future
+        assert isinstance(result, SyncResult)
+        return result
+
+    def heartbeat(
+        self, group_id: str, member_id: str, generation_id: int, group_instance_id: str | None
+    ) -> ErrorCode:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        group = self._group(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = group.heartbeat(member_id, generation_id, group_instance_id, self.clock.milliseconds())
+        self._after(group)
+        return error
+
+    def leave_group(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """(group error, one error per (member id, instance id) leaving)."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        group = self._group(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID, [ErrorCode.UNKNOWN_MEMBER_ID for _ in members]
+        now = self.clock.milliseconds()
+        errors = [group.leave(member_id, instance_id, now) for member_id, instance_id in members]
+        self._after(group)
+        return ErrorCode.NONE, errors
+
+    # --- offsets -----------------------------------------------------------------------------------------------
+
+    def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Validate, write to __consumer_offsets, then make visible; an error per partition, as Kafka answers."""
+        group = self._group(group_id, create=generation_id < 0 and not member_id)
+        if group is None:
+            error = ErrorCode.UNKNOWN_MEMBER_ID if member_id else ErrorCode.ILLEGAL_GENERATION
+            return dict.fromkeys(offsets, error)
+        error = group.validate_commit(member_id, generation_id, group_instance_id)
+        if error is not ErrorCode.NONE:
+            return dict.fromkeys(offsets, error)
+        results: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        limit = self.config.group.offset_metadata_max_bytes
+        for tp, committed in offsets.items():
+            if self.replica_manager.partition(tp) is None or tp.topic == CONSUMER_OFFSETS_TOPIC:
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif len(committed.metadata.encode()) > limit:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted[tp] = committed
+        records = [
+            (offsets_topic.offset_commit_key(group_id, tp), offsets_topic.offset_commit_value(committed))
+            for tp, committed in accepted.items()
+        ]
+        error = self._append(group_id, records)
+        if error is ErrorCode.NONE:
+            results.update(group.commit(member_id, accepted, self.clock.milliseconds()))
+        else:
+            results.update(dict.fromkeys(accepted, error))
+        self._after(group)
+        return results
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        """Committed offsets of ``partitions`` (None: every partition the group has committed)."""
+        group = self.groups.get(group_id)
+        stored = group.offsets if group is not None and group.state is not GroupState.DEAD else {}
+        if partitions is None:
+            return dict(stored)
+        return {tp: stored.get(tp) for tp in partitions}
+
+    def delete_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        group = self.groups.get(group_id)
+        if group is None or group.state is GroupState.DEAD:
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        subscribed: set[str] = set()
+        if group.state is not GroupState.EMPTY:
+            topics = group.subscribed_topics()
+            if topics is None:
+                return ErrorCode.NON_EMPTY_GROUP, {}
+            subscribed = topics
+        results: dict[TopicPartition, ErrorCode] = {}
+        doomed = []
+        for tp in partitions:
+            if tp.topic in subscribed:
+                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                results[tp] = ErrorCode.NONE
+                if tp in group.offsets:
+                    doomed.append(tp)
+        error = self._append(
+            group_id, [(offsets_topic.offset_commit_key(group_id, tp), None) for tp in doomed]
+        )
+        if error is not ErrorCode.NONE:
+            return error, {}
+        for tp in doomed:
+            group.offsets.pop(tp, None)
+        return ErrorCode.NONE, results
+
+    # --- admin -------------------------------------------------------------------------------------------------
+
+    def list_groups(self, states: Iterable[str] = ()) -> list[Group]:
+        wanted = {s.lower() for s in states}
+        return [
+            g
+            for g in self.groups.values()
+            if g.state is not GroupState.DEAD and (not wanted or g.state.value.lower() in wanted)
+        ]
+
+    def describe_group(self, group_id: str) -> Group | None:
+        group = self.groups.get(group_id)
+        return group if group is not None and group.state is not GroupState.DEAD else None
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        results: dict[str, ErrorCode] = {}
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None:
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND if group_id else ErrorCode.INVALID_GROUP_ID
+                continue
+            if group.state is not GroupState.EMPTY:
+                results[group_id] = group.delete(self.clock.milliseconds())
+                continue
+            tombstones: list[tuple[bytes, bytes | None]] = [
+                (offsets_topic.offset_commit_key(group_id, tp), None) for tp in group.offsets
+            ]
+            tombstones.append((offsets_topic.group_metadata_key(group_id), None))
+            error = self._append(group_id, tombstones)
+            if error is not ErrorCode.NONE:
+                results[group_id] = error
+                continue
+            results[group_id] = group.delete(self.clock.milliseconds())
+            del self.groups[group_id]
+        return results
+
+    # --- periodic work -----------------------------------------------------------------------------------------
+
+    def schedule_due(self, now_ms: int) -> None:
+        """Offsets retention, every ``offsets.retention.check.interval.ms`` (called on the broker's tick)."""
+        if self._next_retention_check is None or now_ms < self._next_retention_check:
+            return
+        self._next_retention_check = now_ms + self.config.offsets_retention_check_interval_ms
+        self.expire_offsets(now_ms)
+
+    def expire_offsets(self, now_ms: int) -> int:
+        removed = 0
+        for group_id, group in list(self.groups.items()):
+            expired = group.expire_offsets(now_ms, self.config.offsets_retention_ms)
+            tombstones: list[tuple[bytes, bytes | None]] = [
+                (offsets_topic.offset_commit_key(group_id, tp), None) for tp in expired
+            ]
+            gone = group.state is GroupState.EMPTY and not group.offsets and not group.pending_members
+            if gone:
+                tombstones.append((offsets_topic.group_metadata_key(group_id), None))
+            self._append(group_id, tombstones)
+            removed += len(expired)
+            if gone:
+                group.delete(now_ms)
+                del self.groups[group_id]
+        return removed

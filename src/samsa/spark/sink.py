@@ -1,0 +1,177 @@
+"""``df.write.format("samsa")`` / ``writeStream.format("samsa")``: produce rows to a broker, as Spark's Kafka sink.
+
+Columns: ``value`` (string or binary, required), ``key`` (string or binary), ``topic`` (string; the ``topic`` option
+overrides it), ``partition`` (int; null picks one: murmur2 of the key as Kafka's default partitioner, round robin for
+null keys), ``headers`` (``array<struct<key: string, value: binary>>``). Delivery is at least once (acks=all); each
+task produces its rows in batches of up to ``BATCH_RECORDS`` records per partition.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from samsa.records import Record, build_batch
+
+from .arrow import headers_from_arrow
+from .options import SamsaOptionError
+
+BATCH_RECORDS = 2000
+
+
+def murmur2(data: bytes) -> int:
+    """The 32-bit murmur2 variant Kafka's default partitioner hashes keys with (seed 0x9747b28c), signed."""
+    m = 0x5BD1E995
+    length = len(data)
+    h = (0x9747B28C ^ length) & 0xFFFFFFFF
+    tail = length & ~3
+    for i in range(0, tail, 4):
+        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> 24
+        k = (k * m) & 0xFFFFFFFF
+        h = (h * m) & 0xFFFFFFFF
+        h ^= k
+    rest = length & 3
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def default_partition(key: bytes, partitions: int) -> int:
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    bootstrap_servers: str
+    topic: str | None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str], schema: StructType) -> SinkOptions:
+        servers = options.get("kafka.bootstrap.servers")
+        if not servers:
+            raise SamsaOptionError("option 'kafka.bootstrap.servers' is required (host:port[,host:port])")
+        names = {f.name.lower() for f in schema.fields}
+        if "value" not in names:
+            raise SamsaOptionError(f"the samsa sink needs a 'value' column; the query has {sorted(names)}")
+        topic = options.get("topic")
+        if topic is None and "topic" not in names:
+            raise SamsaOptionError("the samsa sink needs the 'topic' option or a 'topic' column")
+        return cls(str(servers), None if topic is None else str(topic))
+
+
+@dataclass
+class ProducedMessage(WriterCommitMessage):  # type: ignore[misc]
+    records: int
+
+
+def _as_bytes(value: Any) -> bytes | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode()
+    return bytes(value)
+
+
+def write_rows(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> ProducedMessage:
+    """Produce every row of ``batches``; returns how many. Raises on the first broker error."""
+    from samsa.client import TopicPartition
+
+    from .source import _wrap, connect
+
+    client = connect(opts.bootstrap_servers)
+    counts: dict[str, int] = {}
+    round_robin: dict[str, int] = defaultdict(int)
+    pending: dict[tuple[str, int], list[Record]] = defaultdict(list)
+    total = 0
+
+    def partitions_of(topic: str) -> int:
+        if topic not in counts:
+            meta = client.metadata([topic])
+            info = meta.topics.get(topic)
+            if info is None or info.error_code or not info.partitions:
+                raise SamsaOptionError(f"sink: unknown topic {topic!r} on {opts.bootstrap_servers}")
+            counts[topic] = len(info.partitions)
+        return counts[topic]
+
+    def send(tp: tuple[str, int]) -> None:
+        records = pending.pop(tp)
+        batch = build_batch(
+            [Record(i, r.timestamp, r.key, r.value, r.headers) for i, r in enumerate(records)]
+        )
+        try:
+            client.produce(TopicPartition(*tp), batch, acks=-1)
+        except Exception as exc:
+            raise _wrap(opts.bootstrap_servers, exc) from exc
+
+    try:
+        for batch in batches:
+            cols = {name.lower(): batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
+            n = batch.num_rows
+            values = cols["value"]
+            keys = cols.get("key", [None] * n)
+            topics = [opts.topic] * n if opts.topic is not None else cols["topic"]
+            parts = cols.get("partition", [None] * n)
+            headers = cols.get("headers", [None] * n)
+            now = int(time.time() * 1000)
+            for i in range(n):
+                topic = topics[i]
+                if topic is None:
+                    raise SamsaOptionError("sink: a row has a null 'topic' and no 'topic' option is set")
+                key = _as_bytes(keys[i])
+                partition = parts[i]
+                if partition is None:
+                    count = partitions_of(topic)
+                    if key is None:
+                        partition = round_robin[topic] % count
+                        round_robin[topic] += 1
+                    else:
+                        partition = default_partition(key, count)
+                tp = (topic, int(partition))
+                pending[tp].append(Record(0, now, key, _as_bytes(values[i]), headers_from_arrow(headers[i])))
+                if len(pending[tp]) >= BATCH_RECORDS:
+                    send(tp)
+                total += 1
+        for tp in list(pending):
+            send(tp)
+    finally:
+        client.close()
+    return ProducedMessage(total)
+
+
+class SamsaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
+    def __init__(self, opts: SinkOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> ProducedMessage:
+        return write_rows(self.opts, iterator)
+
+
+class SamsaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
+    def __init__(self, opts: SinkOptions) -> None:
+        self.opts = opts
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> ProducedMessage:
+        return write_rows(self.opts, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Records are on the broker once ``write`` returns (acks=all)."""
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Produced records cannot be taken back: the sink is at least once."""

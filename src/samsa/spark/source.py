@@ -1,0 +1,429 @@
+"""``format("samsa")``: read topics from a running broker, batch or streaming, as Spark's Kafka connector does.
+
+    spark.readStream.format("samsa")
+        .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+        .option("subscribe", "access-log")
+        .option("maxOffsetsPerTrigger", 100000)
+        .load()
+
+Options and schema: ``samsa.spark.options`` and ``samsa.spark.arrow``. Each Spark task reads one offset range of one
+partition ([start, end), planned on the driver) with Fetch requests through ``samsa.client.SyncClient`` and yields
+Arrow RecordBatches. Streaming offsets are the connector's JSON, ``{"topic": {"0": next_offset}}``, keys sorted.
+
+Data loss (``failOnDataLoss``): a range whose start is below the partition's log start offset (retention or
+DeleteRecords moved it), a partition that disappeared, or an OFFSET_OUT_OF_RANGE during a fetch fails the query
+with a ``SamsaDataLossError`` naming the partition and offsets when the option is true (the default); when false the
+range is skipped with a warning and reading resumes at the log start offset.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from samsa.records import iter_batches
+
+from .arrow import RecordBatchBuilder, spark_ddl
+from .options import (
+    EARLIEST,
+    LATEST,
+    PartitionOffsets,
+    SamsaOptionError,
+    SourceOptions,
+    StartSpec,
+    cap_offsets,
+    offsets_from_json,
+    offsets_json,
+    split_range,
+)
+from .segments import _add
+
+log = logging.getLogger("samsa.spark")
+
+OFFSET_OUT_OF_RANGE = 1
+UNKNOWN_TOPIC_OR_PARTITION = 3
+FETCH_MAX_WAIT_MS = 200
+FETCH_PARTITION_BYTES = 8 * 1024 * 1024
+
+
+class SamsaDataLossError(RuntimeError):
+    """Offsets a query needs are gone from the log (and ``failOnDataLoss`` is true)."""
+
+
+class SamsaBrokerError(RuntimeError):
+    """The broker could not be reached or refused a request; the message names the option or partition."""
+
+
+TP = tuple[str, int]
+
+
+def connect(bootstrap_servers: str) -> Any:
+    """A ``SyncClient``; an unreachable broker becomes a SamsaBrokerError naming ``kafka.bootstrap.servers``."""
+    from samsa.client import SyncClient
+
+    return SyncClient(bootstrap_servers, request_timeout_ms=10000)
+
+
+def _wrap(bootstrap_servers: str, exc: Exception) -> SamsaBrokerError:
+    return SamsaBrokerError(f"option 'kafka.bootstrap.servers' = {bootstrap_servers!r}: {exc}")
+
+
+def discover_partitions(client: Any, opts: SourceOptions, *, strict: bool = True) -> list[TP]:
+    """The partitions the subscription names, checked against metadata (unknown topics fail with its option)."""
+    sub = opts.subscription
+    try:
+        if sub.pattern is not None:
+            meta = client.metadata(None)
+        else:
+            names = sorted({t for t, _ in sub.assigned} if sub.assigned else set(sub.topics))
+            meta = client.metadata(names)
+    except SamsaBrokerError:
+        raise
+    except Exception as exc:
+        raise _wrap(opts.bootstrap_servers, exc) from exc
+    found: list[TP] = []
+    for name, topic in sorted(meta.topics.items()):
+        if not sub.matches(name) or topic.error_code == UNKNOWN_TOPIC_OR_PARTITION:
+            continue
+        if sub.pattern is not None and getattr(topic, "internal", False):
+            continue
+        found.extend((name, p) for p in sorted(topic.partitions))
+    known = {t for t, _ in found}
+    if strict:
+        if sub.topics:
+            missing = [t for t in sub.topics if t not in known]
+            if missing:
+                raise SamsaOptionError(
+                    f"option 'subscribe': unknown topic(s) {missing} on {opts.bootstrap_servers}"
+                )
+        if sub.assigned:
+            missing_tp = [tp for tp in sub.assigned if tp not in set(found)]
+            if missing_tp:
+                raise SamsaOptionError(
+                    f"option 'assign': unknown partition(s) {missing_tp} on {opts.bootstrap_servers}"
+                )
+    if sub.assigned:
+        wanted = set(sub.assigned)
+        found = [tp for tp in found if tp in wanted]
+    return found
+
+
+def list_offsets(client: Any, bootstrap: str, tps: Mapping[TP, int]) -> PartitionOffsets:
+    """``{tp: timestamp or -1/-2}`` to offsets (an offset of -1 for a timestamp: no record that late)."""
+    if not tps:
+        return {}
+    from samsa.client import TopicPartition
+
+    try:
+        answer = client.list_offsets({TopicPartition(t, p): ts for (t, p), ts in tps.items()})
+    except Exception as exc:
+        raise _wrap(bootstrap, exc) from exc
+    return {(tp.topic, tp.partition): int(v[0]) for tp, v in answer.items()}
+
+
+def resolve(
+    client: Any, opts: SourceOptions, spec: StartSpec, tps: list[TP], option: str
+) -> PartitionOffsets:
+    """Offsets for ``spec`` on every partition of ``tps``; an offset JSON must name each of them."""
+    latest = list_offsets(client, opts.bootstrap_servers, {tp: LATEST for tp in tps})
+    if spec.mode == "earliest":
+        return list_offsets(client, opts.bootstrap_servers, {tp: EARLIEST for tp in tps})
+    if spec.mode == "latest":
+        return latest
+    if spec.mode == "offsets":
+        missing = [f"{t}-{p}" for t, p in tps if (t, p) not in spec.offsets]
+        if missing:
+            raise SamsaOptionError(f"option {option!r} gives no offset for partition(s) {missing}")
+        out = {tp: spec.offsets[tp] for tp in tps}
+        special = {tp: v for tp, v in out.items() if v < 0}
+        out.update(list_offsets(client, opts.bootstrap_servers, special))
+        return out
+    if spec.mode == "timestamp":
+        assert spec.timestamp is not None
+        asked = {tp: spec.timestamp for tp in tps}
+    else:
+        missing = [f"{t}-{p}" for t, p in tps if (t, p) not in spec.offsets]
+        if missing:
+            raise SamsaOptionError(f"option {option!r} gives no timestamp for partition(s) {missing}")
+        asked = {tp: spec.offsets[tp] for tp in tps}
+    found = list_offsets(client, opts.bootstrap_servers, asked)
+    return {tp: latest[tp] if off < 0 else off for tp, off in found.items()}
+
+
+@dataclass(frozen=True)
+class OffsetRange(InputPartition):  # type: ignore[misc]
+    """One Spark task: offsets [start, end) of one partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    bootstrap_servers: str
+    include_headers: bool
+    fail_on_data_loss: bool
+    poll_timeout_ms: int
+
+
+def check_data_loss(
+    client: Any, opts: SourceOptions, start: PartitionOffsets, end: PartitionOffsets
+) -> PartitionOffsets:
+    """``start`` moved up to each log start offset; fails instead when ``failOnDataLoss``."""
+    earliest = list_offsets(client, opts.bootstrap_servers, {tp: EARLIEST for tp in end})
+    out = dict(start)
+    for tp, first in earliest.items():
+        begin = start.get(tp, first)
+        if begin < first:
+            message = (
+                f"partition {tp[0]}-{tp[1]}: offsets [{begin}, {first}) are no longer in the log "
+                f"(log start offset {first})"
+            )
+            if opts.fail_on_data_loss:
+                raise SamsaDataLossError(
+                    message + "; set failOnDataLoss=false to skip them with a warning and carry on"
+                )
+            log.warning("%s; skipped (failOnDataLoss=false)", message)
+            begin = first
+        out[tp] = begin
+    return out
+
+
+def plan_ranges(opts: SourceOptions, start: PartitionOffsets, end: PartitionOffsets) -> list[OffsetRange]:
+    """One range per partition with data, cut further so there are at least ``minPartitions`` of them."""
+    spans = {tp: (start.get(tp, 0), e) for tp, e in sorted(end.items()) if e > start.get(tp, 0)}
+    total = sum(e - s for s, e in spans.values())
+    ranges: list[OffsetRange] = []
+    for (topic, partition), (s, e) in spans.items():
+        pieces = 1
+        if opts.min_partitions and total > 0 and opts.min_partitions > len(spans):
+            pieces = max(1, round(opts.min_partitions * (e - s) / total))
+        for lo, hi in split_range(s, e, pieces):
+            ranges.append(
+                OffsetRange(
+                    topic,
+                    partition,
+                    lo,
+                    hi,
+                    opts.bootstrap_servers,
+                    opts.include_headers,
+                    opts.fail_on_data_loss,
+                    opts.poll_timeout_ms,
+                )
+            )
+    return ranges
+
+
+def read_range(part: OffsetRange) -> Iterator[pa.RecordBatch]:
+    """Fetch [start, end) of one partition; yields RecordBatches. Runs in a Spark executor."""
+    from samsa.client import TopicPartition
+
+    client = connect(part.bootstrap_servers)
+    tp = TopicPartition(part.topic, part.partition)
+    builder = RecordBatchBuilder(part.topic, part.partition, part.include_headers)
+    position = part.start
+    deadline = time.monotonic() + part.poll_timeout_ms / 1000
+    pool = ThreadPoolExecutor(1, thread_name_prefix="samsa-prefetch")
+
+    def fetch(at: int) -> Any:
+        try:
+            return client.fetch(
+                {tp: at}, max_wait_ms=FETCH_MAX_WAIT_MS, partition_max_bytes=FETCH_PARTITION_BYTES
+            )[tp]
+        except Exception as exc:
+            raise _wrap(part.bootstrap_servers, exc) from exc
+
+    pending: tuple[int, Future[Any]] | None = None
+    try:
+        while position < part.end:
+            if pending is None or pending[0] != position:
+                pending = (position, pool.submit(fetch, position))
+            fetched = pending[1].result()
+            pending = None
+            if fetched.error_code == OFFSET_OUT_OF_RANGE:
+                first = fetched.log_start_offset
+                message = (
+                    f"partition {part.topic}-{part.partition}: offset {position} is out of range "
+                    f"(log start offset {first}, high watermark {fetched.high_watermark})"
+                )
+                if part.fail_on_data_loss or first <= position:
+                    raise SamsaDataLossError(message)
+                log.warning("%s; skipping to %d (failOnDataLoss=false)", message, first)
+                position = first
+                continue
+            if fetched.error_code:
+                raise SamsaBrokerError(
+                    f"partition {part.topic}-{part.partition}: fetch at offset {position} failed with error "
+                    f"code {fetched.error_code}"
+                )
+            views = [v for v in iter_batches(fetched.records) if v.next_offset > position]
+            if views and views[-1].next_offset < part.end:  # fetch the next chunk while this one decodes
+                pending = (views[-1].next_offset, pool.submit(fetch, views[-1].next_offset))
+            advanced = False
+            for view in views:
+                if view.base_offset >= part.end:
+                    position = part.end
+                    break
+                advanced = True
+                end_at = view.next_offset
+                if not (view.magic >= 2 and view.is_control):
+                    yield from _add(builder, view, position, part.end)
+                position = min(end_at, part.end)
+                if position >= part.end:
+                    break
+            if advanced:
+                deadline = time.monotonic() + part.poll_timeout_ms / 1000
+            elif position < part.end and time.monotonic() > deadline:
+                raise SamsaBrokerError(
+                    f"partition {part.topic}-{part.partition}: no records at offset {position} (expected up to "
+                    f"{part.end}) within kafkaConsumer.pollTimeoutMs={part.poll_timeout_ms}"
+                )
+    finally:
+        if pending is not None:
+            pending[1].cancel()
+        pool.shutdown(wait=True)
+        client.close()
+    if len(builder):
+        yield builder.flush()
+
+
+class BrokerBatchReader(DataSourceReader):  # type: ignore[misc]
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+
+    def partitions(self) -> list[OffsetRange]:
+        client = connect(self.opts.bootstrap_servers)
+        try:
+            tps = discover_partitions(client, self.opts)
+            start = resolve(client, self.opts, self.opts.starting, tps, "startingOffsets")
+            end = resolve(client, self.opts, self.opts.ending, tps, "endingOffsets")
+            start = check_data_loss(client, self.opts, start, end)
+        finally:
+            client.close()
+        return plan_ranges(self.opts, start, end)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, OffsetRange)
+        return read_range(partition)
+
+
+class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+    """Micro-batches over the broker. One long-lived instance on the driver; ``read`` runs on pickled copies."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self._client: Any = None
+        self._available_now: PartitionOffsets | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_client"] = None
+        return state
+
+    def _conn(self) -> Any:
+        if self._client is None:
+            self._client = connect(self.opts.bootstrap_servers)
+        return self._client
+
+    def initialOffset(self) -> dict[str, dict[str, int]]:
+        client = self._conn()
+        tps = discover_partitions(client, self.opts)
+        return offsets_json(resolve(client, self.opts, self.opts.starting, tps, "startingOffsets"))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.opts.max_offsets_per_trigger:
+            return ReadMaxRows(self.opts.max_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        client = self._conn()
+        tps = discover_partitions(client, self.opts, strict=False)
+        self._available_now = list_offsets(client, self.opts.bootstrap_servers, {tp: LATEST for tp in tps})
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
+        client = self._conn()
+        begin = offsets_from_json(start)
+        tps = discover_partitions(client, self.opts, strict=False)
+        gone = [tp for tp in begin if tp not in set(tps)]
+        if gone:
+            message = f"partition(s) {[f'{t}-{p}' for t, p in gone]} disappeared from the broker"
+            if self.opts.fail_on_data_loss:
+                raise SamsaDataLossError(message + "; set failOnDataLoss=false to carry on without them")
+            log.warning("%s; dropped (failOnDataLoss=false)", message)
+        latest = list_offsets(client, self.opts.bootstrap_servers, {tp: LATEST for tp in tps})
+        if self._available_now is not None:
+            latest = {tp: min(v, self._available_now.get(tp, v)) for tp, v in latest.items()}
+        new = [tp for tp in latest if tp not in begin]
+        if new:  # partitions found while running start at earliest
+            begin.update(list_offsets(client, self.opts.bootstrap_servers, {tp: EARLIEST for tp in new}))
+        latest = {tp: max(v, begin.get(tp, v)) for tp, v in latest.items()}
+        if isinstance(limit, ReadMaxRows):
+            latest = cap_offsets(begin, latest, int(limit.max_rows))
+        if latest == {tp: begin[tp] for tp in latest} and not new and not gone:
+            return offsets_json(begin)
+        return offsets_json(latest)
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[OffsetRange]:
+        begin = offsets_from_json(start)
+        finish = offsets_from_json(end)
+        if begin == {tp: finish.get(tp) for tp in begin} and set(begin) == set(finish):
+            return []
+        begin = check_data_loss(self._conn(), self.opts, begin, finish)
+        return plan_ranges(self.opts, begin, finish)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, OffsetRange)
+        return read_range(partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Spark's checkpoint holds the offsets; nothing to do on the broker."""
+
+
+class SamsaDataSource(DataSource):  # type: ignore[misc]
+    """``format("samsa")``: the broker source and sink (module doc; the sink is in ``samsa.spark.sink``)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "samsa"
+
+    def schema(self) -> str:
+        from .options import _bool
+
+        return spark_ddl(_bool(self.options, "includeHeaders", False))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return BrokerBatchReader(SourceOptions.parse(self.options, batch=True))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return BrokerStreamReader(SourceOptions.parse(self.options, batch=False))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from .sink import SamsaBatchWriter, SinkOptions
+
+        if overwrite:
+            raise SamsaOptionError("format('samsa') sink appends only; use .mode('append')")
+        return SamsaBatchWriter(SinkOptions.parse(self.options, schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from .sink import SamsaStreamWriter, SinkOptions
+
+        return SamsaStreamWriter(SinkOptions.parse(self.options, schema))

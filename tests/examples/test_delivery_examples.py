@@ -1,0 +1,104 @@
+"""The three delivery examples in ``examples/`` run against a ``samsa serve`` broker, crash at the moment that
+tells their guarantees apart, run again, and show the guarantee they claim:
+
+- at-most-once (commit, then process): the crash after the commit loses exactly that record, nothing repeats;
+- at-least-once (process, then commit): the crash before the commit repeats exactly that record, nothing is lost;
+- exactly-once effect (idempotent producer, input offset stored in the output): the same crash leaves every
+  record's output exactly once, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.clients.harness import BrokerProcess, ck_consume
+
+pytestmark = pytest.mark.clients
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDS = 20
+CRASH_AT = 7
+CRASH_EXIT_CODE = 3
+ORDERS = [f"order-{i}" for i in range(RECORDS)]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    proc = BrokerProcess(data_dir=tmp_path_factory.mktemp("delivery"))
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+def run_example(
+    name: str, broker: BrokerProcess, topic: str, output: Path, crash_after: int = -1
+) -> tuple[int, list[dict[str, object]]]:
+    args = [sys.executable, str(ROOT / "examples" / f"{name}.py"), "--bootstrap", broker.bootstrap]
+    args += ["--topic", topic, "--records", str(RECORDS), "--output", str(output)]
+    if crash_after >= 0:
+        args += ["--crash-after", str(crash_after)]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=90, cwd=ROOT)
+    reports = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return done.returncode, reports
+
+
+def end_offset(broker: BrokerProcess, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "end-offsets"})
+    try:
+        return int(consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[1])
+    finally:
+        consumer.close()
+
+
+def crash_then_resume(name: str, broker: BrokerProcess, topic: str, output: Path) -> None:
+    code, reports = run_example(name, broker, topic, output, crash_after=CRASH_AT)
+    assert code == CRASH_EXIT_CODE and reports[-1]["crashed"] == CRASH_AT, reports
+    code, reports = run_example(name, broker, topic, output)
+    assert code == 0 and "handled" in reports[-1], reports
+
+
+def test_at_most_once_loses_the_record_committed_before_the_crash(
+    broker: BrokerProcess, tmp_path: Path
+) -> None:
+    output = tmp_path / "processed.txt"
+    crash_then_resume("at_most_once", broker, "amo", output)
+    assert output.read_text().split() == [o for o in ORDERS if o != f"order-{CRASH_AT}"]
+
+
+def test_at_least_once_repeats_the_record_processed_before_the_crash(
+    broker: BrokerProcess, tmp_path: Path
+) -> None:
+    output = tmp_path / "processed.txt"
+    crash_then_resume("at_least_once", broker, "alo", output)
+    expected = ORDERS[: CRASH_AT + 1] + ORDERS[CRASH_AT:]
+    assert output.read_text().split() == expected
+
+
+def test_exactly_once_effect_survives_the_same_crash(broker: BrokerProcess, tmp_path: Path) -> None:
+    crash_then_resume("exactly_once", broker, "eo", tmp_path / "unused.txt")
+    out = ck_consume(broker.bootstrap, "eo-out", RECORDS, timeout=20)
+    assert [c.value for c in out] == [f"shipped {o}".encode() for o in ORDERS]
+    assert end_offset(broker, "eo-out") == RECORDS  # and nothing after them
+    assert [dict(c.headers)["source-offset"] for c in out] == [str(i).encode() for i in range(RECORDS)]
+
+
+def test_without_a_crash_every_example_handles_each_record_once(
+    broker: BrokerProcess, tmp_path: Path
+) -> None:
+    for name in ("at_most_once", "at_least_once"):
+        output = tmp_path / f"{name}.txt"
+        code, _ = run_example(name, broker, f"calm-{name}", output)
+        assert code == 0 and output.read_text().split() == ORDERS
+    code, _ = run_example("exactly_once", broker, "calm-eo", tmp_path / "unused.txt")
+    assert code == 0
+    assert [c.value for c in ck_consume(broker.bootstrap, "calm-eo-out", RECORDS, timeout=20)] == [
+        f"shipped {o}".encode() for o in ORDERS
+    ]

@@ -1,0 +1,180 @@
+"""One group consumer in its own process, so a test can stop it cleanly (SIGTERM: leave the group) or kill it
+(SIGKILL: the broker must notice through the session timeout).
+
+    python -m tests.groups.consumer_worker LIBRARY BOOTSTRAP TOPIC GROUP
+
+Prints one JSON object a line on stdout:
+    {"assigned": [partitions]}              after every assignment change (the whole current assignment)
+    {"consumed": [[partition, offset, value], ...]}
+                                            records of one poll, printed only after their offsets were committed
+                                            synchronously; a failed commit prints nothing (the records are not
+                                            counted: their partition's next owner consumes them again)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from typing import Any
+
+SESSION_TIMEOUT_MS = 6000
+HEARTBEAT_MS = 1000
+
+stopping = False
+
+
+def emit(doc: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(doc) + "\n")
+    sys.stdout.flush()
+
+
+def on_term(*_: object) -> None:
+    global stopping
+    stopping = True
+
+
+def run_confluent(bootstrap: str, topic: str, group: str) -> None:
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": SESSION_TIMEOUT_MS,
+            "heartbeat.interval.ms": HEARTBEAT_MS,
+            "topic.metadata.refresh.interval.ms": 1000,
+        }
+    )
+    owned: set[int] = set()
+
+    def on_assign(c: Any, partitions: list[Any]) -> None:
+        owned.clear()
+        owned.update(p.partition for p in partitions)
+        emit({"assigned": sorted(owned)})
+
+    def on_revoke(c: Any, partitions: list[Any]) -> None:
+        owned.difference_update(p.partition for p in partitions)
+        emit({"assigned": sorted(owned)})
+
+    consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+    try:
+        while not stopping:
+            messages = consumer.consume(num_messages=100, timeout=0.2)
+            records = [m for m in messages if m.error() is None]
+            if not records:
+                continue
+            positions: dict[int, int] = {}
+            for m in records:
+                positions[m.partition()] = m.offset() + 1
+            try:
+                consumer.commit(
+                    offsets=[TopicPartition(topic, p, o) for p, o in positions.items()], asynchronous=False
+                )
+            except KafkaException:
+                continue
+            emit({"consumed": [[m.partition(), m.offset(), m.value().decode()] for m in records]})
+    finally:
+        consumer.close()
+
+
+def run_kafka_python(bootstrap: str, topic: str, group: str) -> None:
+    from kafka import ConsumerRebalanceListener, KafkaConsumer, OffsetAndMetadata, TopicPartition
+    from kafka.errors import KafkaError
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        heartbeat_interval_ms=HEARTBEAT_MS,
+        metadata_max_age_ms=1000,
+    )
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            emit({"assigned": []})
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            emit({"assigned": sorted(tp.partition for tp in assigned)})
+
+    consumer.subscribe([topic], listener=Listener())
+    try:
+        while not stopping:
+            batches = consumer.poll(timeout_ms=200)
+            records = [r for rs in batches.values() for r in rs]
+            if not records:
+                continue
+            positions: dict[int, int] = {}
+            for r in records:
+                positions[r.partition] = r.offset + 1
+            try:
+                consumer.commit(
+                    {TopicPartition(topic, p): OffsetAndMetadata(o, None, -1) for p, o in positions.items()}
+                )
+            except KafkaError:
+                continue
+            emit({"consumed": [[r.partition, r.offset, r.value.decode()] for r in records]})
+    finally:
+        consumer.close()
+
+
+def run_aiokafka(bootstrap: str, topic: str, group: str) -> None:
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+    from aiokafka.errors import KafkaError
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        async def on_partitions_revoked(self, revoked: Any) -> None:
+            emit({"assigned": []})
+
+        async def on_partitions_assigned(self, assigned: Any) -> None:
+            emit({"assigned": sorted(tp.partition for tp in assigned)})
+
+    async def run() -> None:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=SESSION_TIMEOUT_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            metadata_max_age_ms=1000,
+        )
+        await consumer.start()
+        consumer.subscribe([topic], listener=Listener())
+        try:
+            while not stopping:
+                batches = await consumer.getmany(timeout_ms=200)
+                records = [r for rs in batches.values() for r in rs]
+                if not records:
+                    continue
+                positions: dict[int, int] = {}
+                for r in records:
+                    positions[r.partition] = r.offset + 1
+                try:
+                    await consumer.commit({TopicPartition(topic, p): o for p, o in positions.items()})
+                except KafkaError:
+                    continue
+                emit({"consumed": [[r.partition, r.offset, r.value.decode()] for r in records]})
+        finally:
+            await consumer.stop()
+
+    asyncio.run(run())
+
+
+RUNNERS = {"confluent-kafka": run_confluent, "kafka-python": run_kafka_python, "aiokafka": run_aiokafka}
+
+
+def main() -> None:
+    library, bootstrap, topic, group = sys.argv[1:5]
+    signal.signal(signal.SIGTERM, on_term)
+    RUNNERS[library](bootstrap, topic, group)
+    emit({"closed": True})
+
+
+if __name__ == "__main__":
+    main()

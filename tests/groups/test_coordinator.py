@@ -1,0 +1,172 @@
+"""GroupCoordinator inside a real (in-process) broker: offsets and groups written to __consumer_offsets and read
+back after a restart, expiry with an injected clock, and per-partition errors for bad commits."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from samsa.broker.broker import Broker
+from samsa.broker.config import KafkaConfig
+from samsa.clock import ManualClock
+from samsa.coordinator import GroupState, JoinRequest, OffsetAndMetadata
+from samsa.protocol.errors import ErrorCode
+from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
+
+TP = TopicPartition("orders", 0)
+
+
+def make_broker(log_dir: Path, clock: ManualClock, **overrides: str) -> Broker:
+    props = {
+        "listeners": "PLAINTEXT://127.0.0.1:0",
+        "log.dirs": str(log_dir),
+        "offsets.topic.num.partitions": "5",
+        "group.initial.rebalance.delay.ms": "0",
+        **overrides,
+    }
+    return Broker(KafkaConfig.from_properties(props), clock)
+
+
+def join_request(member_id: str = "") -> JoinRequest:
+    return JoinRequest(member_id, None, "cid", "/127.0.0.1", 10_000, 10_000, "consumer", [("range", b"meta")])
+
+
+async def stable_member(broker: Broker, group_id: str) -> str:
+    coordinator = broker.group_coordinator
+    first = await coordinator.join_group(group_id, join_request())
+    assert first.error is ErrorCode.MEMBER_ID_REQUIRED
+    joined = await coordinator.join_group(group_id, join_request(first.member_id))
+    assert joined.error is ErrorCode.NONE and joined.leader == first.member_id
+    synced = await coordinator.sync_group(
+        group_id, first.member_id, joined.generation_id, None, {first.member_id: b"a"}
+    )
+    assert synced.error is ErrorCode.NONE and synced.assignment == b"a"
+    return first.member_id
+
+
+def test_commits_and_groups_survive_a_restart(tmp_path: Path) -> None:
+    clock = ManualClock()
+
+    async def first_life() -> str:
+        broker = make_broker(tmp_path, clock)
+        await broker.start()
+        try:
+            from samsa.broker.topic_admin import create_topic
+
+            assert create_topic(broker, "orders", 2, 1, {}).ok
+            member = await stable_member(broker, "g1")
+            errors = broker.group_coordinator.commit_offsets(
+                "g1", member, 1, None, {TP: OffsetAndMetadata(42, 3, "meta", clock.milliseconds())}
+            )
+            assert errors == {TP: ErrorCode.NONE}
+            standalone = broker.group_coordinator.commit_offsets(
+                "solo", "", -1, None, {TopicPartition("orders", 1): OffsetAndMetadata(7)}
+            )
+            assert standalone == {TopicPartition("orders", 1): ErrorCode.NONE}
+            partition = broker.group_coordinator.partition_for("g1")
+            assert broker.log_manager.get_log(partition) is not None
+            assert broker.log_manager.get_log(partition).log_end_offset >= 2  # type: ignore[union-attr]
+            return member
+        finally:
+            await broker.stop()
+
+    async def second_life(member: str) -> None:
+        broker = make_broker(tmp_path, clock)
+        await broker.start()
+        try:
+            coordinator = broker.group_coordinator
+            assert coordinator.fetch_offsets("g1", [TP]) == {
+                TP: OffsetAndMetadata(42, 3, "meta", clock.milliseconds())
+            }
+            assert coordinator.fetch_offsets("solo", None)[TopicPartition("orders", 1)].offset == 7  # type: ignore[union-attr]
+            group = coordinator.describe_group("g1")
+            assert group is not None and group.state is GroupState.STABLE and group.generation_id == 1
+            # the member carries on with its generation: no rebalance needed after the restart
+            assert coordinator.heartbeat("g1", member, 1, None) is ErrorCode.NONE
+            assert group.members[member].assignment == b"a"
+            assert len(broker.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC)) == 5
+        finally:
+            await broker.stop()
+
+    member = asyncio.run(first_life())
+    asyncio.run(second_life(member))
+
+
+def test_bad_commits_get_kafka_errors_and_lose_nothing(tmp_path: Path) -> None:
+    clock = ManualClock()
+
+    async def scenario() -> None:
+        broker = make_broker(tmp_path, clock)
+        await broker.start()
+        try:
+            from samsa.broker.topic_admin import create_topic
+
+            assert create_topic(broker, "orders", 1, 1, {}).ok
+            coordinator = broker.group_coordinator
+            member = await stable_member(broker, "g")
+            assert coordinator.commit_offsets("g", member, 1, None, {TP: OffsetAndMetadata(5)}) == {
+                TP: ErrorCode.NONE
+            }
+            missing = TopicPartition("orders", 9)
+            assert coordinator.commit_offsets(
+                "g", member, 1, None, {missing: OffsetAndMetadata(1), TP: OffsetAndMetadata(6)}
+            ) == {
+                missing: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                TP: ErrorCode.NONE,
+            }
+            assert coordinator.commit_offsets("g", member, 0, None, {TP: OffsetAndMetadata(1)}) == {
+                TP: ErrorCode.ILLEGAL_GENERATION
+            }
+            assert coordinator.commit_offsets("g", "stranger", 1, None, {TP: OffsetAndMetadata(1)}) == {
+                TP: ErrorCode.UNKNOWN_MEMBER_ID
+            }
+            assert coordinator.commit_offsets(
+                "g", member, 1, None, {TP: OffsetAndMetadata(1, metadata="x" * 5000)}
+            ) == {TP: ErrorCode.OFFSET_METADATA_TOO_LARGE}
+            assert coordinator.fetch_offsets("g", [TP, missing]) == {TP: OffsetAndMetadata(6), missing: None}
+            assert coordinator.delete_groups(["g", "nope"]) == {
+                "g": ErrorCode.NON_EMPTY_GROUP,
+                "nope": ErrorCode.GROUP_ID_NOT_FOUND,
+            }
+        finally:
+            await broker.stop()
+
+    asyncio.run(scenario())
+
+
+def test_session_expiry_and_offset_retention_with_an_injected_clock(tmp_path: Path) -> None:
+    clock = ManualClock()
+
+    async def scenario() -> None:
+        broker = make_broker(tmp_path, clock, **{"offsets.retention.minutes": "1"})
+        await broker.start()
+        try:
+            from samsa.broker.topic_admin import create_topic
+
+            assert create_topic(broker, "orders", 1, 1, {}).ok
+            coordinator = broker.group_coordinator
+            member = await stable_member(broker, "g")
+            coordinator.commit_offsets(
+                "g", member, 1, None, {TP: OffsetAndMetadata(5, commit_timestamp=clock.milliseconds())}
+            )
+            clock.advance(10_000)  # the session timeout passes with no heartbeat
+            coordinator.poll(clock.milliseconds())
+            group = coordinator.describe_group("g")
+            assert group is not None and group.state is GroupState.EMPTY and not group.members
+            assert coordinator.fetch_offsets("g", [TP])[TP] is not None
+            clock.advance(59_000)
+            assert coordinator.expire_offsets(clock.milliseconds()) == 0
+            clock.advance(1_000)
+            assert coordinator.expire_offsets(clock.milliseconds()) == 1
+            assert coordinator.describe_group("g") is None
+        finally:
+            await broker.stop()
+        # the expiry was written: after a restart the offsets stay gone
+        broker = make_broker(tmp_path, clock)
+        await broker.start()
+        try:
+            assert broker.group_coordinator.fetch_offsets("g", [TP]) == {TP: None}
+        finally:
+            await broker.stop()
+
+    asyncio.run(scenario())

@@ -1,0 +1,171 @@
+"""Real clients in a consumer group over six partitions: three consumers of one library, then one leaves, one is
+killed (the broker finds out through its session timeout) and one joins.
+
+Oracle: after each change, the live members' assignments are disjoint and cover every partition; across the whole
+run every produced record is consumed, and none twice (each worker reports records only after committing their
+offsets synchronously, so a record reported twice means a commit the broker should have fenced was accepted, or
+a committed offset was lost).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.clients.harness import BrokerProcess, Message, ck_produce
+
+PARTITIONS = 6
+LIBRARIES = ["confluent-kafka", "kafka-python", "aiokafka"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Worker:
+    """A consumer_worker.py child process and what it has reported."""
+
+    def __init__(self, library: str, bootstrap: str, topic: str, group: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.groups.consumer_worker", library, bootstrap, topic, group],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        self.assigned: list[int] | None = None
+        self.consumed: list[tuple[int, int, str]] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            doc = json.loads(line)
+            with self.lock:
+                if "assigned" in doc:
+                    self.assigned = doc["assigned"]
+                for partition, offset, value in doc.get("consumed", []):
+                    self.consumed.append((partition, offset, value))
+
+    def leave(self) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(30)
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+
+def wait_for(
+    condition: Callable[[], bool], what: str, timeout: float = 40.0, state: Callable[[], str] = lambda: ""
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}; {state()}")
+
+
+def owned_once(workers: list[Worker]) -> bool:
+    assignments = [w.assigned for w in workers]
+    if any(a is None for a in assignments):
+        return False
+    flat = [p for a in assignments for p in a or []]
+    return sorted(flat) == list(range(PARTITIONS))
+
+
+@pytest.fixture
+def group_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    proc = BrokerProcess(data_dir=tmp_path / "data", overrides={"group.min.session.timeout.ms": "1000"})
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_group_rebalances_without_losing_or_repeating_records(
+    library: str, group_broker: BrokerProcess
+) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic, group = f"work-{library}", f"group-{library}"
+    bootstrap = group_broker.bootstrap
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS)])[topic].result(20)
+    produced: set[tuple[int, str]] = set()
+    batch_no = 0
+
+    def produce_batch(per_partition: int = 20) -> None:
+        nonlocal batch_no
+        batch_no += 1
+        for partition in range(PARTITIONS):
+            values = [f"b{batch_no}-p{partition}-{i}" for i in range(per_partition)]
+            ck_produce(bootstrap, topic, [Message(None, v.encode()) for v in values], partition=partition)
+            produced.update((partition, v) for v in values)
+
+    workers = [Worker(library, bootstrap, topic, group) for _ in range(3)]
+    everyone = list(workers)
+
+    def consumed() -> list[tuple[int, int, str]]:
+        out: list[tuple[int, int, str]] = []
+        for w in everyone:
+            with w.lock:
+                out.extend(w.consumed)
+        return out
+
+    def all_consumed() -> bool:
+        return {(p, v) for p, _, v in consumed()} == produced
+
+    def state() -> str:
+        missing = sorted(produced - {(p, v) for p, _, v in consumed()})
+        alive = [(w.process.pid, w.process.poll(), w.assigned) for w in everyone]
+        return f"workers (pid, exit, assigned): {alive}; {len(missing)} records missing, first {missing[:5]}"
+
+    try:
+        wait_for(
+            lambda: owned_once(workers) and all(w.assigned for w in workers),
+            "three members to share six partitions",
+        )
+        produce_batch()
+        wait_for(all_consumed, "the first batch", state=state)
+
+        leaver = workers.pop(0)
+        leaver.leave()
+        wait_for(lambda: owned_once(workers), "two members to take over after a leave", state=state)
+        produce_batch()
+        wait_for(all_consumed, "the second batch", state=state)
+
+        victim = workers.pop(0)
+        victim.kill()
+        produce_batch()
+        wait_for(
+            lambda: owned_once(workers), "the last member to take over after the session timeout", state=state
+        )
+        wait_for(all_consumed, "the third batch", state=state)
+
+        workers.append(Worker(library, bootstrap, topic, group))
+        everyone.append(workers[-1])
+        wait_for(lambda: owned_once(workers) and all(w.assigned for w in workers), "a new member to join")
+        produce_batch()
+        wait_for(all_consumed, "the fourth batch", state=state)
+    finally:
+        for w in everyone:
+            w.stop()
+    records = consumed()
+    assert len(records) == len(produced) == 4 * PARTITIONS * 20, "every record once, none twice"
+    assert len({(p, o) for p, o, _ in records}) == len(records)
