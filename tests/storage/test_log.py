@@ -407,11 +407,16 @@ def test_fetch_offset_by_timestamp(tmp_path: Path, clock: ManualClock) -> None:
 # --- retention -----------------------------------------------------------------------------------------
 
 
+def _keyed(timestamp: int) -> bytes:
+    """One keyed record (a compacted log refuses keyless ones)."""
+    return build_batch([Record(0, timestamp, b"k", b"v0")])
+
+
 def _three_segments(tmp_path: Path, clock: ManualClock, **props: int | str) -> Log:
-    set_size = len(v2([0], [0]))
+    set_size = len(_keyed(0))
     log = open_log(tmp_path, clock, small_config(segment_bytes=5 * set_size, **props))
     for _ in range(15):
-        log.append_as_leader(v2([0], [clock.milliseconds()]))
+        log.append_as_leader(_keyed(clock.milliseconds()))
     assert len(log.segments) == 3
     return log
 

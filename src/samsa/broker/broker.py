@@ -5,8 +5,8 @@
     ...
     await broker.stop()           # stops listening, flushes, checkpoints, writes .kafka_cleanshutdown
 
-Periodic work (retention, flushes, checkpoints, deletion of ``.deleted`` files) runs on a timer task that calls
-``LogManager.schedule_due``. Event-loop thread only.
+Periodic work (retention, flushes, checkpoints, deletion of ``.deleted`` files, log compaction) runs on a timer
+task that calls ``LogManager.schedule_due``; compaction's heavy part runs on the log cleaner's worker thread. Event-loop thread only.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.coordinator import CoordinatorConfig, GroupConfig, GroupCoordinator
+from samsa.storage.cleaner import CleanerConfig
 from samsa.storage.config import LogConfig
 from samsa.storage.log_manager import LogManager
 
@@ -56,6 +57,12 @@ class Broker:
                 config.get("replica.high.watermark.checkpoint.interval.ms")
             ),
             flush_scheduler_interval_ms=int(config.get("log.flush.scheduler.interval.ms")),
+            cleaner_config=CleanerConfig(
+                enable=bool(config.get("log.cleaner.enable")) and int(config.get("log.cleaner.threads")) > 0,
+                backoff_ms=int(config.get("log.cleaner.backoff.ms")),
+                dedupe_buffer_size=int(config.get("log.cleaner.dedupe.buffer.size")),
+                io_buffer_load_factor=float(config.get("log.cleaner.io.buffer.load.factor")),
+            ),
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, clock)
         self.producer_ids = ProducerIdManager(Path(config.log_dirs[0]))

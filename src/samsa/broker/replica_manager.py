@@ -27,6 +27,7 @@ from samsa.storage import (
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
+    RecordValidationError,
     StorageError,
 )
 from samsa.storage.log_manager import LogManager
@@ -73,6 +74,7 @@ class ProduceResult:
     log_append_time: int = -1
     log_start_offset: int = -1
     message: str | None = None
+    record_errors: tuple[tuple[int, str], ...] = ()  # (index of the record in its batch, message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +160,10 @@ class ReplicaManager:
             return ProduceResult(ErrorCode.CORRUPT_MESSAGE, message=str(exc))
         except InvalidRecordError as exc:
             return ProduceResult(ErrorCode.INVALID_RECORD, message=str(exc))
+        except RecordValidationError as exc:
+            return ProduceResult(
+                ErrorCode.INVALID_RECORD, message=str(exc), record_errors=tuple(exc.record_errors)
+            )
         except OutOfOrderSequenceError as exc:
             return ProduceResult(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, message=str(exc))
         except InvalidProducerEpochError as exc:

@@ -158,6 +158,9 @@ def build_batch(
     is_transactional: bool = False,
     is_control: bool = False,
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    last_offset: int | None = None,
+    max_timestamp: int | None = None,
+    delete_horizon_ms: int = NO_TIMESTAMP,
 ) -> bytes:
     """One v2 batch holding ``records``, as Kafka's ``MemoryRecordsBuilder`` would write it.
 
@@ -166,6 +169,11 @@ def build_batch(
     to the first item's offset (0 for bare values). baseTimestamp is the first record's timestamp and
     maxTimestamp the largest; with LogAppendTime every record is written with ``log_append_time`` (default:
     the largest record timestamp). An empty batch is the header alone, with both timestamps -1.
+
+    What the log cleaner needs (``MemoryRecordsBuilder.overrideLastOffset``, ``writeEmptyHeader``): ``last_offset``
+    keeps the original batch's last offset (lastOffsetDelta, hence the last sequence) when records were removed;
+    ``max_timestamp`` overrides the header's maxTimestamp (an empty batch keeps its original one); a
+    ``delete_horizon_ms`` >= 0 sets attribute bit 6 and becomes the baseTimestamp, record deltas relative to it.
     Raises ValueError for offsets or timestamps Kafka's builder would refuse.
     """
     timestamp_type = TimestampType(timestamp_type)
@@ -178,11 +186,19 @@ def build_batch(
         items = [Record(r.offset, append_time, r.key, r.value, r.headers) for r in items]
     if items:
         base_timestamp = items[0].timestamp
-        max_timestamp = max(r.timestamp for r in items)
+        largest = max(r.timestamp for r in items)
         last_offset_delta = items[-1].offset - base
     else:
-        base_timestamp = max_timestamp = NO_TIMESTAMP
+        base_timestamp = largest = NO_TIMESTAMP
         last_offset_delta = 0
+    if last_offset is not None:
+        if last_offset - base < last_offset_delta or last_offset - base > INT32_MAX:
+            raise ValueError(f"last offset {last_offset} does not fit the records from base offset {base}")
+        last_offset_delta = last_offset - base
+    if max_timestamp is None:
+        max_timestamp = largest
+    if delete_horizon_ms >= 0:
+        base_timestamp = delete_horizon_ms
     payload = encode_records(items, base, base_timestamp)
     if codec is not CompressionType.NONE:
         payload = compress(codec, payload, magic=MAGIC_V2)
@@ -190,6 +206,7 @@ def build_batch(
     attributes |= TIMESTAMP_TYPE_MASK if timestamp_type is TimestampType.LOG_APPEND_TIME else 0
     attributes |= TRANSACTIONAL_MASK if is_transactional else 0
     attributes |= CONTROL_MASK if is_control else 0
+    attributes |= DELETE_HORIZON_MASK if delete_horizon_ms >= 0 else 0
     try:
         after_crc = _AFTER_CRC.pack(
             attributes,

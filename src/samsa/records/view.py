@@ -197,6 +197,13 @@ class BatchView:
     def is_control(self) -> bool:
         return self.magic >= 2 and bool(self.attributes & CONTROL_MASK)
 
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """v2 with attribute bit 6 (set by the log cleaner): the baseTimestamp, which holds the delete horizon."""
+        if self.magic >= 2 and self.attributes & DELETE_HORIZON_MASK:
+            return self.base_timestamp
+        return None
+
     # --- validation ------------------------------------------------------------------------------------------
 
     def computed_crc(self) -> int:

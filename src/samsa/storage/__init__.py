@@ -9,12 +9,15 @@ The core ladder, each rung one module:
     log_loader                            loading and recovery of a partition directory
     log.Log                               one partition: offsets, append, read, roll, retention, flush
     leader_epoch.LeaderEpochFileCache     leader-epoch-checkpoint
+    cleaner                               log compaction (cleanup.policy=compact) and its scheduling
 
-Nothing here is thread-safe: a log's owner serialises calls to it. Errors are in ``errors``.
+Nothing here is thread-safe: a log's owner serialises calls to it (the cleaner's worker thread only reads
+file descriptors of its own and writes new ``.cleaned`` files). Errors are in ``errors``.
 """
 
 from .config import LogConfig
 from .errors import (
+    CleaningAbortedError,
     CorruptIndexError,
     IllegalRollError,
     IndexFullError,
@@ -27,6 +30,7 @@ from .errors import (
     OffsetsOutOfOrderError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
+    RecordValidationError,
     StorageError,
     UnexpectedAppendOffsetError,
 )
@@ -48,6 +52,7 @@ __all__ = [
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",
+    "CleaningAbortedError",
     "CorruptIndexError",
     "EpochEntry",
     "FetchDataInfo",
@@ -73,6 +78,7 @@ __all__ = [
     "OffsetsOutOfOrderError",
     "RecordBatchTooLargeError",
     "RecordTooLargeError",
+    "RecordValidationError",
     "RollParams",
     "StorageError",
     "TimeIndex",

@@ -18,6 +18,8 @@
     preallocate               preallocate              false          true | false
     delete.retention.ms       delete_retention_ms      86400000       >= 0
     max.compaction.lag.ms     max_compaction_lag_ms    Long.MAX       >= 1
+    min.compaction.lag.ms     min_compaction_lag_ms    0              >= 0
+    min.cleanable.dirty.ratio min_cleanable_dirty_ratio 0.5           in [0, 1]
     compression.type          compression_type         producer       producer|uncompressed|gzip|snappy|lz4|zstd
 
 Other Kafka topic keys (``OTHER_TOPIC_KEYS``) are accepted and kept as strings in ``others`` so a client's
@@ -52,8 +54,6 @@ OTHER_TOPIC_KEYS = frozenset(
         "message.timestamp.after.max.ms",
         "message.downconversion.enable",
         "message.format.version",
-        "min.compaction.lag.ms",
-        "min.cleanable.dirty.ratio",
         "follower.replication.throttled.replicas",
         "leader.replication.throttled.replicas",
         "local.retention.ms",
@@ -90,6 +90,16 @@ def _bool(key: str, raw: str | int) -> bool:
     if text not in ("true", "false"):
         raise InvalidConfigError(key, raw, "must be true or false")
     return text == "true"
+
+
+def _ratio(key: str, raw: str | int) -> float:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise InvalidConfigError(key, raw, "not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise InvalidConfigError(key, raw, "must be between 0 and 1")
+    return value
 
 
 def _choice(key: str, raw: str | int, choices: tuple[str, ...]) -> str:
@@ -129,6 +139,8 @@ _PARSERS: dict[str, tuple[str, _Parser]] = {
     "preallocate": ("preallocate", _bool),
     "delete.retention.ms": ("delete_retention_ms", lambda k, v: _long(k, v, 0)),
     "max.compaction.lag.ms": ("max_compaction_lag_ms", lambda k, v: _long(k, v, 1)),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", lambda k, v: _long(k, v, 0)),
+    "min.cleanable.dirty.ratio": ("min_cleanable_dirty_ratio", _ratio),
     "compression.type": ("compression_type", lambda k, v: _choice(k, v, COMPRESSION_TYPES)),
 }
 
@@ -154,6 +166,8 @@ class LogConfig:
     preallocate: bool = False
     delete_retention_ms: int = 86400000
     max_compaction_lag_ms: int = LONG_MAX
+    min_compaction_lag_ms: int = 0
+    min_cleanable_dirty_ratio: float = 0.5
     compression_type: str = "producer"
     others: tuple[tuple[str, str], ...] = field(default=())
 

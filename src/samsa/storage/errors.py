@@ -13,6 +13,9 @@ StorageError                          base of this layer
 ├── OffsetsOutOfOrderError            follower batches whose offsets do not increase
 ├── UnexpectedAppendOffsetError       a follower append starting below the log end offset
 ├── IllegalRollError                  a roll to an offset below the active segment, or onto a non-empty segment
+├── RecordValidationError             records the leader refuses, e.g. a null key on a compacted topic
+│                                     (Kafka: RecordValidationException; INVALID_RECORD with record errors)
+├── CleaningAbortedError              a compaction given up because the log changed under it or was stopped
 └── KafkaStorageError                 an I/O error in the log layer, also an OSError (the caller takes the
                                       log dir offline); every public ``Log`` method raises it for OSError
 
@@ -157,6 +160,27 @@ class IllegalRollError(StorageError):
         )
         self.offset = offset
         self.active_base_offset = active_base_offset
+
+
+class RecordValidationError(StorageError):
+    """Records refused by the leader: ``record_errors`` holds (index of the record in its batch, message)."""
+
+    def __init__(self, record_errors: list[tuple[int, str]]) -> None:
+        shown = ", ".join(f"RecordError(batchIndex={i}, message='{m}')" for i, m in record_errors[:3])
+        super().__init__(
+            f"One or more records have been rejected due to {len(record_errors)} record errors in total, and "
+            f"only showing the first three errors at most: [{shown}]"
+        )
+        self.record_errors = record_errors
+
+
+class CleaningAbortedError(StorageError):
+    """The cleaning of the log in ``directory`` was given up: ``reason``. Nothing was swapped in."""
+
+    def __init__(self, directory: Path, reason: str) -> None:
+        super().__init__(f"cleaning of {directory} aborted: {reason}")
+        self.directory = directory
+        self.reason = reason
 
 
 class KafkaStorageError(StorageError, OSError):

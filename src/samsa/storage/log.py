@@ -18,6 +18,7 @@ API, for the layers above (LogManager, ReplicaManager, tools):
     update_high_watermark(hw), maybe_increment_high_watermark(hw), maybe_increment_log_start_offset(offset)
     roll(expected_next_offset=None), delete_old_segments(now=None) -> int, delete_pending_segments(now=None)
     flush(offset, including_offset=False), truncate_to(offset), truncate_fully_and_start_at(offset)
+    replace_segments(new, old)                                      the cleaner's crash-safe swap
     update_config(config), close(), delete()
 
 Appends: ``records`` are whole batches; a ``bytearray`` or writable ``memoryview`` is patched in place (a
@@ -27,7 +28,8 @@ CRC); the leader rejects a batch above ``max.message.bytes`` (RecordTooLargeErro
 message offset, a v1 wrapper's offset = its last inner offset), the partition leader epoch, and with
 ``message.timestamp.type=LogAppendTime`` the broker time (CRC recomputed). v0 compressed sets would need
 re-compression and are refused (InvalidRecordError). Client-batch rules beyond that (base offset 0, sequence
-numbers, record-level timestamp checks) belong to the broker's validator.
+numbers, record-level timestamp checks) belong to the broker's validator, except that a compacted log refuses
+records without a key (RecordValidationError, Kafka's INVALID_RECORD), decoding records for compacted logs only.
 
 Deletion: retention and truncation remove segments from the map at once and rename their files to
 ``*.deleted``; the files are removed by ``delete_pending_segments(now)`` once ``file.delete.delay.ms`` has
@@ -69,7 +71,7 @@ from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
 from samsa.clock import Clock
-from samsa.records import InvalidRecordError
+from samsa.records import InvalidRecordError, iter_records
 from samsa.records.batch import set_max_timestamp
 from samsa.records.legacy import decode_legacy, set_legacy_timestamp
 from samsa.records.record import TimestampType
@@ -83,6 +85,7 @@ from .errors import (
     OffsetsOutOfOrderError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
+    RecordValidationError,
     UnexpectedAppendOffsetError,
 )
 from .file_slice import FetchDataInfo, LogOffsetMetadata
@@ -90,9 +93,11 @@ from .leader_epoch import LeaderEpochFileCache
 from .log_loader import load, rebuild_producer_state
 from .producer_state import ProducerStateManager
 from .segment import (
+    CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     LogSegment,
     RollParams,
@@ -347,6 +352,8 @@ class Log:
             if batch.size_in_bytes > self.config.max_message_bytes:
                 raise RecordTooLargeError(batch.size_in_bytes, self.config.max_message_bytes, batch.position)
         self._check_segment_size(valid_bytes)
+        if self.config.is_compacted:
+            self._validate_keys(batches)
         now = self.clock.milliseconds()
         log_append = self.config.log_append_time
         producers = self.producer_state
@@ -449,6 +456,15 @@ class Log:
         for batch in batches:
             batch.ensure_valid()
         return view, batches
+
+    def _validate_keys(self, batches: list[BatchView]) -> None:
+        """A compacted topic refuses records without a key (Kafka's ``LogValidator.validateKey``). The only
+        per-record work of a leader append, done for compacted topics alone."""
+        for batch in batches:
+            missing = [i for i, r in enumerate(iter_records(batch, verify_crc=False)) if r.key is None]
+            if missing:
+                message = f"Compacted topic cannot accept message without key in topic partition {self.directory.name}."
+                raise RecordValidationError([(i, message) for i in missing])
 
     def _offset_count(self, batch: BatchView) -> int:
         if batch.magic >= 2:
@@ -676,15 +692,51 @@ class Log:
 
     def _remove_and_delete(self, doomed: list[LogSegment]) -> None:
         """Drop ``doomed`` from the map, rename their files to ``.deleted`` and queue them for removal."""
-        due = self.clock.milliseconds() + self.config.file_delete_delay_ms
         for segment in doomed:
             self.segments.remove(segment.base_offset)
+            self.producer_state.delete_snapshot(segment.base_offset)
+        self._delete_segment_files(doomed)
+
+    def _delete_segment_files(self, doomed: list[LogSegment]) -> None:
+        due = self.clock.milliseconds() + self.config.file_delete_delay_ms
+        for segment in doomed:
             segment.close_handlers()
             segment.change_file_suffixes("", DELETED_SUFFIX)
-            self.producer_state.delete_snapshot(segment.base_offset)
             self._pending_deletes.append((due, segment))
         if self.config.file_delete_delay_ms <= 0:
             self.delete_pending_segments()
+
+    @_io_boundary
+    def replace_segments(self, new_segments: list[LogSegment], old_segments: list[LogSegment]) -> None:
+        """Swap ``new_segments`` (complete ``.cleaned`` segments, flushed) in for ``old_segments`` so that a
+        crash at any point leaves the old set or the new one (Kafka's ``replaceSegments``, storage spec 7.5):
+
+        1. rename the new segments ``.cleaned`` -> ``.swap``, highest base offset first;
+        2. put them in the map; take out the old ones (but not where a new one has the same base), rename the
+           old files to ``.deleted`` and queue them for removal;
+        3. drop the ``.swap`` suffix and fsync the directory.
+
+        The loader finishes a crash after 1 and undoes one before it (``log_loader``). Old segments no longer in
+        the map are skipped. Producer snapshots named by an old base that no new segment takes are deleted."""
+        ordered = sorted(new_segments, key=lambda s: s.base_offset)
+        for segment in reversed(ordered):
+            segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+        _fsync_directory(self.directory)
+        new_bases = {s.base_offset for s in ordered}
+        doomed = sorted(
+            (s for s in old_segments if self.segments.get(s.base_offset) is s), key=lambda s: s.base_offset
+        )
+        for segment in reversed(ordered):
+            self.segments.add(segment)
+        for segment in doomed:
+            if segment.base_offset not in new_bases:
+                self.segments.remove(segment.base_offset)
+                self.producer_state.delete_snapshot(segment.base_offset)
+        self._delete_segment_files(doomed)
+        for segment in ordered:
+            segment.change_file_suffixes(SWAP_SUFFIX, "")
+        _fsync_directory(self.directory)
+        self._hw_metadata = None
 
     @_io_boundary
     def delete_pending_segments(self, now: int | None = None) -> int:

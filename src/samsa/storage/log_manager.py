@@ -19,7 +19,13 @@ Per log directory, on ``startup()``:
    ``-future`` and ``-stray`` directories are left alone; a log's high watermark starts at its
    ``replication-offset-checkpoint`` value (clamped by the log), so retention works before any fetch.
 
-``shutdown()`` flushes every log through its end, closes it, writes both checkpoints and, only if every step
+Log compaction: ``clean_logs(now)`` (run by ``schedule_due`` on every call) drives a ``cleaner.LogCleaner``: every
+``log.cleaner.backoff.ms`` it picks the filthiest log with ``cleanup.policy`` including ``compact``, cleans it on a
+worker thread and swaps the result in on the owner's thread at a later call; progress is kept per log directory in
+``cleaner-offset-checkpoint``. Retention (``cleanup_logs``) runs for every log: a compacted log loses only
+segments below its log start offset, ``compact,delete`` ones also what retention.ms/bytes allow.
+
+``shutdown()`` stops a running cleaning, flushes every log through its end, closes it, writes both checkpoints and, only if every step
 succeeded, writes ``.kafka_cleanshutdown``; then it releases the locks.
 
 Topic configuration overrides (topic-level keys such as ``retention.ms``) are kept per topic and persisted, so they
@@ -42,6 +48,7 @@ from typing import IO
 from samsa.clock import Clock
 
 from .checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -51,6 +58,7 @@ from .checkpoint import (
     offset_checkpoint,
     write_clean_shutdown,
 )
+from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
 from .errors import StorageError
 from .log import Log
@@ -154,6 +162,8 @@ class LogManager:
         flush_start_offset_checkpoint_interval_ms: int = DEFAULT_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS,
         high_watermark_checkpoint_interval_ms: int = DEFAULT_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
         flush_scheduler_interval_ms: int | None = None,
+        cleaner_config: CleanerConfig | None = None,
+        cleaner_threaded: bool = True,
     ) -> None:
         if not log_dirs:
             raise ValueError("LogManager needs at least one log directory")
@@ -175,6 +185,8 @@ class LogManager:
             "flush": flush_scheduler_interval_ms if flush_scheduler_interval_ms is not None else 2**63 - 1,
         }
         self._last_run: dict[str, int] = {}
+        self.cleaner = LogCleaner(cleaner_config or CleanerConfig(), clock, threaded=cleaner_threaded)
+        self._cleaner_checkpoints: dict[TopicPartition, int] = {}
         self._started = False
         self.recovered_logs: set[TopicPartition] = (
             set()
@@ -203,6 +215,7 @@ class LogManager:
 
     def shutdown(self) -> None:
         """Flush and close every log, write the checkpoints, write the clean-shutdown marker, release the locks."""
+        self.cleaner.shutdown()
         failed: set[Path] = set()
         for tp, log in list(self._logs.items()):
             try:
@@ -333,12 +346,15 @@ class LogManager:
 
         Returns the renamed directory. It is removed by ``delete_pending`` once ``file.delete.delay.ms`` passed.
         """
+        self.cleaner.abort(tp)
         log = self._logs.pop(tp, None)
         if log is None:
             raise UnknownTopicError(tp.topic)
         log_dir = self._log_dir_of.pop(tp)
         config = log.config
         log.close()
+        if self._cleaner_checkpoints.pop(tp, None) is not None:
+            self._write_cleaner_checkpoint(log_dir)
         source = log_dir.path / log_dir_name(tp)
         target = log_dir.path / delete_dir_name(tp)
         os.replace(source, target)
@@ -426,7 +442,30 @@ class LogManager:
                 task()
                 self._last_run[name] = now
                 ran.append(name)
+        if self.clean_logs(now):
+            ran.append("cleaner")
         return ran
+
+    def clean_logs(self, now: int) -> bool:
+        """One step of log compaction (``LogCleaner.tick``): finish the running cleaning or start a due one.
+        True when a cleaning was swapped in (its checkpoint is then written)."""
+        return self.cleaner.tick(self._logs, self._cleaner_checkpoints, now, self._cleaned)
+
+    def cleaner_checkpoints(self) -> dict[TopicPartition, int]:
+        """Each compacted log's first dirty offset as ``cleaner-offset-checkpoint`` records it."""
+        return dict(self._cleaner_checkpoints)
+
+    def _cleaned(self, tp: TopicPartition, end_offset: int) -> None:
+        self._cleaner_checkpoints[tp] = end_offset
+        self._write_cleaner_checkpoint(self._log_dir_of[tp])
+
+    def _write_cleaner_checkpoint(self, log_dir: _LogDir) -> None:
+        entries = [
+            (tp, offset)
+            for tp, offset in sorted(self._cleaner_checkpoints.items())
+            if self._log_dir_of.get(tp) is log_dir
+        ]
+        offset_checkpoint(log_dir.path / CLEANER_OFFSET_CHECKPOINT).write(entries)
 
     # --- internals ---------------------------------------------------------------------------------------------
 
@@ -440,6 +479,7 @@ class LogManager:
         recovery_points = _read_or_empty(log_dir.path / RECOVERY_POINT_CHECKPOINT)
         start_offsets = _read_or_empty(log_dir.path / LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = _read_or_empty(log_dir.path / REPLICATION_OFFSET_CHECKPOINT)
+        cleaned_to = _read_or_empty(log_dir.path / CLEANER_OFFSET_CHECKPOINT)
         for child in sorted(log_dir.path.iterdir()):
             if not child.is_dir() or child.name in IGNORED_DIRS:
                 continue
@@ -475,6 +515,8 @@ class LogManager:
                 log.update_high_watermark(high_watermarks[tp])  # clamped to [log start, LEO] by the log
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
+            if tp in cleaned_to:
+                self._cleaner_checkpoints[tp] = cleaned_to[tp]
 
     def _start_offset_to_checkpoint(self, log: Log) -> int | None:
         first_base = log.segments.first_base_offset() if len(log.segments) else log.log_start_offset

@@ -12,7 +12,8 @@ INVALID_RECORD); zstd needs v7+ (else UNSUPPORTED_COMPRESSION_TYPE). Both are re
 acks=0 there is no response to carry an error, so a partition error closes the connection, as Kafka does: the
 client sees the drop and refreshes its metadata.
 
-This is the hot path: per partition, one header check, one append and one response entry, nothing per record.
+This is the hot path: per partition, one header check, one append and one response entry, nothing per record
+(except on a compacted topic, whose log refuses records without a key: INVALID_RECORD with record errors).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import struct
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.produce import (
+    BatchIndexAndErrorMessage,
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
@@ -111,6 +113,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                     result.base_offset,
                     result.log_append_time,
                     result.log_start_offset,
+                    [BatchIndexAndErrorMessage(i, m) for i, m in result.record_errors],
                     error_message=result.message,
                 )
             )
