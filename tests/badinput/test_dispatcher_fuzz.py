@@ -43,7 +43,7 @@ GUARD = "guard"
 CONFIG_KEYS = ["retention.ms", "cleanup.policy", "segment.bytes", "max.message.bytes", "no.such.key", ""]
 CONFIG_VALUES = ["-1", "0", "1", "abc", "", "delete", "compact,delete", "9" * 30, None]
 PARTITIONS = [-1, 0, 1, 2, 99, 2**31 - 1, -(2**31)]
-COUNTS = [-5, -1, 0, 1, 2, 3, 10_001, 2**31 - 1]
+COUNTS = [-5, -1, 0, 1, 2, 3, 20_001, 2**31 - 1]  # 20,001: over the 10,000 new-partition cap from any start
 HANDLE_TIMEOUT_S = 10.0  # every wait a request can ask for is bounded well below this by oddify
 INFO = ConnectionInfo("fuzz-1", "127.0.0.1", 1, "PLAINTEXT")
 

@@ -6,9 +6,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from samsa.spark.segments import Bounds, plan_segment, scan_log_dir
+from samsa.spark.segments import Bounds, plan_segment, read_slice, scan_log_dir
 
 from .logdata import START_MS, Row, write_log_dir
 
@@ -20,6 +22,13 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Row]]:
     root = tmp_path_factory.mktemp("logs")
     rows = write_log_dir(root, TOPIC, 3, 80)
     return root, rows
+
+
+@pytest.fixture(scope="module")
+def plain_log_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Row]]:
+    """One record per batch, so no headers: every batch takes the column decoder."""
+    root = tmp_path_factory.mktemp("plain")
+    return root, write_log_dir(root, TOPIC, 2, 300, records_per_batch=1, step_ms=300)
 
 
 def collect(df) -> list[tuple]:  # type: ignore[no-untyped-def]
@@ -124,3 +133,42 @@ def test_planning_prunes_with_the_indexes(log_dir: tuple[Path, list[Row]]) -> No
 def test_not_a_directory_names_the_option(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="option 'path'"):
         spark.read.format("samsa-segments").load(str(tmp_path / "missing")).count()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    lo=st.integers(0, 450),
+    span=st.one_of(st.none(), st.integers(0, 100)),
+    min_ts=st.integers(0, 90),
+    data=st.data(),
+)
+@pytest.mark.parametrize("logs", ["log_dir", "plain_log_dir"])
+def test_read_slice_returns_the_rows_in_bounds(
+    request: pytest.FixtureRequest, logs: str, lo: int, span: int | None, min_ts: int, data: st.DataObject
+) -> None:
+    root, rows = request.getfixturevalue(logs)
+    hi = None if span is None else lo + span
+    ts = data.draw(st.sampled_from([None, START_MS + min_ts * 1000]))
+    include_headers = data.draw(st.booleans())
+    got = []
+    for segment in scan_log_dir(root, None):
+        for part in plan_segment(segment, Bounds(min_offset=lo, max_offset=hi, min_timestamp=ts), 2048):
+            for batch in read_slice(part, include_headers):
+                d = batch.to_pydict()
+                headers = d["headers"] if include_headers else [None] * batch.num_rows
+                for k, v, p, o, h in zip(
+                    d["key"], d["value"], d["partition"], d["offset"], headers, strict=True
+                ):
+                    got.append((p, o, k, v, tuple((x["key"], x["value"]) for x in h) if h else ()))
+    wanted = {
+        (r.partition, r.offset, r.key, r.value, r.headers if include_headers else ())
+        for r in rows
+        if lo <= r.offset and (hi is None or r.offset < hi)
+    }
+    assert len(got) == len(set(got))
+    if ts is None:
+        assert set(got) == wanted
+    else:  # the time index prunes whole batches: every row at or after ts, and some before
+        assert {g for g in got if g in wanted} == set(got)
+        late = {(r.partition, r.offset) for r in rows if r.timestamp_ms >= ts}
+        assert {w for w in wanted if (w[0], w[1]) in late} <= set(got)

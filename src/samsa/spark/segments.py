@@ -45,7 +45,8 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from samsa.records import LOG_OVERHEAD, BatchView, iter_batches, iter_records
+from samsa.records import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, BatchView, iter_batches, iter_records
+from samsa.records.view import CONTROL_MASK
 
 from .arrow import RecordBatchBuilder, spark_ddl
 from .options import SamsaOptionError, Subscription, _bool, _int, parse_subscription
@@ -55,6 +56,9 @@ READ_CHUNK_BYTES = 8 * 1024 * 1024
 _PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)$")
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
+_PREFIX = struct.Struct(">qiiB")  # base offset, size, leader epoch (v2) or crc, magic
+# from byte 21 of a v2 batch: attributes, lastOffsetDelta, (baseTimestamp skipped), maxTimestamp
+_V2_FIELDS = struct.Struct(">hi8xq")
 
 
 def read_offset_index(path: Path) -> list[tuple[int, int]]:
@@ -283,7 +287,24 @@ def read_slice(
             buf = pending + chunk if pending else chunk
             consumed = 0
             for view in iter_batches(buf):
-                consumed = view.end
+                at = view.position
+                base, size, _, magic = _PREFIX.unpack_from(buf, at)
+                consumed = at + size + LOG_OVERHEAD
+                if magic == 2 and size >= RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:  # the header read once
+                    attributes, last_delta, max_ts = _V2_FIELDS.unpack_from(buf, at + 21)
+                    next_offset = base + last_delta + 1
+                    if attributes & CONTROL_MASK or next_offset <= lo:
+                        continue
+                    if hi is not None and base >= hi:
+                        done = True
+                        break
+                    if min_ts is not None and max_ts < min_ts:
+                        continue
+                    if lo <= base and (hi is None or next_offset <= hi):
+                        yield from builder.add_view(view)
+                    else:
+                        yield from _add(builder, view, lo, hi)
+                    continue
                 if view.magic >= 2 and view.is_control:
                     continue
                 if view.next_offset <= lo:
@@ -305,16 +326,13 @@ def read_slice(
 
 def _add(builder: RecordBatchBuilder, view: BatchView, lo: int, hi: int | None) -> Iterator[pa.RecordBatch]:
     """Append one batch's records in [lo, hi): column-wise when the whole batch is wanted."""
-    whole = lo <= view.base_offset and (hi is None or view.next_offset <= hi)
-    if whole:
-        done = builder.add_view(view)
-        if done is not None:
-            yield from done
-            return
+    if lo <= view.base_offset and (hi is None or view.next_offset <= hi):
+        yield from builder.add_view(view)
+        return
     records = iter_records(view, verify_crc=False)
-    if not whole:
-        records = (r for r in records if lo <= r.offset and (hi is None or r.offset < hi))
-    yield from builder.add(records, view.timestamp_type)
+    yield from builder.add(
+        (r for r in records if lo <= r.offset and (hi is None or r.offset < hi)), view.timestamp_type
+    )
 
 
 class SegmentsReader(DataSourceReader):  # type: ignore[misc]
