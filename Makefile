@@ -26,6 +26,8 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,fast,spark]'
+	@# bytecode for our sources, as pip writes it for installed packages (an editable install does not)
+	$(PY) -m compileall -q src
 	touch $(STAMP)
 
 lint: $(STAMP)
