@@ -187,6 +187,8 @@ def write_chart(rows: list[dict[str, Any]], path: Path) -> None:
     twin = bottom.twinx()
     twin.plot(starts, [r["bytes_p95"] for r in rows], color="tab:purple", marker=".", label="p95 bytes")
     twin.set_ylabel("p95 response bytes")
+    lines = bottom.get_lines() + twin.get_lines()
+    bottom.legend(lines, [line.get_label() for line in lines], loc="upper left", ncols=2)
     bottom.set_xlabel("window start (UTC)")
     fig.autofmt_xdate()
     fig.tight_layout()
