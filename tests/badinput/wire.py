@@ -29,8 +29,14 @@ TIMEOUT_S = 10.0
 class Connection:
     """One TCP connection to a broker, speaking whole frames."""
 
-    def __init__(self, port: int, client_id: str = "samsa-badinput", timeout: float = TIMEOUT_S) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(
+        self,
+        port: int,
+        client_id: str = "samsa-badinput",
+        timeout: float = TIMEOUT_S,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
         self.client_id = client_id
         self._correlation = 0
 

@@ -50,7 +50,9 @@ def test_murmur2_matches_kafka() -> None:
     assert murmur2(b"a-little-bit-longer-string") == -1486304829
     assert murmur2(b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8") == -58897971
     assert murmur2(b"abc") == 479470107
+    assert murmur2(b"") == 275646681
     assert partition_for_key(b"21", 7) == (-973932308 & 0x7FFFFFFF) % 7
+    assert 0 <= partition_for_key(b"k", 3) < 3
 
 
 def test_read_committed_skips_aborted_transactions() -> None:

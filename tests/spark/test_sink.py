@@ -9,8 +9,8 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from samsa.client.partitioner import partition_for_key
 from samsa.embedded import Broker
-from samsa.spark.sink import default_partition, murmur2
 
 
 @pytest.fixture(scope="module")
@@ -34,15 +34,6 @@ def read_back(spark: SparkSession, broker: Broker, topic: str) -> list[tuple]:
     return sorted(out, key=repr)
 
 
-def test_murmur2_matches_kafka_vectors() -> None:
-    # values Kafka's own partitioner test asserts for these inputs
-    assert murmur2(b"21") == -973932308
-    assert murmur2(b"foobar") == -790332482
-    assert murmur2(b"a-little-bit-long-string") == -985981536
-    assert murmur2(b"") == 275646681
-    assert 0 <= default_partition(b"k", 3) < 3
-
-
 def test_batch_round_trip(spark: SparkSession, broker: Broker) -> None:
     broker.create_topic("sink-batch", partitions=3)
     data = [
@@ -64,7 +55,7 @@ def test_batch_round_trip(spark: SparkSession, broker: Broker) -> None:
     want = []
     for _, key, value, partition, headers in data:
         if partition is None:
-            partition = default_partition(key.encode(), 3) if key is not None else None
+            partition = partition_for_key(key.encode(), 3) if key is not None else None
         want.append(
             (
                 partition,
@@ -123,4 +114,4 @@ def test_streaming_round_trip(spark: SparkSession, broker: Broker, tmp_path: Pat
     query.awaitTermination(120)
     got = sorted((g[1], g[2]) for g in read_back(spark, broker, "sink-out"))
     assert got == sorted((f"k{i}".encode(), f"V{i}".encode()) for i in range(40))
-    assert all(g[0] == default_partition(g[1], 2) for g in read_back(spark, broker, "sink-out"))
+    assert all(g[0] == partition_for_key(g[1], 2) for g in read_back(spark, broker, "sink-out"))

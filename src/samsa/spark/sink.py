@@ -18,43 +18,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
+from samsa.client.partitioner import partition_for_key
 from samsa.records import Record, build_batch
 
 from .arrow import headers_from_arrow
 from .options import SamsaOptionError
 
 BATCH_RECORDS = 2000
-
-
-def murmur2(data: bytes) -> int:
-    """The 32-bit murmur2 variant Kafka's default partitioner hashes keys with (seed 0x9747b28c), signed."""
-    m = 0x5BD1E995
-    length = len(data)
-    h = (0x9747B28C ^ length) & 0xFFFFFFFF
-    tail = length & ~3
-    for i in range(0, tail, 4):
-        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> 24
-        k = (k * m) & 0xFFFFFFFF
-        h = (h * m) & 0xFFFFFFFF
-        h ^= k
-    rest = length & 3
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def default_partition(key: bytes, partitions: int) -> int:
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 @dataclass(frozen=True)
@@ -142,7 +112,7 @@ def write_rows(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Produced
                         partition = round_robin[topic] % count
                         round_robin[topic] += 1
                     else:
-                        partition = default_partition(key, count)
+                        partition = partition_for_key(key, count)
                 tp = (topic, int(partition))
                 pending[tp].append(Record(0, now, key, _as_bytes(values[i]), headers_from_arrow(headers[i])))
                 if len(pending[tp]) >= BATCH_RECORDS:

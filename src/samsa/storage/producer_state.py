@@ -46,7 +46,7 @@ import bisect
 import os
 import struct
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,6 +125,15 @@ def decrement_sequence(sequence: int, decrement: int) -> int:
 
 def in_sequence(last_sequence: int, next_sequence: int) -> bool:
     return next_sequence == last_sequence + 1 or (next_sequence == 0 and last_sequence == INT32_MAX)
+
+
+def _with_producer_id(batches: Iterable[BatchView]) -> Iterator[tuple[BatchView, int]]:
+    """The v2 batches that carry a producer id, with it; the others have no producer state."""
+    for batch in batches:
+        if batch.magic >= 2:
+            pid = batch.producer_id
+            if pid >= 0:
+                yield batch, pid
 
 
 def snapshot_file(directory: Path, offset: int) -> Path:
@@ -231,12 +240,7 @@ class ProducerStateManager:
 
     def find_duplicate(self, batches: Sequence[BatchView]) -> BatchMetadata | None:
         """The kept metadata of the first batch in ``batches`` that was already appended, else None."""
-        for batch in batches:
-            if batch.magic < 2:
-                continue
-            pid = batch.producer_id
-            if pid < 0:
-                continue
+        for batch, pid in _with_producer_id(batches):
             entry = self.producers.get(pid)
             if entry is None:
                 continue
@@ -250,12 +254,7 @@ class ProducerStateManager:
         for the first refused batch. Returns what ``complete_append`` applies once the batches have offsets."""
         pending: list[PendingBatch] = []
         updated: dict[int, tuple[int, int, bool]] = {}  # pid -> (epoch, last seq, has batches) in this append
-        for batch in batches:
-            if batch.magic < 2:
-                continue
-            pid = batch.producer_id
-            if pid < 0:
-                continue
+        for batch, pid in _with_producer_id(batches):
             epoch = batch.producer_epoch
             first_seq = batch.base_sequence
             if first_seq < 0:
@@ -300,12 +299,7 @@ class ProducerStateManager:
 
     def load_batches(self, batches: Iterable[BatchView], next_offset: int | None = None) -> None:
         """Apply batches already in the log (follower appends, replay at load) without validation."""
-        for batch in batches:
-            if batch.magic < 2:
-                continue
-            pid = batch.producer_id
-            if pid < 0:
-                continue
+        for batch, pid in _with_producer_id(batches):
             entry = self.producers.get(pid)
             if entry is None:
                 entry = self.producers[pid] = ProducerStateEntry(pid)

@@ -7,6 +7,8 @@ groups at once.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from typing import Protocol
 
 from samsa.coordinator import OffsetAndMetadata
 from samsa.protocol import ErrorCode
@@ -29,50 +31,51 @@ VERSIONS = (0, 8)
 IMPLEMENTED = VERSIONS
 
 
+class _RequestTopic(Protocol):
+    """A requested topic, in either request layout (v0-7 ``topics``, v8+ ``groups[].topics``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partition_indexes(self) -> list[int]: ...
+
+
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     if ctx.api_version >= 8:
         return OffsetFetchResponse(groups=[_group(ctx, g) for g in request.groups])
-    wanted = (
-        None
-        if request.topics is None
-        else [TopicPartition(t.name, p) for t in request.topics for p in t.partition_indexes]
-    )
-    found = ctx.broker.group_coordinator.fetch_offsets(request.group_id, wanted)
+    committed = _committed(ctx, request.group_id, request.topics)
     topics = [
-        OffsetFetchResponseTopic(
-            name,
-            [
-                OffsetFetchResponsePartition(
-                    p, committed.offset if committed else -1, _epoch(committed), _metadata(committed)
-                )
-                for p, committed in partitions
-            ],
-        )
-        for name, partitions in _by_topic(found).items()
+        OffsetFetchResponseTopic(name, [OffsetFetchResponsePartition(*_partition(*p)) for p in partitions])
+        for name, partitions in committed.items()
     ]
     return OffsetFetchResponse(topics=topics, error_code=ErrorCode.NONE)
 
 
 def _group(ctx: RequestContext, group: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
-    wanted = (
-        None
-        if group.topics is None
-        else [TopicPartition(t.name, p) for t in group.topics for p in t.partition_indexes]
-    )
-    found = ctx.broker.group_coordinator.fetch_offsets(group.group_id, wanted)
+    committed = _committed(ctx, group.group_id, group.topics)
     topics = [
-        OffsetFetchResponseTopics(
-            name,
-            [
-                OffsetFetchResponsePartitions(
-                    p, committed.offset if committed else -1, _epoch(committed), _metadata(committed)
-                )
-                for p, committed in partitions
-            ],
-        )
-        for name, partitions in _by_topic(found).items()
+        OffsetFetchResponseTopics(name, [OffsetFetchResponsePartitions(*_partition(*p)) for p in partitions])
+        for name, partitions in committed.items()
     ]
     return OffsetFetchResponseGroup(group_id=group.group_id, topics=topics, error_code=ErrorCode.NONE)
+
+
+def _committed(
+    ctx: RequestContext, group_id: str, topics: Sequence[_RequestTopic] | None
+) -> dict[str, list[tuple[int, OffsetAndMetadata | None]]]:
+    """The group's committed offsets for ``topics`` (None: every partition it has), by topic name."""
+    wanted = (
+        None if topics is None else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
+    )
+    return _by_topic(ctx.broker.group_coordinator.fetch_offsets(group_id, wanted))
+
+
+def _partition(index: int, committed: OffsetAndMetadata | None) -> tuple[int, int, int, str]:
+    """(partition, offset, leader epoch, metadata): the fields both response layouts share, in their order."""
+    if committed is None:
+        return index, -1, -1, ""
+    return index, committed.offset, committed.leader_epoch, committed.metadata
 
 
 def _by_topic(
@@ -82,11 +85,3 @@ def _by_topic(
     for tp, committed in found.items():
         out[tp.topic].append((tp.partition, committed))
     return out
-
-
-def _epoch(committed: OffsetAndMetadata | None) -> int:
-    return committed.leader_epoch if committed is not None else -1
-
-
-def _metadata(committed: OffsetAndMetadata | None) -> str:
-    return committed.metadata if committed is not None else ""
