@@ -7,11 +7,11 @@ import struct
 from pathlib import Path
 
 from click.testing import CliRunner
+from tests.vectors import VECTORS
 
 from samsa.cli.dump_log import dump_log
 from samsa.records import Record, build_batch
 
-VECTORS = Path("/work/shared/spec/vectors")
 BATCH_LINE = (
     "baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 "
     "partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty "

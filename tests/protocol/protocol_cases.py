@@ -7,7 +7,6 @@ from pathlib import Path
 import samsa.protocol.messages as messages_pkg
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
-VECTORS = SHARED / "spec" / "vectors"
 DESCRIPTORS = SHARED / "kafka-messages"
 
 

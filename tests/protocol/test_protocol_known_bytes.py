@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from protocol_cases import VECTORS
+from tests.vectors import VECTORS
 
 from samsa.protocol import (
     RequestHeader,
