@@ -221,3 +221,24 @@ def test_control_batch(tmp_path: Path) -> None:
         "| offset: 3 CreateTime: 50 keySize: 4 valueSize: 6 sequence: -1 headerKeys: [] "
         "endTxnMarker: COMMIT coordinatorEpoch: 5"
     )
+
+
+def test_a_closed_pipe_ends_it_quietly(tmp_path: Path) -> None:
+    """``samsa dump-log ... | head -2``: once the reader is gone the tool stops without an error message."""
+    import subprocess
+    import sys
+
+    batches = [build_batch([b"x" * 10] * 5, base_offset=5 * i) for i in range(3000)]
+    log = _segment(tmp_path, b"".join(batches))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "samsa.cli", "dump-log", "--files", str(log), "--deep-iteration"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline() == f"Dumping {log}\n".encode()
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    proc.stderr.close()
+    proc.wait(timeout=60)
+    assert stderr == b""

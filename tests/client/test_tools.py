@@ -127,9 +127,8 @@ def test_get_offsets(broker: BrokerProcess, client: SyncClient) -> None:
         client.produce(TopicPartition(topic, 2), batch)
     bs = broker.bootstrap
     latest = samsa("get-offsets", "--bootstrap-server", bs, "--topic", topic)
-    # Kafka orders by the text "topic-partition": 10 and 11 come before 2
-    order = [0, 1, 10, 11, 2, 3, 4, 5, 6, 7, 8, 9]
-    assert latest.stdout.splitlines() == [f"{topic}:{p}:{3 if p == 2 else 0}" for p in order]
+    # Kafka orders by topic, then partition number: 2 comes before 10 and 11
+    assert latest.stdout.splitlines() == [f"{topic}:{p}:{3 if p == 2 else 0}" for p in range(12)]
     assert samsa("get-offsets", "--bootstrap-server", bs, "--topic", topic, "--partitions", "2,3").stdout == (
         f"{topic}:2:3\n{topic}:3:0\n"
     )
@@ -284,6 +283,33 @@ def test_console_consumer_formats_like_kafka(broker: BrokerProcess, client: Sync
 
     usage = samsa("console-consumer", "--bootstrap-server", bs, "--topic", topic, "--offset", "1")
     assert (usage.exit_code, usage.stderr) == (1, "The partition is required when offset is specified.\n")
+
+
+def test_console_consumer_on_a_missing_topic(broker: BrokerProcess, client: SyncClient) -> None:
+    bs = broker.bootstrap
+    # a broker with auto.create.topics.enable (the default) creates it, as Kafka's consumer lets it
+    created = name("made")
+    made = samsa("console-consumer", "--bootstrap-server", bs, "--topic", created, "--timeout-ms", "1500")
+    assert (made.exit_code, made.stdout) == (0, "")
+    assert "WARN" not in made.stderr
+    assert made.stderr.endswith("Processed a total of 0 messages\n")
+    assert client.metadata([created]).topics[created].error_code == 0
+
+    missing = name("missing")
+    refused = samsa(
+        "console-consumer", "--bootstrap-server", bs, "--topic", missing, "--timeout-ms", "500",
+        "--consumer-property", "allow.auto.create.topics=false",
+    )  # fmt: skip
+    assert (refused.exit_code, refused.stdout) == (0, "")
+    lines = refused.stderr.splitlines()
+    assert lines[0].endswith(
+        f"WARN [Consumer clientId=console-consumer] Error while fetching metadata : "
+        f"{{{missing}=UNKNOWN_TOPIC_OR_PARTITION}} (org.apache.kafka.clients.NetworkClient)"
+    )
+    assert [line for line in lines if "WARN" in line] == [lines[0]], "reported once"
+    assert "org.apache.kafka.common.errors.TimeoutException" in lines
+    assert lines[-1] == "Processed a total of 0 messages"
+    assert client.metadata([missing]).topics[missing].error_code != 0
 
 
 def test_console_consumer_reads_a_confluent_kafka_record(broker: BrokerProcess, client: SyncClient) -> None:

@@ -136,3 +136,48 @@ def test_describe_shows_lag_of_an_active_member_then_reset_and_delete(broker: Br
     assert missing.returncode == 1 and "does not exist" in missing.stderr
     again = samsa(broker, "--delete", "--group", GROUP, check=False)
     assert again.returncode == 1 and "GROUP_ID_NOT_FOUND" in again.stderr
+
+
+def test_describe_members_and_state(broker: BrokerProcess) -> None:
+    from confluent_kafka import Consumer
+
+    group = "cg-members"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "group.instance.id": "static-1",
+            "client.id": "cg-member",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe([TOPIC])
+    deadline = time.monotonic() + 20
+    while not consumer.assignment() and time.monotonic() < deadline:
+        consumer.poll(0.2)
+    assert consumer.assignment()
+
+    def rows(output: str) -> list[list[str]]:
+        return [line.split() for line in output.splitlines() if line.split()[:1] in (["GROUP"], [group])]
+
+    try:
+        members = rows(samsa(broker, "--describe", "--group", group, "--members").stdout)
+        assert members[0] == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS"]
+        [row] = members[1:]
+        assert row[0] == group and row[1].startswith("static-1-")
+        assert row[2:] == ["static-1", "/127.0.0.1", "cg-member", "3"]
+
+        verbose = rows(samsa(broker, "--describe", "--group", group, "--members", "--verbose").stdout)
+        assert verbose[0][-2:] == ["#PARTITIONS", "ASSIGNMENT"]
+        assert verbose[1][-2:] == ["3", f"{TOPIC}(0,1,2)"]
+
+        state = samsa(broker, "--describe", "--group", group, "--state").stdout
+        header, line = (row for row in state.splitlines() if row.strip())
+        assert header.split() == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]
+        assert line.split() == [group, broker.bootstrap, "(1)", "range", "Stable", "1"]
+    finally:
+        consumer.close()
+    unknown = samsa(broker, "--describe", "--group", "cg-nobody", "--state", check=False)
+    assert unknown.returncode == 1 and "does not exist" in unknown.stderr
+    usage = samsa(broker, "--describe", "--group", group, "--verbose", check=False)
+    assert usage.returncode == 2 and "--verbose needs --describe --members" in usage.stderr

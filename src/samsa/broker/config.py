@@ -119,6 +119,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey("listeners", LS, ["PLAINTEXT://127.0.0.1:9092"]),
     ConfigKey("advertised.listeners", LS, None),
+    ConfigKey(
+        "controller.listener.names", LS, None, doc="KRaft controller listeners: never served to clients"
+    ),
     ConfigKey("log.dir", S, "/tmp/kafka-logs"),
     ConfigKey("log.dirs", LS, None),
     ConfigKey("num.partitions", INT, 1, minimum=1),
@@ -234,6 +237,11 @@ class KafkaConfig:
             raise ConfigError(f"invalid value {self.node_id} for configuration node.id: must be >= 0")
         for listener in self.listeners:
             _parse_listener(listener)
+        if not self.listener_addresses:
+            raise ConfigError(
+                f"invalid value {','.join(self.listeners)!r} for configuration listeners: "
+                "no listener is left for clients once the controller listeners are set aside"
+            )
 
     def get(self, name: str) -> Any:
         return self._values[name]
@@ -257,14 +265,24 @@ class KafkaConfig:
         return list(self._values["listeners"])
 
     @property
+    def controller_listener_names(self) -> set[str]:
+        """Listener names kept for a KRaft controller (``controller.listener.names``, else ``CONTROLLER``)."""
+        names = self._values["controller.listener.names"]
+        return set(names) if names else {"CONTROLLER"}
+
+    @property
     def listener_addresses(self) -> list[tuple[str, str, int]]:
-        """(name, host, port) for each listener."""
-        return [_parse_listener(item) for item in self.listeners]
+        """(name, host, port) for each listener served to clients: controller listeners are left out."""
+        parsed = [_parse_listener(item) for item in self.listeners]
+        return [address for address in parsed if address[0] not in self.controller_listener_names]
 
     @property
     def advertised_addresses(self) -> list[tuple[str, str, int]]:
         advertised = self._values["advertised.listeners"]
-        return [_parse_listener(item) for item in advertised] if advertised else self.listener_addresses
+        if not advertised:
+            return self.listener_addresses
+        parsed = [_parse_listener(item) for item in advertised]
+        return [address for address in parsed if address[0] not in self.controller_listener_names]
 
     @property
     def log_dirs(self) -> list[str]:

@@ -20,6 +20,7 @@ def run_forever(config: KafkaConfig, *, use_uvloop: bool = False) -> int:
     )
     for key in sorted(config.unknown_keys):
         log.warning("the configuration '%s' was supplied but isn't a known config", key)
+    warn_unavailable_modes(config)
     _raise_open_files_limit()
     if use_uvloop:
         try:
@@ -29,6 +30,25 @@ def run_forever(config: KafkaConfig, *, use_uvloop: bool = False) -> int:
         except ImportError:
             log.warning("uvloop is not installed; running on asyncio's own loop")
     return asyncio.run(_serve(config))
+
+
+def warn_unavailable_modes(config: KafkaConfig) -> None:
+    """Settings that ask for what this broker cannot do yet: it says so and runs as a single broker."""
+    if config.get("zookeeper.connect"):
+        log.warning(
+            "zookeeper.connect=%s is set, but cluster mode is not available yet: "
+            "this broker runs alone with its local metadata and does not connect to ZooKeeper",
+            config.get("zookeeper.connect"),
+        )
+    controllers = sorted(
+        name
+        for name in config.controller_listener_names
+        if any(item.startswith(f"{name}://") for item in config.listeners)
+    )
+    for name in controllers:
+        log.warning(
+            "listener %s is a KRaft controller listener: it is not opened (no KRaft controller yet)", name
+        )
 
 
 def _raise_open_files_limit() -> None:

@@ -9,7 +9,9 @@ DefaultMessageFormatter prints it, with the ``--property`` settings ``print.time
     CreateTime:1700000000000<TAB>key<TAB>value
 
 On exit it prints ``Processed a total of <n> messages`` on stderr; ``--timeout-ms`` without a record ends it
-with an error line first (exit 0, as Kafka's tool).
+with an error line first (exit 0, as Kafka's tool). A topic that does not exist is created by a broker with
+``auto.create.topics.enable`` (unless ``--consumer-property allow.auto.create.topics=false``); otherwise a WARN line
+names it and the tool waits for it (until ``--timeout-ms``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import BinaryIO, NoReturn
 
 import click
 
-from samsa.client import KafkaClient, KafkaError, TopicPartition
+from samsa.client import BrokerError, KafkaClient, KafkaError, TopicPartition
 from samsa.client.records import ConsumerRecord, iter_consumer_records, next_fetch_offset
 from samsa.protocol import ErrorCode
 
@@ -32,6 +34,8 @@ from .topics import log_line
 
 TIMESTAMP_NAMES = {0: "CreateTime", 1: "LogAppendTime"}
 TOOL_CLASS = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+NETWORK_CLIENT_CLASS = "org.apache.kafka.clients.NetworkClient"
+CLIENT_ID = "console-consumer"
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,7 @@ class ConsumeOptions:
     max_messages: int | None
     timeout_ms: int | None
     isolation_level: int
+    auto_create: bool = True
 
 
 class ConsoleConsumer:
@@ -124,12 +129,24 @@ class ConsoleConsumer:
         self.count = 0
 
     async def assign(self, deadline: float | None) -> list[TopicPartition]:
+        """The partitions to read, once the topic exists: a broker with auto-creation on creates it (as for
+        Kafka's consumer, ``allow.auto.create.topics``); a missing topic is reported once, then waited for."""
+        topic = self.options.topic
+        reported = False
         while True:
-            meta = (await self.client.metadata([self.options.topic])).topics.get(self.options.topic)
+            cluster = await self.client.metadata([topic], allow_auto_topic_creation=self.options.auto_create)
+            meta = cluster.topics.get(topic)
             if meta is not None and meta.error_code == 0 and meta.partitions:
                 if self.options.partition is not None:
-                    return [TopicPartition(self.options.topic, self.options.partition)]
-                return [TopicPartition(self.options.topic, p) for p in sorted(meta.partitions)]
+                    return [TopicPartition(topic, self.options.partition)]
+                return [TopicPartition(topic, p) for p in sorted(meta.partitions)]
+            if meta is not None and meta.error_code and not reported:
+                reported = True
+                log_line(
+                    f"[Consumer clientId={CLIENT_ID}] Error while fetching metadata : "
+                    f"{{{topic}={BrokerError.from_code(meta.error_code).name}}} ({NETWORK_CLIENT_CLASS})",
+                    level="WARN",
+                )
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError
             await asyncio.sleep(0.2)
@@ -230,13 +247,19 @@ def console_consumer(
             "The provided offset value is incorrect. Valid values are 'earliest', 'latest', or a non-negative long."
         )
     options = ConsumeOptions(
-        topic, partition, start, max_messages, timeout_ms, 1 if isolation == "read_committed" else 0
+        topic,
+        partition,
+        start,
+        max_messages,
+        timeout_ms,
+        1 if isolation == "read_committed" else 0,
+        consumer_props.get("allow.auto.create.topics", "true").strip().lower() == "true",
     )
     formatter = MessageFormatter.from_properties(parse_properties(properties))
     out: BinaryIO = sys.stdout.buffer
 
     async def run() -> int:
-        async with KafkaClient(bootstrap_server, client_id="console-consumer") as client:
+        async with KafkaClient(bootstrap_server, client_id=CLIENT_ID) as client:
             consumer = ConsoleConsumer(client, options, formatter, out)
             try:
                 await consumer.run()

@@ -3,6 +3,9 @@
     --list                                  one group id a line
     --describe --group G [--group G2 ...]   GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST
                                             CLIENT-ID, one row per partition the group owns or has committed
+    --describe --members [--verbose]        GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS
+                                            [ASSIGNMENT], one row per member
+    --describe --state                      GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
     --reset-offsets --group G (--topic T[:P,..] | --all-topics)
         (--to-earliest | --to-latest | --to-offset N | --to-datetime YYYY-MM-DDTHH:mm:SS.sss | --shift-by N)
         [--dry-run | --execute]             prints GROUP TOPIC PARTITION NEW-OFFSET; commits only with --execute
@@ -159,6 +162,88 @@ async def run_describe(client: KafkaClient, group_ids: Sequence[str]) -> list[st
     return out
 
 
+def _group_warning(group_id: str, state: str) -> list[str]:
+    """The line Kafka's tool prints before a group's table, by state (Dead raises)."""
+    if state == "Dead":
+        raise CommandError(f"Consumer group '{group_id}' does not exist.")
+    if state in ("PreparingRebalance", "CompletingRebalance"):
+        return ["", f"Warning: Consumer group '{group_id}' is rebalancing."]
+    if state == "Empty":
+        return ["", f"Consumer group '{group_id}' has no active members."]
+    return []
+
+
+def _columns(widths: Sequence[int], cells: Sequence[str]) -> str:
+    """Cells left-aligned in columns of at least ``widths`` (the last one unpadded), as Kafka's tool prints."""
+    padded = [f"{cell:<{width}}" for cell, width in zip(cells, widths, strict=False)]
+    return " ".join([*padded, *cells[len(widths) :]]).rstrip()
+
+
+def _assignment_text(assignment: Sequence[TopicPartition]) -> str:
+    """``topic(0,1),other(2)``: Kafka's ASSIGNMENT column."""
+    if not assignment:
+        return "-"
+    by_topic: dict[str, list[int]] = {}
+    for tp in assignment:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return ",".join(sorted(f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in by_topic.items()))
+
+
+def format_members(description: admin.GroupDescription, verbose: bool) -> list[str]:
+    """GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS [ASSIGNMENT], one row per member."""
+    members = description.members
+    with_instance = any(m.group_instance_id for m in members)
+    header = ["GROUP", "CONSUMER-ID", *(["GROUP-INSTANCE-ID"] if with_instance else []), "HOST", "CLIENT-ID"]
+    rows = []
+    for m in members:
+        instance = [m.group_instance_id or "-"] if with_instance else []
+        rows.append([description.group_id, m.member_id, *instance, m.host, m.client_id])
+    minimums = [15, 15, *([17] if with_instance else []), 15, 15]
+    widths = [max([minimum, *(len(r[i]) for r in rows)]) for i, minimum in enumerate(minimums)] + [15]
+    assignment = ["ASSIGNMENT"] if verbose else []
+    out = ["", _columns(widths, [*header, "#PARTITIONS", *assignment])]
+    for m, row in zip(members, rows, strict=True):
+        extra = [_assignment_text(m.assignment)] if verbose else []
+        out.append(_columns(widths, [*row, str(len(m.assignment)), *extra]))
+    return out
+
+
+async def run_describe_members(client: KafkaClient, group_ids: Sequence[str], verbose: bool) -> list[str]:
+    out: list[str] = []
+    for group_id in group_ids:
+        description = await admin.describe_group(client, group_id)
+        out += _group_warning(group_id, description.state)
+        if description.members:
+            out += format_members(description, verbose)
+    return out
+
+
+async def run_describe_state(client: KafkaClient, group_ids: Sequence[str]) -> list[str]:
+    """GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS, one table per group."""
+    out: list[str] = []
+    for group_id in group_ids:
+        description = await admin.describe_group(client, group_id)
+        out += _group_warning(group_id, description.state)
+        found = await admin.coordinator_of(client, group_id)
+        coordinator = f"{found.host}:{found.port}  ({found.node_id})"
+        widths = [max(15, len(group_id)), max(25, len(coordinator)), 20, 20]
+        out += [
+            "",
+            _columns(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]),
+            _columns(
+                widths,
+                [
+                    group_id,
+                    coordinator,
+                    description.protocol,
+                    description.state,
+                    str(len(description.members)),
+                ],
+            ),
+        ]
+    return out
+
+
 # --- reset ---------------------------------------------------------------------------------------------------
 
 
@@ -282,6 +367,15 @@ async def run_delete(client: KafkaClient, group_ids: Sequence[str]) -> list[str]
     raise CommandError("\n".join(lines))
 
 
+@dataclass(frozen=True, slots=True)
+class DescribeView:
+    """Which table ``--describe`` prints: offsets (default), ``--members [--verbose]`` or ``--state``."""
+
+    members: bool = False
+    verbose: bool = False
+    state: bool = False
+
+
 # --- the command ---------------------------------------------------------------------------------------------
 
 
@@ -306,6 +400,9 @@ async def run_delete(client: KafkaClient, group_ids: Sequence[str]) -> list[str]
 @click.option("--to-offset", type=int, help="Reset to this offset (clamped to the log).")
 @click.option("--to-datetime", help="Reset to the first offset at or after yyyy-MM-ddTHH:mm:SS.sss.")
 @click.option("--shift-by", type=int, help="Move the committed offset by N (may be negative).")
+@click.option("--members", is_flag=True, help="With --describe: one row per member instead of per partition.")
+@click.option("--verbose", is_flag=True, help="With --describe --members: instance ids and assignments too.")
+@click.option("--state", is_flag=True, help="With --describe: the group's coordinator, strategy and state.")
 @click.option("--dry-run", is_flag=True, help="Only print the new offsets (the default).")
 @click.option("--execute", is_flag=True, help="Commit the new offsets.")
 def consumer_groups(
@@ -323,6 +420,9 @@ def consumer_groups(
     to_offset: int | None,
     to_datetime: str | None,
     shift_by: int | None,
+    members: bool,
+    verbose: bool,
+    state: bool,
     dry_run: bool,
     execute: bool,
 ) -> None:
@@ -350,6 +450,12 @@ def consumer_groups(
             raise click.UsageError("Option --reset-offsets needs one of --topic or --all-topics")
         if dry_run and execute:
             raise click.UsageError("Option --execute cannot be used with --dry-run")
+    if (members or state) and not describe:
+        raise click.UsageError("Options --members and --state need --describe")
+    if members and state:
+        raise click.UsageError("Options --members and --state cannot be used together")
+    if verbose and not members:
+        raise click.UsageError("Option --verbose needs --describe --members")
     if (describe or delete or reset_offsets) and not groups and not all_groups:
         raise click.UsageError("Option --describe, --delete and --reset-offsets need --group or --all-groups")
     try:
@@ -365,6 +471,7 @@ def consumer_groups(
                 all_topics,
                 spec,
                 execute,
+                DescribeView(members, verbose, state),
             )
         )
     except (CommandError, KafkaError) as exc:
@@ -387,6 +494,7 @@ async def _run(
     all_topics: bool,
     spec: ResetSpec,
     execute: bool,
+    view: DescribeView,
 ) -> list[str]:
     async with KafkaClient(bootstrap, client_id="samsa-consumer-groups") as client:
         if list_:
@@ -394,6 +502,10 @@ async def _run(
         names = list(groups)
         if all_groups:
             names = [g.group_id for g in await admin.list_groups(client)]
+        if describe and view.members:
+            return await run_describe_members(client, names, view.verbose)
+        if describe and view.state:
+            return await run_describe_state(client, names)
         if describe:
             return await run_describe(client, names)
         if delete:

@@ -407,6 +407,8 @@ def dump_files(files: list[Path], opts: DumpOptions, out: Printer, err: Printer)
                 dump_txn_index_file(path, out, report)
             else:
                 err(f"Ignoring unknown file {path}")
+        except BrokenPipeError:
+            raise  # the reader went away (``| head``): the command's wrapper exits quietly
         except OSError as exc:
             report.errors.append(f"Cannot read {exc.filename or path}: {exc.strerror or exc}")
         except ValueError as exc:

@@ -157,5 +157,5 @@ def get_offsets(
     except (TerseError, KafkaError) as exc:
         click.echo(f"Error occurred: {exc}", err=True)
         sys.exit(1)
-    for tp in sorted(offsets, key=lambda tp: f"{tp.topic}-{tp.partition}"):
+    for tp in sorted(offsets, key=lambda tp: (tp.topic, tp.partition)):
         click.echo(f"{tp.topic}:{tp.partition}:{offsets[tp]}")

@@ -83,10 +83,10 @@ def parse_configs(items: Sequence[str]) -> dict[str, str]:
     return configs
 
 
-def log_line(text: str) -> None:
-    """A log4j-style ``[time] ERROR <text>`` line on stderr, as Kafka's tools log errors."""
+def log_line(text: str, level: str = "ERROR") -> None:
+    """A log4j-style ``[time] LEVEL <text>`` line on stderr, as Kafka's tools log errors and warnings."""
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
-    click.echo(f"[{now}] ERROR {text}", err=True)
+    click.echo(f"[{now}] {level} {text}", err=True)
 
 
 def log_error(exception: str, message: str, tool_class: str) -> None:

@@ -77,14 +77,26 @@ def decode_assignment(data: bytes) -> tuple[TopicPartition, ...]:
     return tuple(TopicPartition(tp.topic, p) for tp in assignment.assigned_partitions for p in tp.partitions)
 
 
-async def find_coordinator(client: KafkaClient, group_id: str) -> int:
-    """The node id of the group's coordinator (raises BrokerError)."""
+@dataclass(frozen=True, slots=True)
+class Coordinator:
+    node_id: int
+    host: str
+    port: int
+
+
+async def coordinator_of(client: KafkaClient, group_id: str) -> Coordinator:
+    """The broker coordinating the group (raises BrokerError)."""
     response = await client.send(
         FindCoordinatorRequest(key=group_id, key_type=0), api_key=FIND_COORDINATOR, version=2
     )
     if response.error_code != NONE:
         raise BrokerError.from_code(response.error_code, response.error_message)
-    return int(response.node_id)
+    return Coordinator(int(response.node_id), response.host, int(response.port))
+
+
+async def find_coordinator(client: KafkaClient, group_id: str) -> int:
+    """The node id of the group's coordinator (raises BrokerError)."""
+    return (await coordinator_of(client, group_id)).node_id
 
 
 async def list_groups(client: KafkaClient) -> list[GroupListing]:
