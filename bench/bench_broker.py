@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python bench/bench_broker.py`` (about 40 s at the default 1M records; ``--records N`` scales
 the throughput phases down). Each broker runs in its own process and every client phase in another process, over
-loopback. The mock is C, keeps data in memory and parses no records (``/work/shared/tools/rdkafka_mock.py``, see
+loopback. The mock is C, keeps data in memory and parses no records (``../shared/tools/rdkafka_mock.py`` beside the project, see
 ``clients.md`` section 2); Samsa validates every batch and writes it to disk (``log.dirs`` on the root file system).
 
 Phases, per broker:
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-MOCK_TOOL = Path(os.environ.get("SAMSA_MOCK_TOOL", "/work/shared/tools/rdkafka_mock.py"))
+MOCK_TOOL = Path(os.environ.get("SAMSA_MOCK_TOOL", HERE.parents[1] / "shared" / "tools" / "rdkafka_mock.py"))
 PAYLOAD_SIZE = 100
 TOPIC_1 = "bench"
 TOPIC_64 = "bench64"

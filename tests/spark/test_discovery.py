@@ -24,7 +24,9 @@ SCRIPT = textwrap.dedent(
         .config("spark.driver.bindAddress", "127.0.0.1")
         .getOrCreate()
     )
-    print("COUNT", spark.read.format("SAMSA-segments").option("pushFilters", "false").load(sys.argv[1]).count())
+    # pushdown is off in this session: the source found by name reads anyway, without pruning
+    found = spark.read.format("SAMSA-segments").load(sys.argv[1])
+    print("COUNT", found.where("offset >= 0").count())
     try:
         spark.read.format("samsa").load().count()
     except Exception as exc:

@@ -17,16 +17,32 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["register"]
+__all__ = ["register", "use_this_interpreter"]
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 def register(spark: Any) -> None:
-    """Register ``samsa`` and ``samsa-segments`` on ``spark`` and enable Python filter pushdown."""
+    """Register ``samsa`` and ``samsa-segments`` on ``spark`` and enable Python filter pushdown.
+
+    Their Python workers run this interpreter (the one Samsa is installed in) unless ``PYSPARK_PYTHON`` names
+    another: without it PySpark starts ``python3`` from ``PATH``, which cannot import Samsa outside an activated
+    virtualenv.
+    """
     from .segments import SegmentsDataSource
     from .source import SamsaDataSource
 
+    use_this_interpreter(spark)
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.dataSource.register(SamsaDataSource)
     spark.dataSource.register(SegmentsDataSource)
+
+
+def use_this_interpreter(spark: Any) -> None:
+    """Make the Python functions registered on ``spark`` from now on run in ``sys.executable``'s workers, unless
+    ``PYSPARK_PYTHON`` says otherwise (PySpark reads it once, when the SparkContext starts)."""
+    import os
+    import sys
+
+    if "PYSPARK_PYTHON" not in os.environ:
+        spark.sparkContext.pythonExec = sys.executable

@@ -5,7 +5,8 @@
 
 One Spark partition per segment, and segments larger than ``maxSplitBytes`` are cut at ``.index`` entries (batch
 boundaries) into several. Filters on ``partition``, ``offset`` and ``timestamp`` are pushed down (when the Spark conf
-``spark.sql.python.filterPushdown.enabled`` is true; ``samsa.spark.register`` sets it) and answered from file names,
+``spark.sql.python.filterPushdown.enabled`` is true; ``samsa.spark.register`` sets it; without it the source
+still reads, unpruned) and answered from file names,
 ``.index`` and ``.timeindex`` alone: a segment outside them is never opened, and inside one the read starts at the byte
 position the indexes give. Spark still evaluates every filter, so pruning only ever saves work.
 
@@ -381,5 +382,29 @@ class SegmentsDataSource(DataSource):  # type: ignore[misc]
         return spark_ddl(self._include_headers())
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        cls = PushdownSegmentsReader if _bool(self.options, "pushFilters", True) else SegmentsReader
+        pushdown = _bool(self.options, "pushFilters", True) and _planner_pushdown_enabled()
+        cls = PushdownSegmentsReader if pushdown else SegmentsReader
         return cls(dict(self.options), self._include_headers())
+
+
+def _planner_pushdown_enabled(max_depth: int = 4) -> bool:
+    """Whether the Spark session that plans this read lets a reader push filters.
+
+    With ``spark.sql.python.filterPushdown.enabled`` on, PySpark plans the read in its filter-pushdown worker, which
+    calls ``pushFilters``. With it off, its planning worker (``pyspark.sql.worker.plan_data_source_read``) refuses a
+    reader that implements ``pushFilters`` and tells the data source nothing: the flag is the local
+    ``enable_pushdown`` of the function that calls ``reader()``. Read it there, so the source found by name works in
+    any session and prunes when pushdown is on; a caller without the flag may push.
+    """
+    import sys
+    from types import FrameType
+
+    frame: FrameType | None = sys._getframe(1)
+    for _ in range(max_depth):
+        if frame is None:
+            break
+        flag = frame.f_locals.get("enable_pushdown")
+        if isinstance(flag, bool):
+            return flag
+        frame = frame.f_back
+    return True

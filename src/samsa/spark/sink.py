@@ -3,7 +3,9 @@
 Columns: ``value`` (string or binary, required), ``key`` (string or binary), ``topic`` (string; the ``topic`` option
 overrides it), ``partition`` (int; null picks one: murmur2 of the key as Kafka's default partitioner, round robin for
 null keys), ``headers`` (``array<struct<key: string, value: binary>>``). Delivery is at least once (acks=all); each
-task produces its rows in batches of up to ``BATCH_RECORDS`` records per partition.
+task produces its rows in batches of up to ``BATCH_RECORDS`` records per partition. A topic that does not exist
+is created by a broker with ``auto.create.topics.enable`` (as for Spark's own Kafka sink); otherwise the write fails
+with one line naming it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowW
 from pyspark.sql.types import StructType
 
 from samsa.client.partitioner import partition_for_key
+from samsa.protocol import ErrorCode
 from samsa.records import Record, build_batch
 
 from .arrow import headers_from_arrow
@@ -59,6 +62,25 @@ def _as_bytes(value: Any) -> bytes | None:
     return bytes(value)
 
 
+def topic_partition_count(client: Any, topic: str, bootstrap_servers: str, wait_s: float = 10.0) -> int:
+    """The partition count of ``topic``, letting the broker create it when it allows (as Kafka's producer and
+    Spark's Kafka sink do, through a Metadata request); a topic that stays unknown is one clear error."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        info = client.metadata([topic], allow_auto_topic_creation=True).topics.get(topic)
+        if info is not None and not info.error_code and info.partitions:
+            return len(info.partitions)
+        unknown = info is None or info.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if unknown or time.monotonic() >= deadline:
+            why = (
+                "it does not exist and the broker does not create topics"
+                if unknown
+                else "it has no leader yet"
+            )
+            raise SamsaOptionError(f"sink: cannot write to topic {topic!r} on {bootstrap_servers}: {why}")
+        time.sleep(0.1)
+
+
 def write_rows(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> ProducedMessage:
     """Produce every row of ``batches``; returns how many. Raises on the first broker error."""
     from samsa.client import TopicPartition
@@ -73,11 +95,7 @@ def write_rows(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Produced
 
     def partitions_of(topic: str) -> int:
         if topic not in counts:
-            meta = client.metadata([topic])
-            info = meta.topics.get(topic)
-            if info is None or info.error_code or not info.partitions:
-                raise SamsaOptionError(f"sink: unknown topic {topic!r} on {opts.bootstrap_servers}")
-            counts[topic] = len(info.partitions)
+            counts[topic] = topic_partition_count(client, topic, opts.bootstrap_servers)
         return counts[topic]
 
     def send(tp: tuple[str, int]) -> None:
@@ -106,8 +124,8 @@ def write_rows(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> Produced
                     raise SamsaOptionError("sink: a row has a null 'topic' and no 'topic' option is set")
                 key = _as_bytes(keys[i])
                 partition = parts[i]
+                count = partitions_of(topic)
                 if partition is None:
-                    count = partitions_of(topic)
                     if key is None:
                         partition = round_robin[topic] % count
                         round_robin[topic] += 1
