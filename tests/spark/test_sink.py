@@ -87,6 +87,26 @@ def test_topic_option_overrides_and_value_required(spark: SparkSession, broker: 
         ).save()
 
 
+def test_missing_topic_is_created_by_the_broker_or_named_in_one_line(
+    spark: SparkSession, broker: Broker
+) -> None:
+    df = spark.createDataFrame([("k", b"v")], "key string, value binary")
+    df.write.format("samsa").mode("append").option(
+        "kafka.bootstrap.servers", broker.bootstrap_servers
+    ).option("topic", "sink-created").save()  # auto.create.topics.enable is on by default, as in Kafka
+    assert [g[1:3] for g in read_back(spark, broker, "sink-created")] == [(b"k", b"v")]
+    with Broker(config={"auto.create.topics.enable": "false"}) as strict:
+        address = strict.bootstrap_servers
+        writer = df.write.format("samsa").mode("append").option("kafka.bootstrap.servers", address)
+        with pytest.raises(Exception) as info:
+            writer.option("topic", "sink-nowhere").save()
+    line = (
+        f"sink: cannot write to topic 'sink-nowhere' on {address}: "
+        "it does not exist and the broker does not create topics"
+    )
+    assert line in str(info.value)
+
+
 def test_streaming_round_trip(spark: SparkSession, broker: Broker, tmp_path: Path) -> None:
     broker.create_topic("sink-in", partitions=2)
     broker.create_topic("sink-out", partitions=2)
