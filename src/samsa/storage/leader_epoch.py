@@ -77,16 +77,15 @@ class LeaderEpochFileCache:
         latest = self.latest_epoch()
         if latest is not None and epoch <= latest:
             return
-        self._entries = [e for e in self._entries if e.start_offset < start_offset]
-        self._entries.append(EpochEntry(epoch, start_offset))
-        self._flush()
+        self._replace(
+            [*(e for e in self._entries if e.start_offset < start_offset), EpochEntry(epoch, start_offset)]
+        )
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop entries starting at or after ``end_offset`` (the log was truncated to it)."""
         kept = [e for e in self._entries if e.start_offset < end_offset]
         if len(kept) != len(self._entries):
-            self._entries = kept
-            self._flush()
+            self._replace(kept)
 
     def truncate_from_start(self, start_offset: int) -> None:
         """Drop entries wholly below ``start_offset``; the one covering it now starts there."""
@@ -97,13 +96,13 @@ class LeaderEpochFileCache:
                 continue
             kept.append(EpochEntry(entry.epoch, max(entry.start_offset, start_offset)))
         if kept != self._entries:
-            self._entries = kept
-            self._flush()
+            self._replace(kept)
 
     def clear(self) -> None:
         if self._entries:
-            self._entries = []
-            self._flush()
+            self._replace([])
 
-    def _flush(self) -> None:
-        self._file.write([(e.epoch, e.start_offset) for e in self._entries])
+    def _replace(self, entries: list[EpochEntry]) -> None:
+        """Write ``entries`` to the checkpoint, then keep them: a failed write leaves the cache as it was."""
+        self._file.write([(e.epoch, e.start_offset) for e in entries])
+        self._entries = entries
