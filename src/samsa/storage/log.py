@@ -96,7 +96,7 @@ from .errors import (
 )
 from .file_slice import FetchDataInfo, LogOffsetMetadata
 from .leader_epoch import LeaderEpochFileCache
-from .log_loader import load, rebuild_producer_state
+from .log_loader import LoadReport, load, rebuild_producer_state
 from .producer_state import ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
@@ -212,6 +212,7 @@ class Log:
         self._last_flush_time = clock.milliseconds()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.offline_error: OSError | None = None  # set when a failed append could not be undone
+        self.load_report = LoadReport()  # what loading found (``open`` fills it)
         if producer_state is None:
             producer_state = ProducerStateManager(directory)
             producer_state.map_end_offset = log_end_offset
@@ -240,9 +241,12 @@ class Log:
             raise
         except OSError as exc:
             raise KafkaStorageError(directory, exc) from exc
-        epochs.truncate_from_end(loaded.log_end_offset)
-        epochs.truncate_from_start(loaded.log_start_offset)
-        return cls(
+        try:
+            epochs.truncate_from_end(loaded.log_end_offset, best_effort=True)
+            epochs.truncate_from_start(loaded.log_start_offset, best_effort=True)
+        except OSError as exc:  # a full disk at start: the truncation is repeated at the next load
+            _log.warning("could not rewrite %s: %s", epochs.path, exc)
+        log = cls(
             directory,
             config,
             clock,
@@ -254,6 +258,8 @@ class Log:
             flush_on_roll,
             loaded.producer_state,
         )
+        log.load_report = loaded.report
+        return log
 
     # --- offsets -----------------------------------------------------------------------------------------
 

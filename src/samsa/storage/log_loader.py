@@ -340,7 +340,7 @@ def rebuild_producer_state(
     if state.latest_snapshot_offset() is None and reload_from_clean_shutdown:
         for offset in sorted(to_snapshot):
             state.map_end_offset = offset
-            state.take_snapshot()
+            _snapshot(state)
         return
     was_empty = state.is_empty and state.map_end_offset >= last_offset
     state.truncate_and_reload(log_start_offset, last_offset, now)
@@ -349,7 +349,7 @@ def rebuild_producer_state(
             start = max(segment.base_offset, state.map_end_offset, log_start_offset)
             state.map_end_offset = start
             if start == segment.base_offset and start in to_snapshot:
-                state.take_snapshot()
+                _snapshot(state)
             position = 0
             if start > segment.base_offset:
                 found = segment.translate_offset(start)
@@ -358,4 +358,13 @@ def rebuild_producer_state(
                 position = found.position
             state.load_batches(b for _, b in segment.log.batches(position) if b.base_offset < last_offset)
     state.map_end_offset = last_offset
-    state.take_snapshot()
+    _snapshot(state)
+
+
+def _snapshot(state: ProducerStateManager) -> None:
+    """A producer-state snapshot is a shortcut, not the record: when it cannot be written (a full disk), the
+    state is rebuilt from the log next time instead."""
+    try:
+        state.take_snapshot()
+    except OSError as exc:
+        _log.warning("could not write a producer-state snapshot in %s: %s", state.directory, exc)
