@@ -557,8 +557,12 @@ class Log:
                 raise IllegalRollError(
                     new_offset, active.base_offset, "a non-empty segment already has this base"
                 )
-            self._remove_and_delete([active])
-        elif new_offset < active.base_offset:
+            # an empty active segment at this base is what a roll would create: keep it (no file is touched,
+            # so a roll cannot fail half-way here), with full-size indexes and a fresh roll clock (KAFKA-6388)
+            active.resize_indexes(self.config.segment_index_bytes)
+            active.restart_roll_clock()
+            return active
+        if new_offset < active.base_offset:
             raise IllegalRollError(new_offset, active.base_offset, "below the active segment's base offset")
         else:
             for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):

@@ -428,6 +428,11 @@ class LogSegment:
             or not self.can_convert_to_relative_offset(params.max_offset_in_messages)
         )
 
+    def restart_roll_clock(self) -> None:
+        """Time-based rolling counts from now (an empty active segment rolled onto itself)."""
+        self._created = self.clock.milliseconds()
+        self._rolling_based_timestamp = None
+
     def on_become_inactive_segment(self) -> None:
         """On roll: write the final (max timestamp) time-index entry and trim the three files."""
         self.time_index.maybe_append(
