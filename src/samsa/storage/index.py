@@ -135,7 +135,9 @@ class AbstractIndex:
         return self.entries * self.entry_size
 
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries
+        if not self._loaded:
+            self._load()
+        return self._entries >= self._length // self.entry_size
 
     def can_append_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= INT_MAX
@@ -380,7 +382,9 @@ class TimeIndex(AbstractIndex):
         return self._last_entry
 
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries - 1
+        if not self._loaded:
+            self._load()
+        return self._entries >= self._length // self.entry_size - 1
 
     def entry(self, n: int) -> TimestampOffset:
         self._check_slot(n)
