@@ -140,8 +140,10 @@ def test_serve_lines(block: Block, tmp_path: Path) -> None:
         )
         try:
             assert proc.stdout is not None
-            first = proc.stdout.readline()
-            assert READY_MARKER in first and f"127.0.0.1:{port}" in first, first
+            lines: list[str] = []
+            while len(lines) < 20 and not any(READY_MARKER in line for line in lines):
+                lines.append(proc.stdout.readline())  # start-up log lines may come before the ready line
+            assert READY_MARKER in lines[-1] and f"127.0.0.1:{port}" in lines[-1], "".join(lines)
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(30) == 0
