@@ -29,7 +29,8 @@ from samsa.spark.pipeline.job import (
     read_output,
     start,
 )
-from samsa.spark.pipeline.run import SOURCE_PARTITIONS, ensure_topics, write_chart
+from samsa.spark.pipeline.chart import write_chart
+from samsa.spark.pipeline.run import SOURCE_PARTITIONS, ensure_topics
 
 
 @pytest.fixture(scope="module")
