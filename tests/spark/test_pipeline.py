@@ -125,6 +125,7 @@ def test_chart_is_a_png_of_the_windows(tmp_path: Path) -> None:
             "status_5xx": 20,
             "error_rate": (50 + i) / (1000 + 2 * i),
             "bytes_p95": 20_000 + 100 * i,
+            "distinct_clients": 40 + i,
         }
         for i in range(5)
     ][::-1]
