@@ -47,7 +47,9 @@ def figure() -> Any:
 
 
 def shaded(ax: Any) -> list[Rectangle]:
-    return [p for p in ax.patches if isinstance(p, Rectangle) and p.get_facecolor()[:3] == _rgb(PARTIAL_SHADE)]
+    return [
+        p for p in ax.patches if isinstance(p, Rectangle) and p.get_facecolor()[:3] == _rgb(PARTIAL_SHADE)
+    ]
 
 
 def _rgb(colour: str) -> tuple[float, float, float]:

@@ -20,6 +20,7 @@ from samsa.spark.pipeline.accesslog import (
     closed_windows,
     parse_line,
 )
+from samsa.spark.pipeline.chart import write_chart
 from samsa.spark.pipeline.job import (
     DEAD_LETTER_TOPIC,
     SOURCE_TOPIC,
@@ -29,7 +30,6 @@ from samsa.spark.pipeline.job import (
     read_output,
     start,
 )
-from samsa.spark.pipeline.chart import write_chart
 from samsa.spark.pipeline.run import SOURCE_PARTITIONS, ensure_topics
 
 

@@ -121,6 +121,7 @@ def _requests_panel(
         below = [a + b for a, b in zip(below, heights, strict=True)]
     ax.set_ylim(0, 1.1 * max(below, default=1))
     ax.set_ylabel("requests / minute")
+    ax.yaxis.set_major_formatter("{x:,.0f}")
 
 
 def _line_panel(
@@ -135,6 +136,7 @@ def _line_panel(
         ax.scatter(*zip(*part, strict=True), facecolor="white", edgecolor=colour, s=26, zorder=3)
     ax.set_ylim(0, 1.15 * max(values, default=1) or 1)
     ax.set_ylabel(label)
+    ax.yaxis.set_major_formatter("{x:,.0f}" if max(values, default=0) >= 100 else "{x:g}")
 
 
 def _title(starts: list[datetime]) -> str:
