@@ -48,11 +48,11 @@ from typing import Any, TypeVar
 
 from samsa.broker.broker import Broker as _CoreBroker
 from samsa.broker.config import KafkaConfig
+from samsa.broker.error_response import error_response
 from samsa.broker.topic_admin import create_topic as _create_topic
 from samsa.clock import SYSTEM_CLOCK, Clock
-from samsa.protocol import ErrorCode, RequestHeader, api_schema
+from samsa.protocol import ErrorCode, RequestHeader
 from samsa.protocol.messages._registry import APIS
-from samsa.protocol.schema import FieldSpec
 from samsa.storage import Log
 from samsa.storage.topic import TopicPartition
 
@@ -391,78 +391,3 @@ def api_key(api: str | int) -> int:
         if entry[0].lower() == wanted:
             return key
     raise ValueError(f"unknown API {api!r}")
-
-
-# --- an API's error response, mirrored from its request -----------------------------------------------------------
-
-IDENTITY_GROUPS: tuple[frozenset[str], ...] = (
-    frozenset({"name", "topic", "topic_name"}),
-    frozenset({"topic_id"}),
-    frozenset({"partition_index", "index", "partition", "partition_id"}),
-    frozenset({"resource_type"}),
-    frozenset({"resource_name"}),
-    frozenset({"group_id"}),
-    frozenset({"transactional_id"}),
-)
-"""Fields that say *which* topic, partition or resource an entry is about, under the names APIs give them."""
-
-OFFSET_SUFFIXES = ("offset", "watermark")
-
-
-def error_response(key: int, request: Any, error: ErrorCode) -> Any:
-    """The response of API ``key`` to ``request`` with every ``error_code`` field set to ``error``.
-
-    Each response entry mirrors the request's entry it answers (topic names and ids, partition indexes, resource
-    names are copied); everything else keeps its default (offsets -1, no records).
-    """
-    return _mirror(api_schema(key).response_type, request, int(error))
-
-
-def _mirror(cls: Any, source: Any, code: int) -> Any:
-    source_specs: tuple[FieldSpec, ...] = getattr(type(source), "FIELDS", ())
-    source_arrays = [s for s in source_specs if s.struct is not None and s.is_array]
-    pairs = _pair_arrays([s for s in cls.FIELDS if s.struct is not None and s.is_array], source_arrays)
-    values: dict[str, Any] = {}
-    for spec in cls.FIELDS:
-        if spec.attr == "error_code":
-            values[spec.attr] = code
-        elif spec.struct is not None:
-            if spec.is_array and spec.attr in pairs:
-                items = getattr(source, pairs[spec.attr].attr) or []
-                values[spec.attr] = [_mirror(spec.struct, item, code) for item in items]
-        else:
-            found = _identity_source(spec.attr, source_specs)
-            if found is not None:
-                values[spec.attr] = getattr(source, found)
-            elif spec.kafka_type == "int64" and spec.attr.endswith(OFFSET_SUFFIXES):
-                values[spec.attr] = -1  # Kafka's "no offset" in an error answer
-    return cls(**values)
-
-
-def _pair_arrays(targets: list[FieldSpec], sources: list[FieldSpec]) -> dict[str, FieldSpec]:
-    """Which request array each response array answers: the same name, else the first with a common identity."""
-    pairs: dict[str, FieldSpec] = {}
-    unused = list(sources)
-    for target in targets:
-        match = next((s for s in unused if s.attr == target.attr), None)
-        if match is None:
-            target_ids = _identities(target.struct)
-            match = next((s for s in unused if target_ids & _identities(s.struct)), None)
-        if match is not None:
-            pairs[target.attr] = match
-            unused.remove(match)
-    return pairs
-
-
-def _identities(struct: Any) -> set[int]:
-    names = {spec.attr for spec in getattr(struct, "FIELDS", ())}
-    return {i for i, group in enumerate(IDENTITY_GROUPS) if names & group}
-
-
-def _identity_source(attr: str, source_specs: tuple[FieldSpec, ...]) -> str | None:
-    for group in IDENTITY_GROUPS:
-        if attr in group:
-            for spec in source_specs:
-                if spec.attr in group and spec.struct is None and not spec.is_array:
-                    return spec.attr
-    return None

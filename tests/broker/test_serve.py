@@ -50,7 +50,7 @@ def test_properties_file_and_override(tmp_path: Path) -> None:
     )
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline()
+        line = next(line for line in proc.stdout if "[SamsaServer" in line or "ERROR" in line)
         assert "[SamsaServer id=7] started" in line
         assert f"127.0.0.1:{port}" in line
     finally:

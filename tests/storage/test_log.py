@@ -167,8 +167,10 @@ def test_roll_rules(tmp_path: Path, clock: ManualClock) -> None:
     log = open_log(tmp_path, clock)
     directory = tmp_path / "topic-0"
     first = log.active_segment
-    assert log.roll().base_offset == 0 and len(log.segments) == 1  # empty active: replaced
-    assert first.log.path.name.endswith(".deleted")
+    assert (
+        log.roll() is first and len(log.segments) == 1
+    )  # empty active: kept as the new one, files untouched
+    assert first.log.path.name == "00000000000000000000.log"
     log.append_as_leader(leader_batch(1))
     assert log.roll().base_offset == 1
     log.append_as_leader(leader_batch(1))

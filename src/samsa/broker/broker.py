@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from samsa.clock import SYSTEM_CLOCK, Clock
+from samsa.storage import StorageError
 from samsa.storage.cleaner import CleanerConfig
 from samsa.storage.config import LogConfig
-from samsa.storage.log_manager import LogManager
+from samsa.storage.log_manager import TASK_FAILURE_LOG_INTERVAL_MS, LogManager
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
 
 from .config import KafkaConfig
@@ -76,6 +77,7 @@ class Broker:
         self.bound_addresses: list[tuple[str, str, int]] = []
         self._scheduler: asyncio.Task[None] | None = None
         self._started = False
+        self._coordinator_failure_logged = -TASK_FAILURE_LOG_INTERVAL_MS
 
     async def start(self) -> None:
         self.log_manager.startup()
@@ -119,30 +121,41 @@ class Broker:
         _, host, port = self.bound_addresses[0]
         return host or "127.0.0.1", port
 
-    async def stop(self) -> None:
+    async def stop(self) -> list[str]:
+        """Stop listening, then flush, checkpoint and close every log. Returns what could not be made durable
+        (empty: a clean shutdown, ``.kafka_cleanshutdown`` written); never raises for a failing disk."""
         if self._scheduler is not None:
             self._scheduler.cancel()
             await asyncio.gather(self._scheduler, return_exceptions=True)
             self._scheduler = None
-        if self._group_coordinator is not None:
-            self._group_coordinator.shutdown()
+        problems: list[str] = []
+        try:
+            if self._group_coordinator is not None:
+                self._group_coordinator.shutdown()
+        except (StorageError, OSError) as exc:
+            problems.append(f"group coordinator: {exc}")
         for server in self._servers:
             await server.close()
         self._servers.clear()
         if self._started:
-            self.log_manager.checkpoint_high_watermarks()
-            self.log_manager.shutdown()
+            problems += self.log_manager.shutdown()
             self._started = False
+        return problems
 
     async def _run_scheduler(self) -> None:
         while True:
             await asyncio.sleep(SCHEDULER_TICK_S)
+            self.log_manager.schedule_due(self.clock.milliseconds())  # logs its own I/O failures
             try:
-                self.log_manager.schedule_due(self.clock.milliseconds())
                 if self._group_coordinator is not None:
                     self._group_coordinator.schedule_due(self.clock.milliseconds())
+            except (StorageError, OSError) as exc:
+                now = self.clock.milliseconds()
+                if now - self._coordinator_failure_logged >= TASK_FAILURE_LOG_INTERVAL_MS:
+                    log.warning("group maintenance failed: %s (retried on schedule)", exc)
+                    self._coordinator_failure_logged = now
             except Exception:
-                log.exception("periodic log maintenance failed")
+                log.exception("group maintenance failed")
 
 
 def _coordinator_config(config: KafkaConfig) -> CoordinatorConfig:

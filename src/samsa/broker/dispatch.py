@@ -4,7 +4,9 @@ Protocol failures follow Kafka: an ApiVersions request of a version we do not se
 UNSUPPORTED_VERSION (KIP-511) so the client can retry, without parsing its body; an API key or version we do not
 serve is refused from the header's fixed start, before any body is parsed; it, an advertised version outside what
 a handler implements (Produce v0-2) and a malformed request close that connection (the other connections carry
-on). A fetch response's record data stays in the
+on). A handler that fails on storage (``StorageError`` or ``OSError``: a full or failing disk) is answered with an
+error code in every entry (KAFKA_STORAGE_ERROR; NOT_COORDINATOR for group APIs, COORDINATOR_NOT_AVAILABLE for
+FindCoordinator and InitProducerId), never by dropping the connection. A fetch response's record data stays in the
 segment files: the encoder leaves a region there and the network layer sends it with ``sendfile``.
 
 Event-loop thread only.
@@ -18,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol import (
+    ErrorCode,
     InvalidRequestError,
     RemoteProtocolError,
     RequestHeader,
@@ -27,9 +30,12 @@ from samsa.protocol import (
     decode_request,
 )
 from samsa.protocol.headers import write_response_header
+from samsa.protocol.messages._registry import APIS
+from samsa.storage import StorageError
 
 from .context import RequestContext
 from .downgrade import fit_to_version
+from .error_response import error_response
 from .handlers import HANDLERS
 from .network import ConnectionClosedByHandler, ConnectionInfo, FileRegion, ResponsePart
 
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 API_VERSIONS_KEY = 18
+PRODUCE_KEY = 0
 
 Interceptor = Callable[[RequestHeader, Any], Awaitable[Any]]
 """``(header, request) -> response or None``: None lets the request's handler answer it."""
@@ -114,12 +121,48 @@ class RequestDispatcher:
         if self.interceptor is not None:
             response = await self.interceptor(header, request)
         if response is None:
-            response = await handler.module.handle(RequestContext(header, connection, self.broker), request)
+            try:
+                response = await handler.module.handle(
+                    RequestContext(header, connection, self.broker), request
+                )
+            except (StorageError, OSError) as exc:
+                response = _storage_failure(header, request, connection, exc)
         if response is None:
             return None
         return encode(
             header.correlation_id, header.request_api_key, version, fit_to_version(response, version)
         )
+
+
+GROUP_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 42, 47})
+"""OffsetCommit, OffsetFetch, JoinGroup, Heartbeat, LeaveGroup, SyncGroup, DescribeGroups, ListGroups,
+DeleteGroups, OffsetDelete: a storage failure under them is NOT_COORDINATOR, as Kafka's group coordinator maps it
+(the client looks the coordinator up again and retries)."""
+COORDINATOR_LOOKUPS = frozenset({10, 22})
+"""FindCoordinator, InitProducerId: COORDINATOR_NOT_AVAILABLE (retriable) when the offsets topic or the producer
+id block cannot be written."""
+
+
+def _storage_failure(header: RequestHeader, request: Any, connection: ConnectionInfo, exc: Exception) -> Any:
+    """A handler failed on storage (a full or failing disk): answer every entry of the request with an error
+    code instead of dropping the connection. A produce with acks=0 expects no answer: its connection closes."""
+    key = header.request_api_key
+    log.warning(
+        "%s v%d from %s failed on storage: %s",
+        APIS[key][0],
+        header.request_api_version,
+        connection.client_host,
+        exc,
+    )
+    if key == PRODUCE_KEY and getattr(request, "acks", -1) == 0:
+        raise CloseConnection(f"acks=0 produce failed on storage: {exc}") from exc
+    if key in GROUP_APIS:
+        error = ErrorCode.NOT_COORDINATOR
+    elif key in COORDINATOR_LOOKUPS:
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    else:
+        error = ErrorCode.KAFKA_STORAGE_ERROR
+    return error_response(key, request, error)
 
 
 def _unserved(frame: memoryview) -> tuple[int, int, int] | None:

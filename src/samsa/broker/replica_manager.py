@@ -203,6 +203,9 @@ class ReplicaManager:
             return FetchResult(
                 ErrorCode.OFFSET_OUT_OF_RANGE, plog.high_watermark, plog.high_watermark, plog.log_start_offset
             )
+        except StorageError as exc:  # an offline log, or a read that failed on the disk
+            log.warning("read of %s failed: %s", request.tp, exc)
+            return FetchResult(ErrorCode.KAFKA_STORAGE_ERROR)
         records = info.records if info.records.size > 0 else None
         return FetchResult(
             ErrorCode.NONE, plog.high_watermark, plog.high_watermark, plog.log_start_offset, records
@@ -251,9 +254,15 @@ class ReplicaManager:
         if partition is None:
             return ListOffsetResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         plog = partition.log
+        if plog.offline_error is not None:
+            return ListOffsetResult(ErrorCode.KAFKA_STORAGE_ERROR)
         if timestamp == -1:  # LATEST: what a consumer may read up to
             return ListOffsetResult(ErrorCode.NONE, -1, plog.high_watermark, partition.leader_epoch)
-        found = plog.fetch_offset_by_timestamp(timestamp)
+        try:
+            found = plog.fetch_offset_by_timestamp(timestamp)
+        except StorageError as exc:
+            log.warning("offset lookup in %s failed: %s", tp, exc)
+            return ListOffsetResult(ErrorCode.KAFKA_STORAGE_ERROR)
         if found is None or (found.offset >= plog.high_watermark and timestamp >= 0):
             return ListOffsetResult(ErrorCode.NONE, -1, -1, NO_LEADER_EPOCH)
         epoch = found.leader_epoch if found.leader_epoch is not None else NO_LEADER_EPOCH
@@ -270,5 +279,9 @@ class ReplicaManager:
         target = plog.high_watermark if offset == -1 else offset
         if target < 0 or target > plog.high_watermark:
             return ErrorCode.OFFSET_OUT_OF_RANGE, plog.log_start_offset
-        plog.maybe_increment_log_start_offset(target)
+        try:
+            plog.maybe_increment_log_start_offset(target)
+        except StorageError as exc:
+            log.warning("delete records of %s failed: %s", tp, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR, -1
         return ErrorCode.NONE, plog.log_start_offset

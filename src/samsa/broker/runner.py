@@ -12,6 +12,10 @@ from .config import KafkaConfig
 
 log = logging.getLogger("samsa")
 
+EXIT_UNCLEAN_SHUTDOWN = 3
+"""Exit code of a stop that could not make everything durable (the next start recovers); 1 is a failed start,
+2 a bad configuration."""
+
 
 def run_forever(config: KafkaConfig, *, use_uvloop: bool = False) -> int:
     """Serve until SIGTERM or SIGINT; return the process exit code (0 after a clean shutdown)."""
@@ -63,6 +67,16 @@ async def _serve(config: KafkaConfig) -> int:
     )
     await stop.wait()
     log.info("[SamsaServer id=%s] shutting down", config.node_id)
-    await broker.stop()
+    problems = await broker.stop()
+    if problems:
+        for problem in problems:
+            log.error("not durable at shutdown: %s", problem)
+        print(
+            f"[SamsaServer id={config.node_id}] shut down without a clean-shutdown marker "
+            f"({len(problems)} problem(s), first: {problems[0]}); the next start recovers the logs",
+            file=sys.stderr,
+            flush=True,
+        )
+        return EXIT_UNCLEAN_SHUTDOWN
     print(f"[SamsaServer id={config.node_id}] shut down completed", flush=True)
     return 0

@@ -150,24 +150,34 @@ class GroupCoordinator:
         )
 
     def ensure_offsets_topic(self) -> ErrorCode:
-        """Create __consumer_offsets on first use (Kafka does it on the first FindCoordinator)."""
-        if self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC):
+        """Create __consumer_offsets on first use (Kafka does it on the first FindCoordinator). Idempotent per
+        partition: a creation cut short (a full disk) is completed by a later call."""
+        wanted = self.config.offsets_topic_partitions
+        tps = [TopicPartition(CONSUMER_OFFSETS_TOPIC, p) for p in range(wanted)]
+        if all(self.replica_manager.partition(tp) is not None for tp in tps):
             return ErrorCode.NONE
         try:
-            logs = self.log_manager.create_topic(
-                CONSUMER_OFFSETS_TOPIC,
-                self.config.offsets_topic_partitions,
-                {
-                    "cleanup.policy": "compact",
-                    "compression.type": "producer",
-                    "segment.bytes": self.config.offsets_topic_segment_bytes,
-                },
-            )
-        except StorageError as exc:
+            existing = len(self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC))
+            if existing == 0:
+                self.log_manager.create_topic(
+                    CONSUMER_OFFSETS_TOPIC,
+                    wanted,
+                    {
+                        "cleanup.policy": "compact",
+                        "compression.type": "producer",
+                        "segment.bytes": self.config.offsets_topic_segment_bytes,
+                    },
+                )
+            elif existing < wanted:
+                self.log_manager.add_partitions(CONSUMER_OFFSETS_TOPIC, wanted)
+        except (StorageError, OSError) as exc:
             log.error("cannot create %s: %s", CONSUMER_OFFSETS_TOPIC, exc)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        for index, partition_log in enumerate(logs):
-            self.replica_manager.become_leader(TopicPartition(CONSUMER_OFFSETS_TOPIC, index), partition_log)
+        finally:
+            for tp in tps:
+                partition_log = self.log_manager.get_log(tp)
+                if partition_log is not None and self.replica_manager.partition(tp) is None:
+                    self.replica_manager.become_leader(tp, partition_log)
         return ErrorCode.NONE
 
     def _append(self, group_id: str, items: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
@@ -182,6 +192,10 @@ class GroupCoordinator:
         log.error("append to %s for group %s failed: %s", CONSUMER_OFFSETS_TOPIC, group_id, result.error.name)
         if result.error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if result.error in (ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_LEADER_OR_FOLLOWER):
+            return (
+                ErrorCode.NOT_COORDINATOR
+            )  # as Kafka's group coordinator maps them: look it up again, retry
         if result.error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
             return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
         return ErrorCode.UNKNOWN_SERVER_ERROR

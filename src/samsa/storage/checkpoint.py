@@ -23,6 +23,7 @@ or the new one, never a torn one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -166,11 +167,16 @@ def leader_epoch_checkpoint(path: Path) -> CheckpointFile[int, int]:
 def write_atomically(path: Path, data: bytes) -> None:
     """Write ``data`` to ``<path>.tmp``, fsync it, rename it over ``path`` and fsync the directory."""
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # a full disk leaves no half-written file behind
+        raise
     fsync_directory(path.parent)
 
 

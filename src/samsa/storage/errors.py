@@ -16,8 +16,10 @@ StorageError                          base of this layer
 ├── RecordValidationError             records the leader refuses, e.g. a null key on a compacted topic
 │                                     (Kafka: RecordValidationException; INVALID_RECORD with record errors)
 ├── CleaningAbortedError              a compaction given up because the log changed under it or was stopped
-└── KafkaStorageError                 an I/O error in the log layer, also an OSError (the caller takes the
-                                      log dir offline); every public ``Log`` method raises it for OSError
+└── KafkaStorageError                 an I/O error in the log layer, also an OSError; every public ``Log``
+    │                                 method raises it for OSError, and the log is as it was before the call
+    └── AppendRollbackError           a failed append whose bytes could not be cut off again: the log goes
+                                      offline (every later call raises KafkaStorageError)
 
 Record-level corruption (bad CRC, bad size) is ``samsa.records.CorruptRecordError`` and passes through unchanged.
 Every error keeps the values it names as attributes.
@@ -184,7 +186,8 @@ class CleaningAbortedError(StorageError):
 
 
 class KafkaStorageError(StorageError, OSError):
-    """An I/O error on ``path``; the log directory holding it should be taken offline.
+    """An I/O error on ``path``. A ``Log`` raising it is as it was before the call (an append is undone), except
+    for ``AppendRollbackError``, after which the log is offline.
 
     Also an ``OSError``, so code that handles I/O failures generically still catches it.
     """
@@ -193,3 +196,16 @@ class KafkaStorageError(StorageError, OSError):
         super().__init__(f"I/O error on {path}: {cause}")
         self.path = path
         self.cause = cause
+
+
+class AppendRollbackError(KafkaStorageError):
+    """A failed append to ``file`` whose bytes could not be cut back to ``size``: the file's tail is unknown.
+    ``path`` is the partition directory, as for every KafkaStorageError."""
+
+    def __init__(self, file: Path, size: int, cause: OSError) -> None:
+        super().__init__(file.parent, cause)
+        self.file = file
+        self.size = size
+
+    def __str__(self) -> str:
+        return f"could not undo a failed append to {self.file} (cutting it back to {self.size} bytes failed: {self.cause})"

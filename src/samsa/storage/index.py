@@ -1,4 +1,4 @@
-"""The sparse ``.index`` (offset index) and ``.timeindex`` (time index) of a segment, memory-mapped.
+"""The sparse ``.index`` (offset index) and ``.timeindex`` (time index) of a segment.
 
 Both files are plain arrays of fixed-size big-endian entries with no header and no checksum:
 
@@ -7,8 +7,8 @@ Both files are plain arrays of fixed-size big-endian entries with no header and 
 
 Rules (Kafka's ``AbstractIndex`` / ``OffsetIndex`` / ``TimeIndex``):
 
-- A new file is preallocated to ``max_index_size`` rounded down to the entry size; an existing file is mapped
-  at its length and holds ``floor(length / entry size)`` entries (a crash leaves zero entries at the end, which
+- A new file is sized to ``max_index_size`` rounded down to the entry size (sparse, as Kafka's ``setLength``);
+  an existing file holds ``floor(length / entry size)`` entries (a crash leaves zero entries at the end, which
   recovery rebuilds).
 - Files are created lazily, on first use (``is_loaded`` tells); ``rename_to`` and ``delete`` do not create them.
 - Offset-index offsets strictly increase; time-index timestamps strictly increase and offsets never go back.
@@ -16,12 +16,17 @@ Rules (Kafka's ``AbstractIndex`` / ``OffsetIndex`` / ``TimeIndex``):
 - Lookups return the floor entry (largest key <= target); below the first entry they return
   (baseOffset, 0) for the offset index and (-1, baseOffset) for the time index.
 
+Memory, not a mapping: Kafka maps index files; Samsa keeps the valid entries in a ``bytearray`` (read from the
+file when a lookup first needs them) and writes each new entry through with one ``pwrite``. Nothing ever touches
+the file through a mapping, so a full disk or a sparse (preallocated) region can only ever surface as an
+``OSError`` from a write, never as SIGBUS; a failed ``append`` leaves the index as it was. Recovery builds the
+entries in memory and writes them with one ``pwrite`` (``persist``).
+
 Concurrency contract: not thread-safe; the owning ``LogSegment`` serialises calls.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -51,7 +56,7 @@ class TimestampOffset:
 
 
 class AbstractIndex:
-    """The mmap, the entry count and the search shared by both indexes (one entry format per subclass)."""
+    """The entries, their count and the search shared by both indexes (one entry format per subclass)."""
 
     entry_size = 8
 
@@ -63,7 +68,7 @@ class AbstractIndex:
         self.max_index_size = max_index_size
         self.writable = writable
         self._fd = -1
-        self._mmap: mmap.mmap | None = None
+        self._data: bytearray | None = None  # the valid entries, read on first need
         self._length = 0
         self._entries = 0
         self._loaded = False
@@ -80,27 +85,34 @@ class AbstractIndex:
         new = not self.path.exists()
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         if new:
-            os.ftruncate(self._fd, self.max_index_size - self.max_index_size % self.entry_size)
+            self._length = self.max_index_size - self.max_index_size % self.entry_size
+            os.ftruncate(self._fd, self._length)
+            self._data = bytearray()
+        else:
+            self._length = os.fstat(self._fd).st_size
+            self._data = None
         self._loaded = True
-        self._map(os.fstat(self._fd).st_size)
         self._entries = 0 if new else self._length // self.entry_size
         self._after_change()
 
-    def _map(self, length: int) -> None:
-        if self._mmap is not None:
-            self._mmap.close()
-            self._mmap = None
-        self._length = length
-        if length > 0:
-            self._mmap = mmap.mmap(self._fd, length)
+    def _buf(self) -> bytearray:
+        """The valid entries, read from the file the first time they are needed."""
+        self._load()
+        data = self._data
+        if data is None:
+            wanted = self._entries * self.entry_size
+            data = self._data = bytearray(_pread_exactly(self._fd, wanted, 0))
+        return data
+
+    def _entry_bytes(self, slot: int) -> bytes | bytearray:
+        """One entry's bytes, without reading the whole file when the entries are not in memory yet."""
+        size = self.entry_size
+        if self._data is not None:
+            return self._data[slot * size : (slot + 1) * size]
+        return _pread_exactly(self._fd, size, slot * size)
 
     def _after_change(self) -> None:
         """Re-read cached values (last entry) after the entry count changed."""
-
-    def _buf(self) -> mmap.mmap:
-        self._load()
-        assert self._mmap is not None
-        return self._mmap
 
     @property
     def entries(self) -> int:
@@ -114,7 +126,7 @@ class AbstractIndex:
 
     @property
     def length(self) -> int:
-        """The file's (mapped) length in bytes."""
+        """The file's length in bytes."""
         self._load()
         return self._length
 
@@ -134,6 +146,22 @@ class AbstractIndex:
             raise IndexOffsetOverflowError(self.path, self.base_offset, offset)
         return relative
 
+    def _write_entry(self, entry: bytes, write: bool) -> None:
+        """Add one packed entry: written at its slot first (``write``), kept in memory once that succeeded."""
+        data = self._buf()
+        if write:
+            os.pwrite(self._fd, entry, self._entries * self.entry_size)
+        data += entry
+        self._entries += 1
+
+    def persist(self) -> None:
+        """Write every valid entry to the file with one ``pwrite`` (after ``append(..., write=False)`` calls)."""
+        data = self._buf()
+        if data:
+            written = os.pwrite(self._fd, data, 0)
+            if written != len(data):
+                raise OSError(f"short write of the index {self.path}: {written} of {len(data)} bytes")
+
     # --- resizing ------------------------------------------------------------------------------------------
 
     def resize(self, new_size: int) -> bool:
@@ -142,13 +170,10 @@ class AbstractIndex:
         rounded = new_size - new_size % self.entry_size
         if rounded == self._length:
             return False
-        if self._mmap is not None:
-            self._mmap.flush()
-        self._map(0)
         os.ftruncate(self._fd, rounded)
-        self._map(rounded)
-        self._entries = min(self._entries, rounded // self.entry_size)
-        self._after_change()
+        self._length = rounded
+        if self._entries > rounded // self.entry_size:
+            self._truncate_to_entries(rounded // self.entry_size)
         return True
 
     def trim_to_valid_size(self) -> bool:
@@ -165,6 +190,10 @@ class AbstractIndex:
     def _truncate_to_entries(self, entries: int) -> None:
         self._load()
         self._entries = entries
+        if entries == 0:
+            self._data = bytearray()
+        elif self._data is not None:
+            del self._data[entries * self.entry_size :]
         self._after_change()
 
     def truncate_to(self, offset: int) -> None:
@@ -210,8 +239,8 @@ class AbstractIndex:
     # --- files ---------------------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        if self._mmap is not None:
-            self._mmap.flush()
+        if self._fd >= 0:
+            os.fsync(self._fd)
 
     def close(self) -> None:
         """Trim to the valid entries and release the file."""
@@ -220,9 +249,7 @@ class AbstractIndex:
             self.close_handler()
 
     def close_handler(self) -> None:
-        if self._mmap is not None:
-            self._mmap.close()
-            self._mmap = None
+        self._data = None
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -256,7 +283,11 @@ class OffsetIndex(AbstractIndex):
         self._last_offset = base_offset
 
     def _after_change(self) -> None:
-        self._last_offset = self._offset_at(self._entries - 1) if self._entries else self.base_offset
+        if self._entries:
+            relative = _OFFSET_ENTRY.unpack(self._entry_bytes(self._entries - 1))[0]
+            self._last_offset = self.base_offset + int(relative)
+        else:
+            self._last_offset = self.base_offset
 
     def _key_at(self, slot: int) -> int:
         return self.base_offset + int(_OFFSET_ENTRY.unpack_from(self._buf(), slot * 8)[0])
@@ -273,17 +304,15 @@ class OffsetIndex(AbstractIndex):
         relative, position = _OFFSET_ENTRY.unpack_from(self._buf(), n * 8)
         return OffsetPosition(self.base_offset + relative, position)
 
-    def append(self, offset: int, position: int) -> None:
-        """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError."""
+    def append(self, offset: int, position: int, write: bool = True) -> None:
+        """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError, and
+        OSError when the write fails (the index is then unchanged). ``write=False`` keeps it in memory only
+        (recovery, which ``persist``s once at the end)."""
         if self.is_full():
             raise IndexFullError(self.path, self.entries, self.max_entries)
         if self._entries and offset <= self._last_offset:
             raise InvalidOffsetError(self.path, offset, self._last_offset)
-        # pwrite, not a store into the map: the first store into a hole of a fresh index costs milliseconds
-        # (a page fault that allocates a block); the shared map sees the written page all the same
-        self._buf()
-        os.pwrite(self._fd, _OFFSET_ENTRY.pack(self.relative_offset(offset), position), self._entries * 8)
-        self._entries += 1
+        self._write_entry(_OFFSET_ENTRY.pack(self.relative_offset(offset), position), write)
         self._last_offset = offset
 
     def lookup(self, target_offset: int) -> OffsetPosition:
@@ -333,9 +362,11 @@ class TimeIndex(AbstractIndex):
         self._last_entry = TimestampOffset(-1, base_offset)
 
     def _after_change(self) -> None:
-        self._last_entry = (
-            self.entry(self._entries - 1) if self._entries else TimestampOffset(-1, self.base_offset)
-        )
+        if self._entries:
+            timestamp, relative = _TIME_ENTRY.unpack(self._entry_bytes(self._entries - 1))
+            self._last_entry = TimestampOffset(timestamp, self.base_offset + relative)
+        else:
+            self._last_entry = TimestampOffset(-1, self.base_offset)
 
     def _key_at(self, slot: int) -> int:
         return int(_TIME_ENTRY.unpack_from(self._buf(), slot * 12)[0])
@@ -356,11 +387,13 @@ class TimeIndex(AbstractIndex):
         timestamp, relative = _TIME_ENTRY.unpack_from(self._buf(), n * 12)
         return TimestampOffset(timestamp, self.base_offset + relative)
 
-    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+    def maybe_append(
+        self, timestamp: int, offset: int, skip_full_check: bool = False, write: bool = True
+    ) -> None:
         """Add (timestamp, offset) when ``timestamp`` is above the last entry's.
 
-        Raises IndexFullError (unless ``skip_full_check``), InvalidOffsetError for an offset going back, and
-        ValueError for a timestamp going back.
+        Raises IndexFullError (unless ``skip_full_check``), InvalidOffsetError for an offset going back,
+        ValueError for a timestamp going back, OSError when the write fails (the index is then unchanged).
         """
         if not skip_full_check and self.is_full():
             raise IndexFullError(self.path, self.entries, self.max_entries)
@@ -375,9 +408,7 @@ class TimeIndex(AbstractIndex):
         if timestamp > last.timestamp:
             if self._entries >= self.max_entries:
                 raise IndexFullError(self.path, self.entries, self.max_entries)
-            self._buf()  # pwrite rather than a store into the map, as OffsetIndex.append does
-            os.pwrite(self._fd, _TIME_ENTRY.pack(timestamp, self.relative_offset(offset)), self._entries * 12)
-            self._entries += 1
+            self._write_entry(_TIME_ENTRY.pack(timestamp, self.relative_offset(offset)), write)
             self._last_entry = TimestampOffset(timestamp, offset)
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
@@ -401,3 +432,17 @@ class TimeIndex(AbstractIndex):
             raise CorruptIndexError(
                 self.path, f"length {self._length} is not a multiple of {self.entry_size}"
             )
+
+
+def _pread_exactly(fd: int, size: int, position: int) -> bytes:
+    """``size`` bytes from ``position``; zeros where the file is shorter (an index read past its end)."""
+    chunks: list[bytes] = []
+    got = 0
+    while got < size:
+        chunk = os.pread(fd, size - got, position + got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    data = b"".join(chunks)
+    return data if got == size else data + bytes(size - got)

@@ -77,18 +77,17 @@ class LeaderEpochFileCache:
         latest = self.latest_epoch()
         if latest is not None and epoch <= latest:
             return
-        self._entries = [e for e in self._entries if e.start_offset < start_offset]
-        self._entries.append(EpochEntry(epoch, start_offset))
-        self._flush()
+        self._replace(
+            [*(e for e in self._entries if e.start_offset < start_offset), EpochEntry(epoch, start_offset)]
+        )
 
-    def truncate_from_end(self, end_offset: int) -> None:
+    def truncate_from_end(self, end_offset: int, best_effort: bool = False) -> None:
         """Drop entries starting at or after ``end_offset`` (the log was truncated to it)."""
         kept = [e for e in self._entries if e.start_offset < end_offset]
         if len(kept) != len(self._entries):
-            self._entries = kept
-            self._flush()
+            self._replace(kept, best_effort)
 
-    def truncate_from_start(self, start_offset: int) -> None:
+    def truncate_from_start(self, start_offset: int, best_effort: bool = False) -> None:
         """Drop entries wholly below ``start_offset``; the one covering it now starts there."""
         kept: list[EpochEntry] = []
         for i, entry in enumerate(self._entries):
@@ -97,13 +96,19 @@ class LeaderEpochFileCache:
                 continue
             kept.append(EpochEntry(entry.epoch, max(entry.start_offset, start_offset)))
         if kept != self._entries:
-            self._entries = kept
-            self._flush()
+            self._replace(kept, best_effort)
 
     def clear(self) -> None:
         if self._entries:
-            self._entries = []
-            self._flush()
+            self._replace([])
 
-    def _flush(self) -> None:
-        self._file.write([(e.epoch, e.start_offset) for e in self._entries])
+    def _replace(self, entries: list[EpochEntry], best_effort: bool = False) -> None:
+        """Write ``entries`` to the checkpoint, then keep them: a failed write leaves the cache as it was, or
+        with ``best_effort`` (load-time truncations, repeated at every load) keeps them and raises."""
+        try:
+            self._file.write([(e.epoch, e.start_offset) for e in entries])
+        except OSError:
+            if best_effort:
+                self._entries = entries
+            raise
+        self._entries = entries

@@ -52,7 +52,11 @@ way; a segment deleted by retention or truncation takes the snapshot named by it
 Producers silent for ``producer.id.expiration.ms`` are forgotten by ``delete_old_segments``.
 
 I/O failures: every public method (and ``open``) raises ``KafkaStorageError`` (an OSError too) for an OSError
-underneath, naming the directory; the owner takes the log directory offline.
+underneath, naming the directory. Appends are all or nothing: a write, index entry, leader-epoch checkpoint or
+flush that fails leaves the log exactly as before the call (bytes cut off again, no index entry, the log end offset
+unmoved), so a full disk refuses writes and the next append after space is freed succeeds, with no offset handed
+out twice. A failed append that cannot be undone (the ``.log`` cannot be cut back) raises ``AppendRollbackError``
+and takes the log offline: ``offline_error`` is set and every later call raises ``KafkaStorageError``.
 
 Concurrency contract: not thread-safe. The owner serialises every call (one thread, or the event loop through
 one executor). File slices returned by ``read`` stay valid until a later call deletes their segment.
@@ -62,6 +66,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import logging
 import os
 import shutil
 import struct
@@ -79,6 +84,7 @@ from samsa.records.view import BatchView, iter_request_batches
 
 from .config import LogConfig
 from .errors import (
+    AppendRollbackError,
     IllegalRollError,
     KafkaStorageError,
     OffsetOutOfRangeError,
@@ -90,7 +96,7 @@ from .errors import (
 )
 from .file_slice import FetchDataInfo, LogOffsetMetadata
 from .leader_epoch import LeaderEpochFileCache
-from .log_loader import load, rebuild_producer_state
+from .log_loader import LoadReport, load, rebuild_producer_state
 from .producer_state import ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
@@ -105,6 +111,8 @@ from .segment import (
     segment_file,
 )
 from .segments import LogSegments
+
+_log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
 UNKNOWN_OFFSET = -1
@@ -153,11 +161,18 @@ _R = TypeVar("_R")
 
 
 def _io_boundary(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[Log, _P], _R]:
-    """Turn an OSError inside a public ``Log`` method into KafkaStorageError naming the log directory."""
+    """Turn an OSError inside a public ``Log`` method into KafkaStorageError naming the log directory; refuse
+    every call of an offline log, and take the log offline when a failed append could not be undone."""
 
     def wrapper(self: Log, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        if self.offline_error is not None:
+            raise KafkaStorageError(self.directory, self.offline_error)
         try:
             return method(self, *args, **kwargs)
+        except AppendRollbackError as exc:
+            self.offline_error = exc
+            _log.error("%s is offline: %s", self.directory, exc)
+            raise
         except KafkaStorageError:
             raise
         except OSError as exc:
@@ -196,6 +211,8 @@ class Log:
         self._hw_metadata: LogOffsetMetadata | None = None
         self._last_flush_time = clock.milliseconds()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self.offline_error: OSError | None = None  # set when a failed append could not be undone
+        self.load_report = LoadReport()  # what loading found (``open`` fills it)
         if producer_state is None:
             producer_state = ProducerStateManager(directory)
             producer_state.map_end_offset = log_end_offset
@@ -224,9 +241,12 @@ class Log:
             raise
         except OSError as exc:
             raise KafkaStorageError(directory, exc) from exc
-        epochs.truncate_from_end(loaded.log_end_offset)
-        epochs.truncate_from_start(loaded.log_start_offset)
-        return cls(
+        try:
+            epochs.truncate_from_end(loaded.log_end_offset, best_effort=True)
+            epochs.truncate_from_start(loaded.log_start_offset, best_effort=True)
+        except OSError as exc:  # a full disk at start: the truncation is repeated at the next load
+            _log.warning("could not rewrite %s: %s", epochs.path, exc)
+        log = cls(
             directory,
             config,
             clock,
@@ -238,6 +258,8 @@ class Log:
             flush_on_roll,
             loaded.producer_state,
         )
+        log.load_report = loaded.report
+        return log
 
     # --- offsets -----------------------------------------------------------------------------------------
 
@@ -404,10 +426,12 @@ class Log:
             valid_bytes,
             len(batches),
         )
+        if leader_epoch >= 0 and batches[0].magic >= 2:
+            self.leader_epoch_cache.assign(
+                leader_epoch, first_offset
+            )  # before the data: harmless if it fails
         self._append(view[:valid_bytes], info)
         producers.complete_append(pending, next_offset)
-        if leader_epoch >= 0 and batches[0].magic >= 2:
-            self.leader_epoch_cache.assign(leader_epoch, first_offset)
         return info
 
     @_io_boundary
@@ -441,11 +465,11 @@ class Log:
             valid_bytes,
             len(batches),
         )
-        self._append(view[:valid_bytes], info)
-        self.producer_state.load_batches(batches, self._log_end_offset)
         for batch in batches:
             if batch.magic >= 2:
                 self.leader_epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
+        self._append(view[:valid_bytes], info)
+        self.producer_state.load_batches(batches, self._log_end_offset)
         return info
 
     def _analyze(self, records: bytes | bytearray | memoryview) -> tuple[memoryview, list[BatchView]]:
@@ -488,11 +512,22 @@ class Log:
         )
 
     def _append(self, data: memoryview, info: LogAppendInfo) -> None:
+        """Roll if due, write, index, flush if due: all or nothing. A failure leaves the log as it was before
+        (the log end offset unmoved, the bytes cut off again); one that cannot be undone takes it offline."""
         segment = self._maybe_roll(data.nbytes, info)
+        mark = segment.append_mark()
         segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp, data)
-        self._log_end_offset = info.last_offset + 1
-        if self._log_end_offset - self._recovery_point >= self.config.flush_messages:
-            self.flush(self._log_end_offset)
+        end = info.last_offset + 1
+        if end - self._recovery_point >= self.config.flush_messages:
+            try:
+                self._flush_segments(end)
+            except OSError:
+                segment.rollback(mark)
+                raise
+            self._log_end_offset = end
+            self._mark_flushed(end)
+            return
+        self._log_end_offset = end
 
     def _maybe_roll(self, messages_size: int, info: LogAppendInfo) -> LogSegment:
         segment = self.active_segment
@@ -522,8 +557,12 @@ class Log:
                 raise IllegalRollError(
                     new_offset, active.base_offset, "a non-empty segment already has this base"
                 )
-            self._remove_and_delete([active])
-        elif new_offset < active.base_offset:
+            # an empty active segment at this base is what a roll would create: keep it (no file is touched,
+            # so a roll cannot fail half-way here), with full-size indexes and a fresh roll clock (KAFKA-6388)
+            active.resize_indexes(self.config.segment_index_bytes)
+            active.restart_roll_clock()
+            return active
+        if new_offset < active.base_offset:
             raise IllegalRollError(new_offset, active.base_offset, "below the active segment's base offset")
         else:
             for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
@@ -681,9 +720,16 @@ class Log:
         if not deletable:
             return 0
         if len(deletable) == len(self.segments):
-            new_active = self.roll()
-            if new_active.base_offset == deletable[-1].base_offset:
+            try:
+                new_active = self.roll()
+            except OSError as exc:  # a full disk: delete what retention allows but the active segment
+                _log.warning("%s: cannot roll before deleting the active segment (%s); keeping it", self, exc)
                 deletable = deletable[:-1]
+            else:
+                if new_active.base_offset == deletable[-1].base_offset:
+                    deletable = deletable[:-1]
+            if not deletable:
+                return 0
         self._remove_and_delete(deletable)
         first = self.segments.first_base_offset()
         if first > self._log_start_offset:

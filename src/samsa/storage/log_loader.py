@@ -8,9 +8,13 @@ Sequence (storage spec 7.3 and 7.5):
 2. For the remaining ``.log.swap`` segments, delete the regular files they replace (base offsets in
    [min swap base, max swap next offset)), then drop the ``.swap`` suffix.
 3. Delete index files with no ``.log``; open every ``.log``; a segment with no ``.index`` is recovered.
-4. After an unclean shutdown, recover every segment from the one holding the recovery point to the end: a
-   segment that fails with InvalidOffsetError or an I/O error is emptied; when bytes were cut from a segment,
-   every later segment is deleted.
+4. After an unclean shutdown, recover every segment from the one holding the recovery point to the end
+   (``LogSegment.recover`` cuts a segment at its first invalid, partial or non-increasing batch; one that cannot
+   be read is emptied); when bytes were cut from a segment, every later segment is set aside (renamed
+   ``*.salvage``, kept for the operator) and the log continues after the offsets they held, so none is handed
+   out twice. After a clean shutdown the active segment is checked (``LogSegment.check``) and recovered if it
+   fails; the other segments are checked when first read. Every recovery, removal and set-aside is logged at
+   WARN with the file, offsets and bytes; ``LoadedLog.report`` counts them for the directory's summary line.
 5. If the log end is below the log-start checkpoint, every segment goes; with no segment left, an empty one is
    created at the log start offset. The active segment's indexes get their full size back.
 6. Producer state (``producer_state``): snapshots that match no segment base are deleted (but the latest one
@@ -24,14 +28,15 @@ need splitting (not supported).
 
 from __future__ import annotations
 
+import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from samsa.clock import Clock
+from samsa.records import CorruptRecordError
 
 from .config import LogConfig
-from .errors import InvalidOffsetError
 from .file_records import FileRecords
 from .leader_epoch import LeaderEpochFileCache
 from .producer_state import ProducerStateManager
@@ -48,7 +53,22 @@ from .segment import (
 )
 from .segments import LogSegments
 
+_log = logging.getLogger(__name__)
+
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+SET_ASIDE_SUFFIX = ".salvage"
+"""Appended to the files of valid segments that recovery could not keep in the log (they follow a corrupt
+batch): Kafka's loader and Samsa's ignore such names, ``samsa dump-log --files`` reads them."""
+
+
+@dataclass(slots=True)
+class LoadReport:
+    """What loading one partition found and did, for the log directory's summary line."""
+
+    segments_checked: int = 0
+    segments_recovered: int = 0
+    bytes_truncated: int = 0
+    set_aside: list[Path] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +78,7 @@ class LoadedLog:
     recovery_point: int
     log_start_offset: int
     producer_state: ProducerStateManager
+    report: LoadReport = field(default_factory=LoadReport)
 
 
 def _offset_of(name: str) -> int | None:
@@ -114,7 +135,7 @@ def complete_swaps(directory: Path, swaps: list[Path]) -> None:
 
 
 def load_segment_files(
-    directory: Path, config: LogConfig, clock: Clock, epochs: LeaderEpochFileCache | None
+    directory: Path, config: LogConfig, clock: Clock, epochs: LeaderEpochFileCache | None, report: LoadReport
 ) -> LogSegments:
     """Pass 4: delete orphan index files, open each ``.log``; a segment missing its ``.index`` is recovered."""
     segments = LogSegments()
@@ -126,6 +147,7 @@ def load_segment_files(
             continue
         for suffix in _INDEX_SUFFIXES:
             if path.name.endswith(suffix) and path.name[: -len(suffix)] + LOG_SUFFIX not in logs:
+                _log.warning("%s: removing the index file %s, which has no .log", directory, path.name)
                 path.unlink(missing_ok=True)
     for name in sorted(logs):
         base = _offset_of(name)
@@ -136,27 +158,89 @@ def load_segment_files(
         try:
             segment.sanity_check(time_index_missing)
         except FileNotFoundError:
-            try:
-                segment.recover(epochs)
-            except InvalidOffsetError:
-                segment.truncate_fully()
+            _recover(segment, epochs, report, "its .index is missing")
         segments.add(segment)
     return segments
 
 
-def recover_segments(segments: LogSegments, recovery_point: int, epochs: LeaderEpochFileCache | None) -> None:
-    """Recover every segment from the one holding ``recovery_point``; stop (deleting the rest) at a cut."""
+def _recover(segment: LogSegment, epochs: LeaderEpochFileCache | None, report: LoadReport, why: str) -> int:
+    """Recover one segment, saying so: WARN with the file, why, and what was cut."""
+    size = segment.size
+    truncated = segment.recover(epochs)
+    report.segments_recovered += 1
+    report.bytes_truncated += truncated
+    if truncated:
+        _log.warning(
+            "recovered %s (%s): cut %d of %d bytes at position %d; it now ends at offset %d, indexes rebuilt",
+            segment.log.path,
+            why,
+            truncated,
+            size,
+            size - truncated,
+            segment.read_next_offset(),
+        )
+    else:
+        _log.warning("recovered %s (%s): every batch valid, indexes rebuilt", segment.log.path, why)
+    return truncated
+
+
+def _claimed_next_offset(segment: LogSegment) -> int:
+    """The offset after the last batch header a segment's ``.log`` holds (its indexes are not trusted here)."""
+    next_offset = segment.base_offset
+    try:
+        for _, header in segment.log.headers():
+            next_offset = max(next_offset, header.next_offset)
+    except (CorruptRecordError, OSError):
+        pass
+    return next_offset
+
+
+def recover_segments(
+    segments: LogSegments, recovery_point: int, epochs: LeaderEpochFileCache | None, report: LoadReport
+) -> int:
+    """Recover every segment from the one holding ``recovery_point``. At a cut, the later segments are set
+    aside (renamed ``*.salvage``, not deleted) and reported. Returns the next offset the set-aside segments
+    claimed (-1 when none), so the log never hands those offsets out again."""
     unflushed = segments.values(recovery_point)
     for i, segment in enumerate(unflushed):
+        report.segments_checked += 1
         try:
             truncated = segment.recover(epochs)
-        except (InvalidOffsetError, OSError):
+        except OSError as exc:
+            _log.warning("could not read %s to recover it (%s): emptying it", segment.log.path, exc)
             truncated = segment.truncate_fully()
+        report.segments_recovered += 1
+        report.bytes_truncated += truncated
         if truncated > 0:
-            for later in unflushed[i + 1 :]:
-                segments.remove(later.base_offset)
-                later.delete()
-            return
+            _log.warning(
+                "recovery cut %d bytes from %s after an unclean shutdown (invalid or partial batch at position "
+                "%d); the log now ends at offset %d",
+                truncated,
+                segment.log.path,
+                segment.size,
+                segment.read_next_offset(),
+            )
+            return _set_aside(segments, unflushed[i + 1 :], report)
+    return -1
+
+
+def _set_aside(segments: LogSegments, later: list[LogSegment], report: LoadReport) -> int:
+    claimed = -1
+    for segment in later:
+        next_offset = _claimed_next_offset(segment)
+        claimed = max(claimed, next_offset)
+        segments.remove(segment.base_offset)
+        segment.close_handlers()
+        segment.change_file_suffixes("", SET_ASIDE_SUFFIX)
+        report.set_aside.append(segment.log.path)
+        _log.warning(
+            "set aside %s (offsets %d to %d, %d bytes) because it follows a corrupt batch: renamed, not deleted",
+            segment.log.path,
+            segment.base_offset,
+            next_offset - 1,
+            segment.size,
+        )
+    return claimed
 
 
 def load(
@@ -170,22 +254,31 @@ def load(
 ) -> LoadedLog:
     """Run the whole load sequence (module doc) and return the segments and the offsets to start from."""
     directory.mkdir(parents=True, exist_ok=True)
+    report = LoadReport()
     swaps = remove_temp_files_and_collect_swap_files(directory)
     complete_swaps(directory, swaps)
-    segments = load_segment_files(directory, config, clock, epochs)
+    segments = load_segment_files(directory, config, clock, epochs, report)
     is_delete_dir = directory.name.endswith("-delete")
-    if not had_clean_shutdown and not is_delete_dir and len(segments):
-        recover_segments(segments, recovery_point, epochs)
+    claimed = -1
+    if is_delete_dir or not len(segments):
+        pass
+    elif not had_clean_shutdown:
+        claimed = recover_segments(segments, recovery_point, epochs, report)
+    else:
+        _check_after_clean_shutdown(segments, epochs, report)
     last = segments.last_segment()
     if last is not None and last.read_next_offset() < log_start_offset:
         for segment in list(segments):
             segments.remove(segment.base_offset)
             segment.delete()
         last = None
-    if last is None:
+    next_offset = max(log_start_offset, claimed)
+    if last is None or claimed > last.read_next_offset():
+        if last is not None:
+            last.on_become_inactive_segment()
         last = LogSegment.open(
             directory,
-            log_start_offset,
+            next_offset,
             config,
             clock,
             init_file_size=config.segment_bytes,
@@ -207,7 +300,24 @@ def load(
         log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset),
         start,
         producer_state,
+        report,
     )
+
+
+def _check_after_clean_shutdown(
+    segments: LogSegments, epochs: LeaderEpochFileCache | None, report: LoadReport
+) -> None:
+    """The clean-shutdown marker skips recovery, but the active segment is checked every time (and the others
+    when first read, ``LogSegment.verify_on_first_use``); a segment that fails is recovered."""
+    last = segments.last_segment()
+    for segment in segments:
+        if segment is not last:
+            segment.verify_on_first_use = True
+    assert last is not None
+    report.segments_checked += 1
+    reason = last.check()
+    if reason is not None:
+        _recover(last, epochs, report, f"after a clean shutdown: {reason}")
 
 
 def rebuild_producer_state(
@@ -230,7 +340,7 @@ def rebuild_producer_state(
     if state.latest_snapshot_offset() is None and reload_from_clean_shutdown:
         for offset in sorted(to_snapshot):
             state.map_end_offset = offset
-            state.take_snapshot()
+            _snapshot(state)
         return
     was_empty = state.is_empty and state.map_end_offset >= last_offset
     state.truncate_and_reload(log_start_offset, last_offset, now)
@@ -239,7 +349,7 @@ def rebuild_producer_state(
             start = max(segment.base_offset, state.map_end_offset, log_start_offset)
             state.map_end_offset = start
             if start == segment.base_offset and start in to_snapshot:
-                state.take_snapshot()
+                _snapshot(state)
             position = 0
             if start > segment.base_offset:
                 found = segment.translate_offset(start)
@@ -248,4 +358,13 @@ def rebuild_producer_state(
                 position = found.position
             state.load_batches(b for _, b in segment.log.batches(position) if b.base_offset < last_offset)
     state.map_end_offset = last_offset
-    state.take_snapshot()
+    _snapshot(state)
+
+
+def _snapshot(state: ProducerStateManager) -> None:
+    """A producer-state snapshot is a shortcut, not the record: when it cannot be written (a full disk), the
+    state is rebuilt from the log next time instead."""
+    try:
+        state.take_snapshot()
+    except OSError as exc:
+        _log.warning("could not write a producer-state snapshot in %s: %s", state.directory, exc)

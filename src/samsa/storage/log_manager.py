@@ -25,8 +25,14 @@ worker thread and swaps the result in on the owner's thread at a later call; pro
 ``cleaner-offset-checkpoint``. Retention (``cleanup_logs``) runs for every log: a compacted log loses only
 segments below its log start offset, ``compact,delete`` ones also what retention.ms/bytes allow.
 
-``shutdown()`` stops a running cleaning, flushes every log through its end, closes it, writes both checkpoints and, only if every step
-succeeded, writes ``.kafka_cleanshutdown``; then it releases the locks.
+Each log directory's load ends with one summary line (logs, time, segments checked and recovered, bytes cut,
+segments set aside); every fix inside it was logged at WARN by the loader. Periodic tasks that fail on I/O (a full
+disk) are logged once a minute and retried on schedule; retention runs per log, so one log's trouble does not stop
+the others, and keeps freeing space on a full disk.
+
+``shutdown()`` stops a running cleaning, flushes every log through its end, closes it, writes the three checkpoints
+and, per log directory where every step succeeded, writes ``.kafka_cleanshutdown``; then it releases the locks and
+returns what failed, so the owner can say why the next start will recover.
 
 Topic configuration overrides (topic-level keys such as ``retention.ms``) are kept per topic and persisted, so they
 survive a restart, as ``topic-config.<topic>.properties`` in every log directory (Kafka keeps them in ZooKeeper or
@@ -38,8 +44,10 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import shutil
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,6 +70,7 @@ from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
 from .errors import StorageError
 from .log import Log
+from .log_loader import LoadReport
 from .meta import ensure_meta_properties, read_properties_file, write_properties_file
 from .topic import (
     CLUSTER_METADATA_TOPIC,
@@ -75,7 +84,10 @@ from .topic import (
     validate_topic,
 )
 
+_log = logging.getLogger(__name__)
+
 LOCK_FILE = ".lock"
+TASK_FAILURE_LOG_INTERVAL_MS = 60_000  # a periodic task failing again and again says so once a minute
 TOPIC_CONFIG_PREFIX = "topic-config."
 TOPIC_CONFIG_SUFFIX = ".properties"
 IGNORED_DIRS = frozenset({"remote-log-index-cache"})
@@ -185,6 +197,7 @@ class LogManager:
             "flush": flush_scheduler_interval_ms if flush_scheduler_interval_ms is not None else 2**63 - 1,
         }
         self._last_run: dict[str, int] = {}
+        self._task_failures: dict[str, int] = {}
         self.cleaner = LogCleaner(cleaner_config or CleanerConfig(), clock, threaded=cleaner_threaded)
         self._cleaner_checkpoints: dict[TopicPartition, int] = {}
         self._started = False
@@ -213,28 +226,34 @@ class LogManager:
         self._last_run = dict.fromkeys(self._intervals, now)
         self._started = True
 
-    def shutdown(self) -> None:
-        """Flush and close every log, write the checkpoints, write the clean-shutdown marker, release the locks."""
+    def shutdown(self) -> list[str]:
+        """Flush and close every log, write the checkpoints and, per log directory where every step succeeded,
+        the clean-shutdown marker; release the locks. Returns what failed (empty: a clean shutdown); a
+        directory without its marker is recovered at the next start."""
         self.cleaner.shutdown()
+        problems: list[str] = []
         failed: set[Path] = set()
         for tp, log in list(self._logs.items()):
             try:
                 log.flush(log.log_end_offset, including_offset=True)
                 log.close()
-            except OSError:
+            except OSError as exc:
                 failed.add(self._log_dir_of[tp].path)
+                problems.append(f"{tp}: {exc}")
         for log_dir in self._dirs:
             try:
                 self._write_offsets(log_dir, RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
                 self._write_offsets(log_dir, LOG_START_OFFSET_CHECKPOINT, self._start_offset_to_checkpoint)
+                self._write_offsets(log_dir, REPLICATION_OFFSET_CHECKPOINT, lambda log: log.high_watermark)
                 if log_dir.path not in failed:
                     write_clean_shutdown(log_dir.path, self.broker_epoch)
-            except OSError:
-                continue
+            except OSError as exc:
+                problems.append(f"{log_dir.path}: {exc}")
         self._logs.clear()
         self._log_dir_of.clear()
         self._release_locks()
         self._started = False
+        return problems
 
     # --- lookups -----------------------------------------------------------------------------------------------
 
@@ -247,6 +266,14 @@ class LogManager:
 
     def all_logs(self) -> dict[TopicPartition, Log]:
         return dict(self._logs)
+
+    def offline_logs(self, log_dir: Path | None = None) -> dict[TopicPartition, OSError]:
+        """Logs taken offline by a failed append that could not be undone (in ``log_dir``, or anywhere)."""
+        return {
+            tp: log.offline_error
+            for tp, log in self._logs.items()
+            if log.offline_error is not None and (log_dir is None or self._log_dir_of[tp].path == log_dir)
+        }
 
     def log_dir_of(self, tp: TopicPartition) -> Path:
         return self._log_dir_of[tp].path
@@ -392,11 +419,16 @@ class LogManager:
         """Retention for every log whose cleanup.policy includes ``delete`` (compacted logs: log-start breach
         only, handled by Log). Returns the number of segments deleted."""
         deleted = 0
-        for log in self._logs.values():
-            deleted += log.delete_old_segments(now)
-        for log in self._logs.values():
-            log.delete_pending_segments(now)
+        failures: list[str] = []
+        for tp, log in self._logs.items():
+            try:
+                deleted += log.delete_old_segments(now)
+                log.delete_pending_segments(now)
+            except OSError as exc:  # one log's trouble does not stop retention of the others
+                failures.append(f"{tp}: {exc}")
         self.delete_pending(now)
+        if failures:
+            raise LogManagerError(f"retention failed for {len(failures)} log(s): {'; '.join(failures[:3])}")
         return deleted
 
     def flush_dirty_logs(self, now: int) -> list[TopicPartition]:
@@ -439,12 +471,27 @@ class LogManager:
         ran: list[str] = []
         for name, task in tasks.items():
             if now - self._last_run.get(name, now) >= self._intervals[name]:
-                task()
                 self._last_run[name] = now
-                ran.append(name)
-        if self.clean_logs(now):
+                if self._run_task(name, task, now):
+                    ran.append(name)
+        if self._run_task("cleaner", lambda: self.clean_logs(now) or None, now, ran_only_if=True):
             ran.append("cleaner")
         return ran
+
+    def _run_task(self, name: str, task: Callable[[], object], now: int, ran_only_if: object = None) -> bool:
+        """Run one periodic task; an I/O failure (a full disk) is logged once a minute, not raised: the other
+        tasks, retention above all (what frees space), still run."""
+        try:
+            result = task()
+        except (OSError, StorageError) as exc:
+            last = self._task_failures.get(name)
+            if last is None or now - last >= TASK_FAILURE_LOG_INTERVAL_MS:
+                _log.warning("periodic task %s failed: %s (retried on schedule)", name, exc)
+                self._task_failures[name] = now
+            return False
+        if self._task_failures.pop(name, None) is not None:
+            _log.info("periodic task %s succeeded again", name)
+        return ran_only_if is None or result is ran_only_if
 
     def clean_logs(self, now: int) -> bool:
         """One step of log compaction (``LogCleaner.tick``): finish the running cleaning or start a due one.
@@ -480,6 +527,9 @@ class LogManager:
         start_offsets = _read_or_empty(log_dir.path / LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = _read_or_empty(log_dir.path / REPLICATION_OFFSET_CHECKPOINT)
         cleaned_to = _read_or_empty(log_dir.path / CLEANER_OFFSET_CHECKPOINT)
+        started = time.monotonic()
+        summary = LoadReport()
+        loaded = 0
         for child in sorted(log_dir.path.iterdir()):
             if not child.is_dir() or child.name in IGNORED_DIRS:
                 continue
@@ -513,10 +563,30 @@ class LogManager:
             )
             if tp in high_watermarks:
                 log.update_high_watermark(high_watermarks[tp])  # clamped to [log start, LEO] by the log
+            loaded += 1
+            report = log.load_report
+            summary.segments_checked += report.segments_checked
+            summary.segments_recovered += report.segments_recovered
+            summary.bytes_truncated += report.bytes_truncated
+            summary.set_aside += report.set_aside
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
             if tp in cleaned_to:
                 self._cleaner_checkpoints[tp] = cleaned_to[tp]
+        level = logging.WARNING if summary.bytes_truncated or summary.set_aside else logging.INFO
+        _log.log(
+            level,
+            "loaded %d logs from %s in %.0f ms %s: %d segments checked, %d recovered, %d bytes truncated, "
+            "%d segments set aside",
+            loaded,
+            log_dir.path,
+            (time.monotonic() - started) * 1000,
+            "after a clean shutdown" if log_dir.had_clean_shutdown else "with no clean-shutdown marker",
+            summary.segments_checked,
+            summary.segments_recovered,
+            summary.bytes_truncated,
+            len(summary.set_aside),
+        )
 
     def _start_offset_to_checkpoint(self, log: Log) -> int | None:
         first_base = log.segments.first_base_offset() if len(log.segments) else log.log_start_offset

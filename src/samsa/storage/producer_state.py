@@ -462,6 +462,9 @@ def write_snapshot(path: Path, entries: Iterable[ProducerStateEntry], sync: bool
             view = view[written:]
         if sync:
             os.fsync(fd)
+    except BaseException:
+        path.unlink(missing_ok=True)  # no torn snapshot: the state is rebuilt from the log instead
+        raise
     finally:
         os.close(fd)
 

@@ -18,22 +18,31 @@ Concurrency contract: not thread-safe; the owning ``Log`` serialises every call.
 
 from __future__ import annotations
 
+import itertools
+import logging
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from samsa.clock import Clock
 from samsa.records import CorruptRecordError, InvalidRecordError, iter_records
+from samsa.records.view import HEADER_SIZE_UP_TO_MAGIC, LEGACY_MIN_SIZE, RECORD_BATCH_OVERHEAD, BatchView
 
 from .config import LogConfig
-from .errors import LogSegmentOffsetOverflowError
+from .errors import AppendRollbackError, LogSegmentOffsetOverflowError
 from .file_records import FileRecords
 from .file_slice import FetchDataInfo, FileSlice, LogOffsetMetadata
 from .index import OffsetIndex, TimeIndex, TimestampOffset
 
+_log = logging.getLogger(__name__)
+
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
+CHECKED_INDEX_ENTRIES = 4096  # offset-index entries whose batch ``check`` reads; an even spread beyond
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
@@ -41,6 +50,14 @@ TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+
+
+def _spread(count: int, most: int) -> range:
+    """Slots 0..count-1, or ``most`` of them spread evenly (the last one included) when there are more."""
+    if count <= most:
+        return range(count)
+    step = -(-count // most)
+    return range(count - 1, -1, -step)
 
 
 def filename_prefix(offset: int) -> str:
@@ -73,6 +90,18 @@ class TimestampAndOffset:
     timestamp: int
     offset: int
     leader_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendMark:
+    """A segment's state before an append, for ``LogSegment.rollback``."""
+
+    size: int
+    offset_entries: int
+    time_entries: int
+    bytes_since_last_index_entry: int
+    max_timestamp_and_offset: TimestampOffset | None
+    rolling_based_timestamp: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +148,7 @@ class LogSegment:
         self._bytes_since_last_index_entry = 0
         self._rolling_based_timestamp: int | None = None
         self._max_timestamp_and_offset: TimestampOffset | None = None
+        self.verify_on_first_use = False  # set by the loader for segments trusted from a clean shutdown
 
     @classmethod
     def open(
@@ -163,7 +193,24 @@ class LogSegment:
     def created_ms(self) -> int:
         return self._created
 
+    def _verify_once(self) -> None:
+        """A segment trusted from a clean shutdown is checked when first read; if it fails, recovered."""
+        self.verify_on_first_use = False
+        reason = self.check()
+        if reason is not None:
+            size = self.size
+            truncated = self.recover()
+            _log.warning(
+                "recovered %s on first read after a clean shutdown (%s): cut %d of %d bytes, indexes rebuilt",
+                self.log.path,
+                reason,
+                truncated,
+                size,
+            )
+
     def _max(self) -> TimestampOffset:
+        if self.verify_on_first_use:
+            self._verify_once()
         if self._max_timestamp_and_offset is None:
             self._max_timestamp_and_offset = self.time_index.last_entry
         return self._max_timestamp_and_offset
@@ -207,31 +254,71 @@ class LogSegment:
         shallow_offset_of_max_timestamp: int,
         records: bytes | bytearray | memoryview,
     ) -> None:
-        """Write ``records`` (whole batches) at the end with one write and maybe add index entries (2.3)."""
+        """Write ``records`` (whole batches) at the end with one write and maybe add index entries (2.3).
+
+        All or nothing: when the write or an index entry fails, the segment is put back as it was (the bytes
+        written are cut off again) and the error is raised; if even that fails, AppendRollbackError."""
         size = records.nbytes if isinstance(records, memoryview) else len(records)
         if size == 0:
             return
-        position = self.log.size
+        self._ensure_offset_in_range(largest_offset)
+        mark = self.append_mark()
+        position = mark.size
+        new_max = largest_timestamp > self.max_timestamp_so_far
+        try:
+            self.log.append(records)
+            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                self.offset_index.append(largest_offset, position)
+                if new_max:
+                    self.time_index.maybe_append(largest_timestamp, shallow_offset_of_max_timestamp)
+                else:
+                    self.time_index.maybe_append(
+                        self.max_timestamp_so_far, self.shallow_offset_of_max_timestamp_so_far
+                    )
+                self._bytes_since_last_index_entry = 0
+        except BaseException:
+            self.rollback(mark)
+            raise
         if position == 0:
             self._rolling_based_timestamp = largest_timestamp
-        self._ensure_offset_in_range(largest_offset)
-        self.log.append(records)
-        if largest_timestamp > self.max_timestamp_so_far:
+        if new_max:
             self._max_timestamp_and_offset = TimestampOffset(
                 largest_timestamp, shallow_offset_of_max_timestamp
             )
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            self.offset_index.append(largest_offset, position)
-            self.time_index.maybe_append(
-                self.max_timestamp_so_far, self.shallow_offset_of_max_timestamp_so_far
-            )
-            self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += size
+
+    def append_mark(self) -> AppendMark:
+        """What ``rollback`` needs to undo the appends made after this call."""
+        return AppendMark(
+            self.log.size,
+            self.offset_index.entries,
+            self.time_index.entries,
+            self._bytes_since_last_index_entry,
+            self._max_timestamp_and_offset,
+            self._rolling_based_timestamp,
+        )
+
+    def rollback(self, mark: AppendMark) -> None:
+        """Put the segment back as it was at ``mark``: bytes after it cut, index entries after it dropped.
+        Raises AppendRollbackError when the ``.log`` cannot be cut (the caller takes the log offline)."""
+        if self.offset_index.entries > mark.offset_entries:
+            self.offset_index._truncate_to_entries(mark.offset_entries)
+        if self.time_index.entries > mark.time_entries:
+            self.time_index._truncate_to_entries(mark.time_entries)
+        self._bytes_since_last_index_entry = mark.bytes_since_last_index_entry
+        self._max_timestamp_and_offset = mark.max_timestamp_and_offset
+        self._rolling_based_timestamp = mark.rolling_based_timestamp
+        try:
+            self.log.truncate_to(mark.size)
+        except OSError as exc:
+            raise AppendRollbackError(self.log.path, mark.size, exc) from exc
 
     # --- read --------------------------------------------------------------------------------------------
 
     def translate_offset(self, offset: int, starting_position: int = 0) -> LogOffsetPosition | None:
         """The first batch whose last offset is >= ``offset``, searched from the index's floor entry."""
+        if self.verify_on_first_use:
+            self._verify_once()
         mapping = self.offset_index.lookup(offset)
         for position, batch in self.log.headers(max(mapping.position, starting_position)):
             if batch.last_offset >= offset:
@@ -266,6 +353,8 @@ class LogSegment:
 
     def read_next_offset(self) -> int:
         """The offset after the last batch (scanning from the last index entry); the base when empty."""
+        if self.verify_on_first_use:
+            self._verify_once()
         entries = self.offset_index.entries
         start = self.offset_index.entry(entries - 1).position if entries else 0
         next_offset = self.base_offset
@@ -275,6 +364,8 @@ class LogSegment:
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> TimestampAndOffset | None:
         """The first record with timestamp >= ``timestamp`` and offset >= ``start_offset`` in this segment."""
+        if self.verify_on_first_use:
+            self._verify_once()
         floor = self.time_index.lookup(timestamp)
         position = self.offset_index.lookup(max(floor.offset, start_offset)).position
         for at, header in self.log.headers(position):
@@ -337,6 +428,11 @@ class LogSegment:
             or not self.can_convert_to_relative_offset(params.max_offset_in_messages)
         )
 
+    def restart_roll_clock(self) -> None:
+        """Time-based rolling counts from now (an empty active segment rolled onto itself)."""
+        self._created = self.clock.milliseconds()
+        self._rolling_based_timestamp = None
+
     def on_become_inactive_segment(self) -> None:
         """On roll: write the final (max timestamp) time-index entry and trim the three files."""
         self.time_index.maybe_append(
@@ -354,22 +450,29 @@ class LogSegment:
 
     def recover(self, leader_epochs: EpochSink | None = None) -> int:
         """Rebuild both indexes from the ``.log``, validating every batch; cut the file at the first invalid or
-        partial batch. Returns the number of bytes cut. Offsets that do not fit the segment raise
-        LogSegmentOffsetOverflowError; a non-increasing offset raises InvalidOffsetError."""
+        partial batch, or at the first whose offsets do not increase (Kafka empties the whole segment there;
+        keeping what precedes it loses less). Returns the number of bytes cut. Offsets that do not fit the
+        segment raise LogSegmentOffsetOverflowError. The indexes are built in memory and written once; if that
+        write fails the ``.index`` is removed, so the next start recovers this segment again."""
         self.offset_index.reset()
         self.time_index.reset()
         valid_bytes = 0
         last_index_entry = 0
+        previous_last = self.base_offset - 1
         max_ts = TimestampOffset(-1, self.base_offset)
         try:
             for position, batch in self.log.batches():
                 batch.ensure_valid()
+                first = batch.base_offset if batch.magic >= 2 else batch.last_offset
+                if first <= previous_last or batch.last_offset < first:
+                    break
                 self._ensure_offset_in_range(batch.last_offset)
+                previous_last = batch.last_offset
                 if batch.max_timestamp > max_ts.timestamp:
                     max_ts = TimestampOffset(batch.max_timestamp, batch.last_offset)
                 if valid_bytes - last_index_entry > self.index_interval_bytes:
-                    self.offset_index.append(batch.last_offset, valid_bytes)
-                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                    self.offset_index.append(batch.last_offset, valid_bytes, write=False)
+                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, write=False)
                     last_index_entry = valid_bytes
                 valid_bytes = position + batch.size_in_bytes
                 if leader_epochs is not None and batch.magic >= 2:
@@ -383,11 +486,105 @@ class LogSegment:
         if truncated > 0:
             self.log.truncate_to(valid_bytes)
         self._max_timestamp_and_offset = max_ts
-        self.offset_index.trim_to_valid_size()
-        self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
-        self.time_index.trim_to_valid_size()
+        self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True, write=False)
+        self._persist_indexes()
         self._bytes_since_last_index_entry = valid_bytes - last_index_entry
         return truncated
+
+    def _persist_indexes(self) -> None:
+        try:
+            self.offset_index.persist()
+            self.time_index.persist()
+            self.offset_index.trim_to_valid_size()
+            self.time_index.trim_to_valid_size()
+        except OSError as exc:
+            _log.warning(
+                "could not write the rebuilt indexes of %s (%s): serving them from memory; the .index is "
+                "removed so the next start rebuilds them",
+                self.log.path,
+                exc,
+            )
+            self.offset_index.path.unlink(missing_ok=True)
+
+    def check(self) -> str | None:
+        """Why this segment, loaded after a clean shutdown, cannot be trusted as it is; None when it is sound.
+
+        Cheap (no full scan): the offset index's offsets and positions increase and stay inside the segment;
+        its entries (every one up to ``CHECKED_INDEX_ENTRIES``, an even spread beyond) name batch starts whose
+        offsets fit them; the time index never goes back; from the last offset-index entry to the end of file
+        the batches are whole, valid (CRC) and increasing, the file ends on a batch boundary, and no timestamp
+        there is above the time index's last (the entry a clean close writes)."""
+        index, time_index, size = self.offset_index, self.time_index, self.log.size
+        if index.length % index.entry_size:
+            return f"{index.path} is {index.length} bytes, not whole {index.entry_size}-byte entries"
+        if time_index.length % time_index.entry_size:
+            return f"{time_index.path} is {time_index.length} bytes, not whole {time_index.entry_size}-byte entries"
+        entries = [(self.base_offset + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(index._buf())]
+        previous = (self.base_offset - 1, -1)
+        for offset, position in entries:
+            if offset <= previous[0] or position <= previous[1] or position >= size:
+                return f"{index.path}: entry ({offset}, {position}) after {previous} in a {size}-byte segment"
+            previous = (offset, position)
+        for slot in _spread(len(entries), CHECKED_INDEX_ENTRIES):
+            offset, position = entries[slot]
+            below = entries[slot - 1][0] if slot else self.base_offset - 1
+            reason = self._check_entry(offset, position, below)
+            if reason is not None:
+                return f"{index.path}: {reason}"
+        last_time = time_index.last_entry
+        walked = self._check_tail(entries[-1][1] if entries else 0)
+        if isinstance(walked, str):
+            return walked
+        next_offset, tail_max = walked
+        times = list(_TIME_ENTRY.iter_unpack(time_index._buf()))
+        for (ts_a, rel_a), (ts_b, rel_b) in itertools.pairwise(times):
+            if ts_b < ts_a or rel_b < rel_a:
+                return f"{time_index.path}: entry ({ts_b}, {rel_b}) goes back from ({ts_a}, {rel_a})"
+        if times and not self.base_offset <= last_time.offset < max(next_offset, self.base_offset + 1):
+            return f"{time_index.path}: last entry offset {last_time.offset} is outside the segment"
+        if tail_max > last_time.timestamp:
+            return f"{time_index.path}: last timestamp {last_time.timestamp} is below a batch's {tail_max}"
+        return None
+
+    def _check_entry(self, offset: int, position: int, below: int) -> str | None:
+        header = self.log.read(position, RECORD_BATCH_OVERHEAD)
+        if len(header) < HEADER_SIZE_UP_TO_MAGIC:
+            return f"entry ({offset}, {position}) points past the data"
+        batch = BatchView(memoryview(header), 0)
+        first = batch.base_offset if batch.magic >= 2 else batch.last_offset
+        if (
+            batch.magic > 2
+            or batch.size_field < LEGACY_MIN_SIZE
+            or position + batch.size_in_bytes > self.log.size
+        ):
+            return f"entry ({offset}, {position}) does not point at a batch"
+        if not below < first <= offset:
+            return f"entry ({offset}, {position}) points at a batch starting at offset {first}"
+        return None
+
+    def _check_tail(self, position: int) -> tuple[int, int] | str:
+        """Walk whole batches from ``position`` to the end: (next offset, largest timestamp) or what is wrong."""
+        previous_last = self.base_offset - 1
+        max_ts = -1
+        end = position
+        try:
+            for at, batch in self.log.batches(position):
+                batch.ensure_valid()
+                first = batch.base_offset if batch.magic >= 2 else batch.last_offset
+                if first <= previous_last or batch.last_offset < first:
+                    return f"{self.log.path}: batch at {at} starts at offset {first} after {previous_last}"
+                if not self.can_convert_to_relative_offset(batch.last_offset):
+                    return (
+                        f"{self.log.path}: batch at {at} has offset {batch.last_offset} outside the segment"
+                    )
+                previous_last = batch.last_offset
+                max_ts = max(max_ts, batch.max_timestamp)
+                end = at + batch.size_in_bytes
+        except (CorruptRecordError, InvalidRecordError) as exc:
+            return f"{self.log.path}: invalid batch after position {end}: {exc}"
+        if end != self.log.size:
+            return f"{self.log.path}: ends with {self.log.size - end} bytes that are not a whole batch (from {end})"
+        return previous_last + 1, max_ts
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch holding an offset >= ``offset`` (the whole batch containing it); returns bytes cut."""

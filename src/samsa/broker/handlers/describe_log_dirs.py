@@ -1,4 +1,8 @@
-"""DescribeLogDirs (35): each log dir with the size of every partition in it and the disk's space."""
+"""DescribeLogDirs (35): each log dir with the size of every partition in it and the disk's space.
+
+A dir holding a log that went offline (a failed append that could not be undone) answers KAFKA_STORAGE_ERROR;
+its other partitions keep serving and are still listed.
+"""
 
 from __future__ import annotations
 
@@ -31,9 +35,10 @@ async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> Descri
                 DescribeLogDirsPartition(tp.partition, partition_log.size, 0, False)
             )
         usage = shutil.disk_usage(log_dir)
+        offline = manager.offline_logs(log_dir)
         results.append(
             DescribeLogDirsResult(
-                error_code=ErrorCode.NONE,
+                error_code=ErrorCode.KAFKA_STORAGE_ERROR if offline else ErrorCode.NONE,
                 log_dir=str(log_dir.resolve()),
                 topics=[DescribeLogDirsTopic(name, parts) for name, parts in by_topic.items()],
                 total_bytes=usage.total,
