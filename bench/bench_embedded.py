@@ -4,9 +4,9 @@ Run: ``.venv/bin/python bench/bench_embedded.py`` (about 20 s; ``--runs N``, def
 
 Three measures, each a median, minimum and 90th percentile over ``--runs`` runs:
 
-- ``samsa serve``: the console script ``.venv/bin/samsa serve`` (a fresh log dir, a free port on 127.0.0.1) from
-  process spawn to the first TCP connection it accepts (a probe connects every millisecond), and to its ready
-  line on stdout. Goal: median <= 150 ms.
+- ``samsa serve`` (``python -m samsa.cli serve``, as ``bench_broker.py`` starts it: a fresh log dir, a free
+  port on 127.0.0.1) from process spawn to the first TCP connection it accepts (a probe connects every 2 ms), and
+  to its ready line on stdout. Goal: median <= 150 ms.
 - ``samsa.Broker()`` first start, in a fresh interpreter per run, for both forms (``async``: ``await
   broker.start()`` then an asyncio client on that loop; ``thread``: ``start_in_thread()`` then a blocking socket
   client). The clock starts at the child's first statement, before ``import samsa``, so every import Samsa needs
@@ -30,21 +30,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import signal
 import socket
 import statistics
 import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from bench_broker import start_samsa
+
 GOAL_S = 0.150
-SAMSA = Path(sys.executable).with_name("samsa")
 
 API_VERSIONS_V0 = struct.pack(
     ">ihhih", 10, 18, 0, 1, 0
@@ -171,63 +169,20 @@ def _thread_warm(broker_type: Any) -> float:
 # --- samsa serve -----------------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def serve_run() -> dict[str, float]:
-    """Spawn ``samsa serve`` on a fresh log dir; seconds from spawn to the first accepted connection and to the
-    ready line; then SIGTERM, which must end it cleanly."""
-    port = _free_port()
-    with tempfile.TemporaryDirectory(prefix="samsa-bench-") as data:
-        command = [
-            str(SAMSA),
-            "serve",
-            "--override",
-            f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override",
-            f"log.dirs={data}",
-        ]
-        connected: list[float] = []
-        cpu: list[float] = []
-        spawned = time.perf_counter()
-        proc = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-
-        def probe() -> None:
-            while proc.poll() is None and time.perf_counter() - spawned < 30:
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=1):
-                        connected.append(time.perf_counter() - spawned)
-                        cpu.append(_cpu_seconds(proc.pid))
-                        return
-                except OSError:
-                    time.sleep(0.001)
-
-        prober = threading.Thread(target=probe, daemon=True)
-        prober.start()
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        ready_line = time.perf_counter() - spawned
-        prober.join(30)
-        proc.send_signal(signal.SIGTERM)
-        code = proc.wait(30)
-        if "started" not in line or not connected or code != 0:
-            raise RuntimeError(f"samsa serve did not start and stop cleanly: {line!r}, exit {code}")
-    return {"accepting": connected[0], "ready line": ready_line, "cpu": cpu[0]}
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU a process has used so far (``/proc/<pid>/stat``, in clock ticks: 10 ms steps)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """Spawn ``samsa serve`` on a fresh log dir (``bench_broker.start_samsa``); seconds from spawn to the first
+    accepted connection and to the ready line, and the CPU it had used when it accepted; then SIGTERM, which must
+    end it cleanly."""
+    with tempfile.TemporaryDirectory(prefix="samsa-bench-") as work:
+        broker = start_samsa(Path(work), profile=None)
+        broker.stop()
+        if broker.process.returncode != 0 or "first_connection_s" not in broker.ready:
+            raise RuntimeError("samsa serve did not start and stop cleanly:\n" + "".join(broker.output))
+    return {
+        "accepting": broker.ready["first_connection_s"],
+        "ready line": broker.ready["started_line_s"],
+        "cpu": broker.ready["first_connection_cpu_s"],
+    }
 
 
 def summary(values: list[float]) -> dict[str, float]:

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import pytest
 from matplotlib.patches import Rectangle
 
-from samsa.spark.pipeline.chart import PARTIAL_SHADE, chart_figure, partial_windows
+from samsa.spark.pipeline.chart import PARTIAL_SHADE, chart_figure, partial_windows, write_chart
 
 START = datetime(2026, 11, 18, 11, 6, tzinfo=timezone.utc)
 PANELS = ["requests / minute", "error rate (%)", "p95 response bytes", "distinct clients (approx.)"]
@@ -83,6 +84,13 @@ def test_a_partial_window_is_shaded_in_every_panel_and_hatched(figure: Any) -> N
     legend = figure.axes[0].get_legend()
     assert any("partial" in t.get_text() for t in legend.get_texts())
     assert legend.get_bbox_to_anchor().x0 >= figure.axes[0].get_window_extent().x1  # beside the panel
+
+
+def test_the_chart_is_written_as_a_png(tmp_path: Path) -> None:
+    path = tmp_path / "windows.png"
+    write_chart(rows(), path, traffic_start_ms=ms(START + timedelta(seconds=40)))
+    data = path.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000
 
 
 def test_no_partial_mark_without_a_known_traffic_start() -> None:
