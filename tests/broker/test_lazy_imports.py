@@ -50,7 +50,7 @@ def test_each_handler_is_its_api_module_and_serves_versions_the_codec_has(key: i
         low <= handler.versions[0] <= handler.implemented[0] <= handler.implemented[1] == handler.versions[1]
     )
     assert handler.versions[1] <= high
-    assert callable(handler.module.handle)
+    assert callable(handler.load().handle)
 
 
 def test_a_started_broker_has_imported_no_handler_and_no_coordinator() -> None:

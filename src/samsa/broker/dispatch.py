@@ -121,10 +121,9 @@ class RequestDispatcher:
         if self.interceptor is not None:
             response = await self.interceptor(header, request)
         if response is None:
+            module = handler.module or handler.load()
             try:
-                response = await handler.module.handle(
-                    RequestContext(header, connection, self.broker), request
-                )
+                response = await module.handle(RequestContext(header, connection, self.broker), request)
             except (StorageError, OSError) as exc:
                 response = _storage_failure(header, request, connection, exc)
         if response is None:
@@ -182,7 +181,7 @@ def _unserved(frame: memoryview) -> tuple[int, int, int] | None:
 
 
 def _unsupported_api_versions() -> Any:
-    return HANDLERS[API_VERSIONS_KEY].module.unsupported_version_response()
+    return HANDLERS[API_VERSIONS_KEY].load().unsupported_version_response()
 
 
 def encode(correlation_id: int, api_key: int, api_version: int, message: Any) -> list[ResponsePart]:

@@ -18,19 +18,19 @@ from types import ModuleType
 
 @dataclass(slots=True)
 class Handler:
-    """One served API. ``module`` imports the handler on first use (event-loop thread; imports are idempotent)."""
+    """One served API. ``module`` is None until ``load`` imports it (event-loop thread; imports are idempotent);
+    the dispatcher reads ``handler.module or handler.load()``, a plain attribute on the hot path."""
 
     api_key: int
     module_name: str
     versions: tuple[int, int]
     implemented: tuple[int, int]
-    _module: ModuleType | None = field(default=None, repr=False)
+    module: ModuleType | None = field(default=None, repr=False)
 
-    @property
-    def module(self) -> ModuleType:
-        if self._module is None:
-            self._module = importlib.import_module(f"{__name__}.{self.module_name}")
-        return self._module
+    def load(self) -> ModuleType:
+        if self.module is None:
+            self.module = importlib.import_module(f"{__name__}.{self.module_name}")
+        return self.module
 
 
 def _served(
