@@ -63,7 +63,10 @@ def run_pipeline(
     spark_log = data_dir / "spark.log"
     console.print(f"[bold]broker[/] {bootstrap_servers}   [bold]spark[/] {master}   [bold]data[/] {data_dir}")
     console.print(f"starting Spark (its logs go to {spark_log})")
-    spark = spark_session(master, log_file=spark_log)
+    try:
+        spark = spark_session(master, log_file=spark_log)
+    except Exception as exc:  # its reason is in the log: a missing JDK, a port, memory
+        raise click.ClickException(f"Spark did not start: {exc}\n(Spark's log: {spark_log})") from exc
     windows: list[dict[str, Any]] = []
     output_dir = data_dir / "stats"
     if output_dir.exists():
