@@ -43,10 +43,12 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def fresh(pristine: Path, tmp_path: Path) -> Path:
+def fresh(pristine: Path, tmp_path: Path) -> tuple[Path, list[Path], list[tuple[int, bytes | None]]]:
+    """A copy of the clean log to damage: its directory, its ``.log`` files, and every record it holds."""
     target = tmp_path / "t-0"
     shutil.copytree(pristine, target)
-    return target
+    logs = sorted(target.glob("*.log"))
+    return target, logs, records_of(logs)
 
 
 def reopen(directory: Path) -> Log:
@@ -82,12 +84,11 @@ def assert_serves(log: Log, expected: list[tuple[int, bytes | None]]) -> None:
 
 
 def test_every_segment_is_whole_after_a_plain_clean_reopen(pristine: Path, tmp_path: Path) -> None:
-    directory = fresh(pristine, tmp_path)
-    logs = sorted(directory.glob("*.log"))
+    directory, logs, expected = fresh(pristine, tmp_path)
     assert len(logs) >= 3
     log = reopen(directory)
     assert log.load_report.segments_recovered == 0
-    assert_serves(log, records_of(logs))
+    assert_serves(log, expected)
 
 
 def test_a_tail_cut_anywhere_keeps_every_whole_batch_before_it(
@@ -116,9 +117,7 @@ def test_a_tail_cut_anywhere_keeps_every_whole_batch_before_it(
 def test_a_fake_batch_header_appended_is_cut_off(
     pristine: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, size_field: int
 ) -> None:
-    directory = fresh(pristine, tmp_path)
-    logs = sorted(directory.glob("*.log"))
-    expected = records_of(logs)
+    directory, logs, expected = fresh(pristine, tmp_path)
     fake = (expected[-1][0] + 1).to_bytes(8, "big") + size_field.to_bytes(4, "big") + bytes(4) + b"\x02"
     with open(logs[-1], "ab") as f:
         f.write(fake + os.urandom(size_field - 5 if size_field < 100 else 44))
@@ -131,9 +130,7 @@ def test_a_fake_batch_header_appended_is_cut_off(
 def test_a_stale_index_on_the_active_segment_is_rebuilt(
     pristine: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    directory = fresh(pristine, tmp_path)
-    logs = sorted(directory.glob("*.log"))
-    expected = records_of(logs)
+    directory, _logs, expected = fresh(pristine, tmp_path)
     indexes = sorted(directory.glob("*.index"))
     # an index from another log: entries that point at wrong positions for the offsets they claim
     entries = [(rel + 3, pos + 17) for rel, pos in _entries(indexes[0])][:6]
@@ -148,9 +145,7 @@ def test_a_stale_index_on_the_active_segment_is_rebuilt(
 def test_a_garbage_index_on_an_older_segment_is_rebuilt_when_first_read(
     pristine: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    directory = fresh(pristine, tmp_path)
-    logs = sorted(directory.glob("*.log"))
-    expected = records_of(logs)
+    directory, _logs, expected = fresh(pristine, tmp_path)
     first_index = sorted(directory.glob("*.index"))[0]
     first_index.write_bytes(os.urandom(first_index.stat().st_size or 64))
     with caplog.at_level(logging.WARNING):
@@ -162,9 +157,7 @@ def test_a_garbage_index_on_an_older_segment_is_rebuilt_when_first_read(
 def test_a_truncated_time_index_is_rebuilt(
     pristine: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    directory = fresh(pristine, tmp_path)
-    logs = sorted(directory.glob("*.log"))
-    expected = records_of(logs)
+    directory, logs, expected = fresh(pristine, tmp_path)
     time_index = sorted(directory.glob("*.timeindex"))[-1]
     time_index.write_bytes(time_index.read_bytes()[:-12])
     with caplog.at_level(logging.WARNING):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from samsa.clock import ManualClock
-from samsa.records import build_batch
+from samsa.records import build_batch, iter_batches
 from samsa.storage.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -259,7 +259,7 @@ def test_schedule_due_runs_tasks_on_their_intervals(tmp_path: Path) -> None:
     manager.shutdown()
 
 
-def test_clean_shutdown_trusts_indexes(tmp_path: Path) -> None:
+def test_clean_shutdown_checks_an_older_segment_when_it_is_first_read(tmp_path: Path) -> None:
     clock = ManualClock()
     manager = _manager([tmp_path], clock)
     manager.create_topic("t", 1)
@@ -268,12 +268,47 @@ def test_clean_shutdown_trusts_indexes(tmp_path: Path) -> None:
     manager.shutdown()
     directory = tmp_path / "t-0"
     late = _segment_bases(directory)[-2]
-    corrupted = _index_bytes(directory, late) + b"\x7f\xff\xff\xff\x00\x00\x00\x00"
+    good = _index_bytes(directory, late)
+    corrupted = good + b"\x7f\xff\xff\xff\x00\x00\x00\x00"
     (directory / f"{late:020d}.index").write_bytes(corrupted)
-    again = _manager([tmp_path], clock)  # the marker is there: no recovery at all
+    again = _manager(
+        [tmp_path], clock
+    )  # the marker is there: no recovery at start, the active segment checked
     assert again.recovered_logs == set()
+    assert _index_bytes(directory, late) == corrupted  # not read yet, so not checked yet
+    log = again.get_log(tp)
+    assert log is not None
+    data = log.read(late, 10_000).records.read_bytes()  # the first read checks it: the bad entry is found
+    assert next(b.base_offset for b in iter_batches(data)) == late
     again.shutdown()
-    assert _index_bytes(directory, late) == corrupted
+    assert _index_bytes(directory, late) == good
+
+
+def test_periodic_tasks_survive_a_full_disk_and_retention_still_frees_space(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock, retention_check_interval_ms=1000, flush_checkpoint_interval_ms=1000)
+    manager.create_topic("short", 1, {"retention.ms": 60_000})
+    _append(manager, TopicPartition("short", 0), 20, clock)
+    before = len(_segment_bases(tmp_path / "short-0"))
+
+    def full(*_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("samsa.storage.checkpoint.CheckpointFile.write", full)
+    clock.advance(61_000)
+    with caplog.at_level("WARNING"):
+        for _ in range(30):  # thirty seconds of ticks: the failing checkpoint says so once
+            ran = manager.schedule_due(clock.milliseconds())
+            clock.advance(1000)
+    assert "retention" in ran and "recovery" not in ran
+    assert len(_segment_bases(tmp_path / "short-0")) < before  # retention ran and freed space
+    assert sum("periodic task recovery failed" in m for m in caplog.messages) == 1
+    monkeypatch.undo()
+    clock.advance(1000)
+    assert "recovery" in manager.schedule_due(clock.milliseconds())
+    manager.shutdown()
 
 
 def test_unparsable_directory_fails_startup_and_releases_the_lock(tmp_path: Path) -> None:

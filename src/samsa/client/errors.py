@@ -56,6 +56,8 @@ class BrokerError(KafkaError):
         if special is not None:
             return special
         camel = "".join(part.capitalize() for part in self.name.split("_"))
+        if camel.endswith("Error"):  # KAFKA_STORAGE_ERROR is KafkaStorageException
+            camel = camel[: -len("Error")]
         return camel if camel.endswith("Exception") else camel + "Exception"
 
 

@@ -24,6 +24,7 @@ from samsa.records.view import (
     iter_batches,
 )
 
+from .errors import AppendRollbackError
 from .file_slice import FileSlice
 
 INT_MAX = 2**31 - 1
@@ -69,16 +70,25 @@ class FileRecords:
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
         """Write ``data`` at the end (one ``pwrite``; more only on a short write); returns its length."""
-        length = len(data) if not isinstance(data, memoryview) else data.nbytes
-        if self._size + length > INT_MAX:
+        length = data.nbytes if type(data) is memoryview else len(data)
+        size = self._size
+        if size + length > INT_MAX:
             raise ValueError(
-                f"appending {length} bytes to {self.path} of size {self._size} would exceed {INT_MAX} bytes"
+                f"appending {length} bytes to {self.path} of size {size} would exceed {INT_MAX} bytes"
             )
-        written = os.pwrite(self._fd, data, self._size)
+        written = os.pwrite(self._fd, data, size)
         while written < length:
-            written += os.pwrite(self._fd, memoryview(data)[written:], self._size + written)
-        self._size += length
+            written += os.pwrite(self._fd, memoryview(data)[written:], size + written)
+        self._size = size + length
         return length
+
+    def undo_append(self, size: int) -> None:
+        """Cut the file back to ``size`` after a failed or undone append (bytes a failed write left beyond the
+        logical size included). Raises AppendRollbackError when the file cannot be cut."""
+        try:
+            self.truncate_to(size)
+        except OSError as exc:
+            raise AppendRollbackError(self.path, size, exc) from exc
 
     def truncate_to(self, target: int) -> int:
         """Cut the file at byte ``target`` (no OS call when the size is already ``target``); returns bytes cut."""

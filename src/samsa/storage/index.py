@@ -17,10 +17,15 @@ Rules (Kafka's ``AbstractIndex`` / ``OffsetIndex`` / ``TimeIndex``):
   (baseOffset, 0) for the offset index and (-1, baseOffset) for the time index.
 
 Memory, not a mapping: Kafka maps index files; Samsa keeps the valid entries in a ``bytearray`` (read from the
-file when a lookup first needs them) and writes each new entry through with one ``pwrite``. Nothing ever touches
-the file through a mapping, so a full disk or a sparse (preallocated) region can only ever surface as an
-``OSError`` from a write, never as SIGBUS; a failed ``append`` leaves the index as it was. Recovery builds the
-entries in memory and writes them with one ``pwrite`` (``persist``).
+file when a lookup first needs them). Nothing ever touches the file through a mapping, so a full disk or a sparse
+(preallocated) region can only ever surface as an ``OSError`` from a write, never as SIGBUS.
+
+Write-behind: ``append`` adds an entry in memory only; ``persist`` writes the entries added since the last one with
+one ``pwrite``, and ``flush``, ``trim_to_valid_size`` (roll) and ``close`` persist first. The file matters only
+where Kafka's rules trust it: a segment below the recovery point (flushed, so persisted) or after a clean
+shutdown (closed, so persisted); every segment at or above the recovery point is re-indexed after a crash. So the
+append path makes no index syscall at all, and a write that fails (a full disk) fails the flush, roll or close
+that asked for it, with the entries still in memory.
 
 Concurrency contract: not thread-safe; the owning ``LogSegment`` serialises calls.
 """
@@ -69,6 +74,7 @@ class AbstractIndex:
         self.writable = writable
         self._fd = -1
         self._data: bytearray | None = None  # the valid entries, read on first need
+        self._persisted = 0  # how many of them the file holds (the rest wait for ``persist``)
         self._length = 0
         self._entries = 0
         self._loaded = False
@@ -92,7 +98,7 @@ class AbstractIndex:
             self._length = os.fstat(self._fd).st_size
             self._data = None
         self._loaded = True
-        self._entries = 0 if new else self._length // self.entry_size
+        self._entries = self._persisted = 0 if new else self._length // self.entry_size
         self._after_change()
 
     def _buf(self) -> bytearray:
@@ -135,7 +141,9 @@ class AbstractIndex:
         return self.entries * self.entry_size
 
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries
+        if not self._loaded:
+            self._load()
+        return self._entries >= self._length // self.entry_size
 
     def can_append_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= INT_MAX
@@ -146,21 +154,22 @@ class AbstractIndex:
             raise IndexOffsetOverflowError(self.path, self.base_offset, offset)
         return relative
 
-    def _write_entry(self, entry: bytes, write: bool) -> None:
-        """Add one packed entry: written at its slot first (``write``), kept in memory once that succeeded."""
+    def _add_entry(self, entry: bytes) -> None:
+        """Add one packed entry in memory; ``persist`` writes it (write-behind, module doc)."""
         data = self._buf()
-        if write:
-            os.pwrite(self._fd, entry, self._entries * self.entry_size)
         data += entry
         self._entries += 1
 
     def persist(self) -> None:
-        """Write every valid entry to the file with one ``pwrite`` (after ``append(..., write=False)`` calls)."""
-        data = self._buf()
-        if data:
-            written = os.pwrite(self._fd, data, 0)
-            if written != len(data):
-                raise OSError(f"short write of the index {self.path}: {written} of {len(data)} bytes")
+        """Write the entries added since the last ``persist`` to their slots, with one ``pwrite``."""
+        if self._persisted >= self._entries:
+            return
+        size = self.entry_size
+        pending = self._buf()[self._persisted * size : self._entries * size]
+        written = os.pwrite(self._fd, pending, self._persisted * size)
+        if written != len(pending):
+            raise OSError(f"short write of the index {self.path}: {written} of {len(pending)} bytes")
+        self._persisted = self._entries
 
     # --- resizing ------------------------------------------------------------------------------------------
 
@@ -177,7 +186,9 @@ class AbstractIndex:
         return True
 
     def trim_to_valid_size(self) -> bool:
-        return self.resize(self.entries * self.entry_size)
+        self._load()
+        self.persist()
+        return self.resize(self._entries * self.entry_size)
 
     def reset(self) -> None:
         """No entries, and room for ``max_index_size`` bytes (start of recovery)."""
@@ -190,6 +201,7 @@ class AbstractIndex:
     def _truncate_to_entries(self, entries: int) -> None:
         self._load()
         self._entries = entries
+        self._persisted = min(self._persisted, entries)
         if entries == 0:
             self._data = bytearray()
         elif self._data is not None:
@@ -239,7 +251,9 @@ class AbstractIndex:
     # --- files ---------------------------------------------------------------------------------------------
 
     def flush(self) -> None:
+        """Write the pending entries and fsync the file."""
         if self._fd >= 0:
+            self.persist()
             os.fsync(self._fd)
 
     def close(self) -> None:
@@ -304,15 +318,13 @@ class OffsetIndex(AbstractIndex):
         relative, position = _OFFSET_ENTRY.unpack_from(self._buf(), n * 8)
         return OffsetPosition(self.base_offset + relative, position)
 
-    def append(self, offset: int, position: int, write: bool = True) -> None:
-        """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError, and
-        OSError when the write fails (the index is then unchanged). ``write=False`` keeps it in memory only
-        (recovery, which ``persist``s once at the end)."""
+    def append(self, offset: int, position: int) -> None:
+        """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError."""
         if self.is_full():
             raise IndexFullError(self.path, self.entries, self.max_entries)
         if self._entries and offset <= self._last_offset:
             raise InvalidOffsetError(self.path, offset, self._last_offset)
-        self._write_entry(_OFFSET_ENTRY.pack(self.relative_offset(offset), position), write)
+        self._add_entry(_OFFSET_ENTRY.pack(self.relative_offset(offset), position))
         self._last_offset = offset
 
     def lookup(self, target_offset: int) -> OffsetPosition:
@@ -380,20 +392,20 @@ class TimeIndex(AbstractIndex):
         return self._last_entry
 
     def is_full(self) -> bool:
-        return self.entries >= self.max_entries - 1
+        if not self._loaded:
+            self._load()
+        return self._entries >= self._length // self.entry_size - 1
 
     def entry(self, n: int) -> TimestampOffset:
         self._check_slot(n)
         timestamp, relative = _TIME_ENTRY.unpack_from(self._buf(), n * 12)
         return TimestampOffset(timestamp, self.base_offset + relative)
 
-    def maybe_append(
-        self, timestamp: int, offset: int, skip_full_check: bool = False, write: bool = True
-    ) -> None:
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Add (timestamp, offset) when ``timestamp`` is above the last entry's.
 
-        Raises IndexFullError (unless ``skip_full_check``), InvalidOffsetError for an offset going back,
-        ValueError for a timestamp going back, OSError when the write fails (the index is then unchanged).
+        Raises IndexFullError (unless ``skip_full_check``), InvalidOffsetError for an offset going back, and
+        ValueError for a timestamp going back.
         """
         if not skip_full_check and self.is_full():
             raise IndexFullError(self.path, self.entries, self.max_entries)
@@ -408,7 +420,7 @@ class TimeIndex(AbstractIndex):
         if timestamp > last.timestamp:
             if self._entries >= self.max_entries:
                 raise IndexFullError(self.path, self.entries, self.max_entries)
-            self._write_entry(_TIME_ENTRY.pack(timestamp, self.relative_offset(offset)), write)
+            self._add_entry(_TIME_ENTRY.pack(timestamp, self.relative_offset(offset)))
             self._last_entry = TimestampOffset(timestamp, offset)
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:

@@ -258,27 +258,24 @@ def load(
     swaps = remove_temp_files_and_collect_swap_files(directory)
     complete_swaps(directory, swaps)
     segments = load_segment_files(directory, config, clock, epochs, report)
-    is_delete_dir = directory.name.endswith("-delete")
-    claimed = -1
-    if is_delete_dir or not len(segments):
-        pass
-    elif not had_clean_shutdown:
-        claimed = recover_segments(segments, recovery_point, epochs, report)
-    else:
-        _check_after_clean_shutdown(segments, epochs, report)
+    claimed = -1  # the next offset of segments set aside: the log continues after it
+    if len(segments) and not directory.name.endswith("-delete"):
+        if had_clean_shutdown:
+            _check_after_clean_shutdown(segments, epochs, report)
+        else:
+            claimed = recover_segments(segments, recovery_point, epochs, report)
     last = segments.last_segment()
     if last is not None and last.read_next_offset() < log_start_offset:
         for segment in list(segments):
             segments.remove(segment.base_offset)
             segment.delete()
         last = None
-    next_offset = max(log_start_offset, claimed)
     if last is None or claimed > last.read_next_offset():
         if last is not None:
             last.on_become_inactive_segment()
         last = LogSegment.open(
             directory,
-            next_offset,
+            max(log_start_offset, claimed),
             config,
             clock,
             init_file_size=config.segment_bytes,

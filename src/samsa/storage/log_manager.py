@@ -474,15 +474,16 @@ class LogManager:
                 self._last_run[name] = now
                 if self._run_task(name, task, now):
                     ran.append(name)
-        if self._run_task("cleaner", lambda: self.clean_logs(now) or None, now, ran_only_if=True):
+        cleaned: list[bool] = []
+        if self._run_task("cleaner", lambda: cleaned.append(self.clean_logs(now)), now) and cleaned[0]:
             ran.append("cleaner")
         return ran
 
-    def _run_task(self, name: str, task: Callable[[], object], now: int, ran_only_if: object = None) -> bool:
-        """Run one periodic task; an I/O failure (a full disk) is logged once a minute, not raised: the other
-        tasks, retention above all (what frees space), still run."""
+    def _run_task(self, name: str, task: Callable[[], object], now: int) -> bool:
+        """Run one periodic task; False when it failed on I/O (a full disk), which is logged once a minute, not
+        raised: the other tasks, retention above all (what frees space), still run."""
         try:
-            result = task()
+            task()
         except (OSError, StorageError) as exc:
             last = self._task_failures.get(name)
             if last is None or now - last >= TASK_FAILURE_LOG_INTERVAL_MS:
@@ -491,7 +492,7 @@ class LogManager:
             return False
         if self._task_failures.pop(name, None) is not None:
             _log.info("periodic task %s succeeded again", name)
-        return ran_only_if is None or result is ran_only_if
+        return True
 
     def clean_logs(self, now: int) -> bool:
         """One step of log compaction (``LogCleaner.tick``): finish the running cleaning or start a due one.

@@ -31,7 +31,7 @@ from samsa.records import CorruptRecordError, InvalidRecordError, iter_records
 from samsa.records.view import HEADER_SIZE_UP_TO_MAGIC, LEGACY_MIN_SIZE, RECORD_BATCH_OVERHEAD, BatchView
 
 from .config import LogConfig
-from .errors import AppendRollbackError, LogSegmentOffsetOverflowError
+from .errors import LogSegmentOffsetOverflowError
 from .file_records import FileRecords
 from .file_slice import FetchDataInfo, FileSlice, LogOffsetMetadata
 from .index import OffsetIndex, TimeIndex, TimestampOffset
@@ -261,24 +261,23 @@ class LogSegment:
         size = records.nbytes if isinstance(records, memoryview) else len(records)
         if size == 0:
             return
-        self._ensure_offset_in_range(largest_offset)
-        mark = self.append_mark()
-        position = mark.size
-        new_max = largest_timestamp > self.max_timestamp_so_far
+        if not 0 <= largest_offset - self.base_offset <= INT_MAX:
+            raise LogSegmentOffsetOverflowError(self.base_offset, largest_offset)
+        log = self.log
+        position = log.size
+        max_so_far = self._max_timestamp_and_offset
+        if max_so_far is None:
+            max_so_far = self._max()
+        new_max = largest_timestamp > max_so_far.timestamp
         try:
-            self.log.append(records)
-            if self._bytes_since_last_index_entry > self.index_interval_bytes:
-                self.offset_index.append(largest_offset, position)
-                if new_max:
-                    self.time_index.maybe_append(largest_timestamp, shallow_offset_of_max_timestamp)
-                else:
-                    self.time_index.maybe_append(
-                        self.max_timestamp_so_far, self.shallow_offset_of_max_timestamp_so_far
-                    )
-                self._bytes_since_last_index_entry = 0
+            log.append(records)
         except BaseException:
-            self.rollback(mark)
+            log.undo_append(position)
             raise
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self._add_index_entries(
+                position, largest_offset, largest_timestamp, shallow_offset_of_max_timestamp
+            )
         if position == 0:
             self._rolling_based_timestamp = largest_timestamp
         if new_max:
@@ -286,6 +285,30 @@ class LogSegment:
                 largest_timestamp, shallow_offset_of_max_timestamp
             )
         self._bytes_since_last_index_entry += size
+
+    def _add_index_entries(self, position: int, offset: int, timestamp: int, shallow_offset: int) -> None:
+        """The index entries of the append that starts at ``position``; on failure, the append is undone."""
+        offset_entries, time_entries = self.offset_index.entries, self.time_index.entries
+        current = self._max()
+        try:
+            self.offset_index.append(offset, position)
+            if timestamp > current.timestamp:
+                self.time_index.maybe_append(timestamp, shallow_offset)
+            else:
+                self.time_index.maybe_append(current.timestamp, current.offset)
+        except BaseException:
+            self.rollback(
+                AppendMark(
+                    position,
+                    offset_entries,
+                    time_entries,
+                    self._bytes_since_last_index_entry,
+                    current,
+                    self._rolling_based_timestamp,
+                )
+            )
+            raise
+        self._bytes_since_last_index_entry = 0
 
     def append_mark(self) -> AppendMark:
         """What ``rollback`` needs to undo the appends made after this call."""
@@ -308,10 +331,7 @@ class LogSegment:
         self._bytes_since_last_index_entry = mark.bytes_since_last_index_entry
         self._max_timestamp_and_offset = mark.max_timestamp_and_offset
         self._rolling_based_timestamp = mark.rolling_based_timestamp
-        try:
-            self.log.truncate_to(mark.size)
-        except OSError as exc:
-            raise AppendRollbackError(self.log.path, mark.size, exc) from exc
+        self.log.undo_append(mark.size)
 
     # --- read --------------------------------------------------------------------------------------------
 
@@ -407,25 +427,45 @@ class LogSegment:
 
     def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
         """Record time since the first batch when it has a timestamp, else wall time since creation."""
-        self._load_first_batch_timestamp()
         first = self._rolling_based_timestamp
+        if first is None:
+            self._load_first_batch_timestamp()
+            first = self._rolling_based_timestamp
         if first is not None and first >= 0:
             return message_timestamp - first
         return now - self._created
 
     def should_roll(self, params: RollParams) -> bool:
         """Kafka's roll predicate (4.1): size, time (with this segment's jitter), a full index, offset overflow."""
-        size = self.log.size
-        reached_roll_ms = (
-            self.time_waited_for_roll(params.now, params.max_timestamp_in_messages)
-            > params.max_segment_ms - self.roll_jitter_ms
+        return self.should_roll_for(
+            params.messages_size,
+            params.max_timestamp_in_messages,
+            params.max_offset_in_messages,
+            params.now,
+            params.max_segment_ms,
+            params.max_segment_bytes,
         )
+
+    def should_roll_for(
+        self,
+        messages_size: int,
+        max_timestamp: int,
+        max_offset: int,
+        now: int,
+        max_segment_ms: int,
+        max_segment_bytes: int,
+    ) -> bool:
+        """``should_roll`` with the parameters spread out (the append path makes no ``RollParams``)."""
+        size = self.log.size
         return (
-            size > params.max_segment_bytes - params.messages_size
-            or (size > 0 and reached_roll_ms)
+            size > max_segment_bytes - messages_size
             or self.offset_index.is_full()
             or self.time_index.is_full()
-            or not self.can_convert_to_relative_offset(params.max_offset_in_messages)
+            or not 0 <= max_offset - self.base_offset <= INT_MAX
+            or (
+                size > 0
+                and self.time_waited_for_roll(now, max_timestamp) > max_segment_ms - self.roll_jitter_ms
+            )
         )
 
     def restart_roll_clock(self) -> None:
@@ -471,8 +511,8 @@ class LogSegment:
                 if batch.max_timestamp > max_ts.timestamp:
                     max_ts = TimestampOffset(batch.max_timestamp, batch.last_offset)
                 if valid_bytes - last_index_entry > self.index_interval_bytes:
-                    self.offset_index.append(batch.last_offset, valid_bytes, write=False)
-                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, write=False)
+                    self.offset_index.append(batch.last_offset, valid_bytes)
+                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
                     last_index_entry = valid_bytes
                 valid_bytes = position + batch.size_in_bytes
                 if leader_epochs is not None and batch.magic >= 2:
@@ -486,7 +526,7 @@ class LogSegment:
         if truncated > 0:
             self.log.truncate_to(valid_bytes)
         self._max_timestamp_and_offset = max_ts
-        self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True, write=False)
+        self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
         self._persist_indexes()
         self._bytes_since_last_index_entry = valid_bytes - last_index_entry
         return truncated

@@ -1,0 +1,115 @@
+"""Storage failures seen from the wire: a partition whose log went offline, and a disk too full to create the
+offsets topic or a producer id block. Every request is answered with a Kafka error code on a connection that stays
+open; other partitions keep serving; DescribeLogDirs (and ``samsa log-dirs``) report the directory's error.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import samsa
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.api_versions import ApiVersionsRequest
+from samsa.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
+from samsa.protocol.messages.find_coordinator import FindCoordinatorRequest
+from samsa.protocol.messages.init_producer_id import InitProducerIdRequest
+from samsa.storage.topic import TopicPartition
+from tests.badinput.wire import Connection, batch, fetch_records, produce
+
+
+@pytest.fixture
+def broker() -> Iterator[samsa.Broker]:
+    with samsa.Broker() as running:
+        yield running
+
+
+def take_offline(broker: samsa.Broker, tp: TopicPartition) -> None:
+    """Make the next append to ``tp`` fail and its undo fail too: the descriptor is swapped for a directory's."""
+    log = broker.core.log_manager.get_log(tp)
+    assert log is not None
+    records = log.active_segment.log
+    os.close(records.fd)
+    records._fd = os.open(log.directory, os.O_RDONLY)
+
+
+def test_an_offline_partition_answers_storage_errors_and_the_others_keep_serving(
+    broker: samsa.Broker,
+) -> None:
+    broker.create_topic("doomed", partitions=1)
+    broker.create_topic("healthy", partitions=1)
+    port = int(broker.bootstrap_servers.rsplit(":", 1)[1])
+    with Connection(port) as conn:
+        assert produce(conn, "doomed", {0: batch(b"kept")}) == {0: (0, 0)}
+        take_offline(broker, TopicPartition("doomed", 0))
+        assert produce(conn, "doomed", {0: batch(b"lost")})[0][0] == ErrorCode.KAFKA_STORAGE_ERROR
+        assert produce(conn, "doomed", {0: batch(b"refused")})[0][0] == ErrorCode.KAFKA_STORAGE_ERROR
+        assert fetch_records(conn, "doomed")[0] == ErrorCode.KAFKA_STORAGE_ERROR
+        assert produce(conn, "healthy", {0: batch(b"fine")}) == {0: (0, 0)}
+        assert fetch_records(conn, "healthy")[0] == ErrorCode.NONE
+        dirs = conn.request(35, 4, DescribeLogDirsRequest(topics=None))
+        assert [d.error_code for d in dirs.results] == [ErrorCode.KAFKA_STORAGE_ERROR]
+        assert {t.name for t in dirs.results[0].topics} >= {"doomed", "healthy"}
+    tool = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "samsa.cli",
+            "log-dirs",
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+            "--describe",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert tool.returncode == 0, tool.stderr
+    assert "KafkaStorageException" in tool.stdout
+
+
+def fill(path: Path) -> None:
+    """Write zeros to ``path`` until the disk refuses more."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while os.write(fd, bytes(4096)) > 0:
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def test_a_full_disk_answers_coordinator_lookups_and_producer_ids_with_error_codes(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        with samsa.Broker(log_dir=disk / "data") as broker:
+            fill(disk / "ballast")
+            port = int(broker.bootstrap_servers.rsplit(":", 1)[1])
+            with Connection(port) as conn:
+                found = conn.request(10, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0))
+                assert found.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+                pid = conn.request(
+                    22, 2, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
+                )
+                assert pid.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+                assert conn.request(18, 3, ApiVersionsRequest()).error_code == ErrorCode.NONE
+                (disk / "ballast").unlink()
+                found = conn.request(10, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0))
+                assert found.error_code == ErrorCode.NONE
+                assert (
+                    conn.request(22, 2, InitProducerIdRequest(transactional_id=None)).error_code
+                    == ErrorCode.NONE
+                )
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
