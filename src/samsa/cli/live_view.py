@@ -133,7 +133,7 @@ class RunStatus:
         if done:
             return f"done after {elapsed:.0f} s: {counts}"
         if self.traffic_ended is not None:
-            behind = f", {produced - self.lines_read:,} lines to go" if produced is not None else ""
+            behind = f", {max(0, produced - self.lines_read):,} lines to go" if produced is not None else ""
             return f"{counts}   traffic stopped; Spark catching up{behind}   {elapsed:.0f} s"
         limit = f" / {self.duration:.0f}" if self.duration else ""
         phase = "traffic" if self.producing else "running"
