@@ -16,6 +16,7 @@ SPARK_NOISE = ("WARN ", "[Stage ", "log4j", "WARNING: Using incubator modules", 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # Spark's start and first micro-batch on 2 busy cores
 def test_the_demo_runs_to_a_chart_with_spark_kept_out_of_view(tmp_path: Path) -> None:
     data = tmp_path / "demo"
     result = subprocess.run(
