@@ -17,3 +17,12 @@ def main(argv: Sequence[str] | None = None) -> Any:
     from .app import cli
 
     return cli.main(args=args, prog_name="samsa")
+
+
+def __getattr__(name: str) -> Any:
+    """``samsa.cli.cli``, the click group, imported on first use so that ``samsa serve`` never loads click."""
+    if name == "cli":
+        from .app import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
