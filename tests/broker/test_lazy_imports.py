@@ -60,6 +60,7 @@ def test_a_started_broker_has_imported_no_handler_and_no_coordinator() -> None:
     assert samsa_modules(before, "samsa.broker.handlers.") == set()
     assert samsa_modules(before, "samsa.protocol.messages.") <= {"samsa.protocol.messages._registry"}
     assert samsa_modules(before, "samsa.coordinator") == set()
+    assert "crc32c._crc32c" in before and "crc32c" not in before  # its C module without the package's init
     # librdkafka's first requests: ApiVersions, then Metadata; nothing else is loaded for them
     assert samsa_modules(after, "samsa.broker.handlers.") == {
         "samsa.broker.handlers.api_versions",

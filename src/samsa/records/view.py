@@ -30,7 +30,7 @@ import importlib.util
 import struct
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -83,12 +83,13 @@ def _crc32c_extension() -> ModuleType:
     return crc32c
 
 
-_CRC32C = _crc32c_extension().crc32c
+CRC32C_C: Callable[..., int] = _crc32c_extension().crc32c
+"""The C function itself, ``(data, value=0) -> int``, for hot paths that cannot afford a Python wrapper's call."""
 
 
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC-32C (Castagnoli), computed in C; ``value`` continues a CRC over earlier bytes."""
-    return int(_CRC32C(data, value))
+    return int(CRC32C_C(data, value))
 
 
 def crc32(data: bytes | bytearray | memoryview) -> int:
