@@ -144,6 +144,7 @@ def start_samsa(work: Path, profile: Path | None, strace: Path | None = None) ->
     for key, value in overrides.items():
         args += ["--override", f"{key}={value}"]
     connected: list[float] = []
+    cpu: list[float] = []
 
     t0 = time.perf_counter()
     proc = subprocess.Popen(
@@ -159,6 +160,7 @@ def start_samsa(work: Path, profile: Path | None, strace: Path | None = None) ->
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
                     connected.append(time.perf_counter() - t0)
+                    cpu.append(cpu_seconds(proc.pid))
                     return
             except OSError:
                 time.sleep(0.002)
@@ -177,6 +179,7 @@ def start_samsa(work: Path, profile: Path | None, strace: Path | None = None) ->
     prober.join(30)
     if connected:
         broker.ready["first_connection_s"] = connected[0]
+        broker.ready["first_connection_cpu_s"] = cpu[0]
     threading.Thread(target=_drain, args=(proc.stdout, broker.output), daemon=True).start()
     return broker
 

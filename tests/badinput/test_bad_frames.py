@@ -170,7 +170,7 @@ def test_api_versions_of_an_unknown_version_answers_in_v0_form(broker: BrokerPro
         assert isinstance(response, ApiVersionsResponse)
         assert response.error_code == 35
         ranges = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
-        assert ranges == {key: module.VERSIONS for key, module in HANDLERS.items()}
+        assert ranges == {key: handler.versions for key, handler in HANDLERS.items()}
         assert ranges[18] == (0, 3)
         # the client retries with a version from the list, on the same connection
         retry: ApiVersionsResponse = conn.request(18, 3, ApiVersionsRequest("retry", "1"))
@@ -179,7 +179,7 @@ def test_api_versions_of_an_unknown_version_answers_in_v0_form(broker: BrokerPro
 
 def test_every_served_version_of_metadata_still_answers_after_bad_neighbours(broker: BrokerProcess) -> None:
     with wire.Connection(broker.port) as conn:
-        for version in range(HANDLERS[3].VERSIONS[0], HANDLERS[3].VERSIONS[1] + 1):
+        for version in range(HANDLERS[3].versions[0], HANDLERS[3].versions[1] + 1):
             response = conn.request(3, version, MetadataRequest(topics=[]))
             assert [b.port for b in response.brokers] == [broker.port]
 

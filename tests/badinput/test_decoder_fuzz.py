@@ -42,7 +42,7 @@ BOUNDARY_INT32 = [0x00000000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0x00010000, 0x
 
 
 def versions(api_key: int) -> list[int]:
-    low, high = HANDLERS[api_key].VERSIONS
+    low, high = HANDLERS[api_key].versions
     return list(range(low, high + 1))
 
 

@@ -171,7 +171,7 @@ def oddify(data: st.DataObject, value: Any, owner: str = "") -> Any:
 
 
 def served_versions(key: int) -> list[int]:
-    low, high = HANDLERS[key].VERSIONS
+    low, high = HANDLERS[key].versions
     return list(range(low, high + 1))
 
 

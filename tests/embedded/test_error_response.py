@@ -43,9 +43,9 @@ def error_codes(message: Any, version: int) -> list[int]:
 
 @pytest.mark.parametrize("key", sorted(HANDLERS), ids=lambda k: api_schema(k).name)
 def test_every_served_api_has_an_encodable_error_response(key: int) -> None:
-    module = HANDLERS[key]
+    handler = HANDLERS[key]
     response = error_response(key, api_schema(key).request_type(), CODE)
-    for version in range(module.IMPLEMENTED[0], module.IMPLEMENTED[1] + 1):
+    for version in range(handler.implemented[0], handler.implemented[1] + 1):
         decoded = round_trip(key, version, response)
         codes = error_codes(decoded, version)
         assert all(code == CODE for code in codes), (version, codes)

@@ -191,7 +191,7 @@ def pair_responses(proxy: CaptureProxy, connections: set[int]) -> list[tuple[Req
 def check_response(client: str, header: RequestHeader, frame: bytes, port: int) -> None:
     key, version = header.request_api_key, header.request_api_version
     topic = scenarios.topic(client)
-    served = {k: m.VERSIONS for k, m in HANDLERS.items()}
+    served = {k: h.versions for k, h in HANDLERS.items()}
     ours_version = 0 if key == API_VERSIONS and version > served[API_VERSIONS][1] else version
     decode_response(frame, key, ours_version)  # strict: no trailing bytes
     kp_class = kafka_python_classes().get(key)

@@ -56,6 +56,11 @@ def test_spec_table(value: int, encoded: str) -> None:
     assert size_of_varint(value) == len(data)
 
 
+def test_every_value_of_the_precomputed_range_encodes_as_the_reference() -> None:
+    for value in range(-(2**13) - 1, 2**13 + 1):  # the table's range and one past each end
+        assert encode_varint(value) == encode_varlong(value) == reference(value, 32), value
+
+
 @settings(max_examples=200, deadline=None)
 @given(int32, st.binary(max_size=3), st.binary(max_size=3))
 def test_varint_round_trip_inside_a_buffer(value: int, before: bytes, after: bytes) -> None:

@@ -4,7 +4,6 @@ unparsable lines go to the dead-letter topic."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -29,7 +28,7 @@ from samsa.spark.pipeline.job import (
     read_output,
     start,
 )
-from samsa.spark.pipeline.run import SOURCE_PARTITIONS, ensure_topics, write_chart
+from samsa.spark.pipeline.run import SOURCE_PARTITIONS, ensure_topics
 
 
 @pytest.fixture(scope="module")
@@ -111,23 +110,3 @@ def test_job_equals_python_aggregation_across_restart(
     bad = sorted(line.line for line in lines if parse_line(line.line) is None)
     assert bad and sorted(r.value.decode() for r in dead) == bad
     assert all(r.headers[0]["key"] == "error" and r.headers[0]["value"] for r in dead)
-
-
-def test_chart_is_a_png_of_the_windows(tmp_path: Path) -> None:
-    start_ms = 1_700_000_000_000
-    rows = [
-        {
-            "window_start": datetime.fromtimestamp((start_ms + i * 60_000) / 1000, tz=UTC),
-            "status_2xx": 900 + i,
-            "status_3xx": 50,
-            "status_4xx": 30 + i,
-            "status_5xx": 20,
-            "error_rate": (50 + i) / (1000 + 2 * i),
-            "bytes_p95": 20_000 + 100 * i,
-        }
-        for i in range(5)
-    ][::-1]
-    path = tmp_path / "windows.png"
-    write_chart(rows, path)
-    data = path.read_bytes()
-    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 10_000

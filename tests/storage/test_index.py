@@ -321,9 +321,5 @@ def test_time_is_full_last_entry_resize(tmp_path: Path) -> None:
     assert index.resize(index.length) is False
     assert index.resize(index.length + 12) is True
     assert index.entry_size == 12
-    assert (tmp_path / "a.timeindex").read_bytes()[:12] == bytes(
-        12
-    )  # write-behind: in memory until persisted
-    index.flush()
     raw = (tmp_path / "a.timeindex").read_bytes()[:12]
     assert struct.unpack(">qi", raw) == (1, 1)

@@ -16,19 +16,23 @@ import base64
 import logging
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from samsa.clock import SYSTEM_CLOCK, Clock
-from samsa.coordinator import CoordinatorConfig, GroupConfig, GroupCoordinator
 from samsa.storage import StorageError
 from samsa.storage.cleaner import CleanerConfig
 from samsa.storage.config import LogConfig
 from samsa.storage.log_manager import TASK_FAILURE_LOG_INTERVAL_MS, LogManager
+from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
 
 from .config import KafkaConfig
 from .dispatch import RequestDispatcher
 from .network import Server
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+
+if TYPE_CHECKING:
+    from samsa.coordinator import CoordinatorConfig, GroupCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -67,9 +71,7 @@ class Broker:
         )
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, clock)
         self.producer_ids = ProducerIdManager(Path(config.log_dirs[0]))
-        self.group_coordinator = GroupCoordinator(
-            self.replica_manager, self.log_manager, clock, _coordinator_config(config)
-        )
+        self._group_coordinator: GroupCoordinator | None = None
         self.dispatcher = RequestDispatcher(self)
         self._servers: list[Server] = []
         self.bound_addresses: list[tuple[str, str, int]] = []
@@ -81,7 +83,10 @@ class Broker:
         self.log_manager.startup()
         self._started = True
         self.replica_manager.startup()
-        self.group_coordinator.startup()
+        if self._group_coordinator is None and self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC):
+            self._group_coordinator = self._create_group_coordinator()  # to rebuild the groups stored there
+        if self._group_coordinator is not None:
+            self._group_coordinator.startup()
         max_request = int(self.config.get("socket.request.max.bytes"))
         for name, host, port in self.config.listener_addresses:
             server = Server(self.dispatcher.handle, listener=name, max_request_size=max_request)
@@ -89,6 +94,24 @@ class Broker:
             self._servers.append(server)
             self.bound_addresses.append((name, bound_host, bound_port))
         self._scheduler = asyncio.create_task(self._run_scheduler(), name="samsa-scheduler")
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator:
+        """The group coordinator, created (and ``samsa.coordinator`` imported) when first needed: at start when
+        ``__consumer_offsets`` exists, else at the first group request, so a broker without groups never pays
+        for it. Started at once when the broker is running."""
+        if self._group_coordinator is None:
+            self._group_coordinator = self._create_group_coordinator()
+            if self._started:
+                self._group_coordinator.startup()
+        return self._group_coordinator
+
+    def _create_group_coordinator(self) -> GroupCoordinator:
+        from samsa.coordinator import GroupCoordinator
+
+        return GroupCoordinator(
+            self.replica_manager, self.log_manager, self.clock, _coordinator_config(self.config)
+        )
 
     def advertised(self) -> tuple[str, int]:
         """The host and port clients are told to use (advertised.listeners, else the bound listener)."""
@@ -107,7 +130,8 @@ class Broker:
             self._scheduler = None
         problems: list[str] = []
         try:
-            self.group_coordinator.shutdown()
+            if self._group_coordinator is not None:
+                self._group_coordinator.shutdown()
         except (StorageError, OSError) as exc:
             problems.append(f"group coordinator: {exc}")
         for server in self._servers:
@@ -123,7 +147,8 @@ class Broker:
             await asyncio.sleep(SCHEDULER_TICK_S)
             self.log_manager.schedule_due(self.clock.milliseconds())  # logs its own I/O failures
             try:
-                self.group_coordinator.schedule_due(self.clock.milliseconds())
+                if self._group_coordinator is not None:
+                    self._group_coordinator.schedule_due(self.clock.milliseconds())
             except (StorageError, OSError) as exc:
                 now = self.clock.milliseconds()
                 if now - self._coordinator_failure_logged >= TASK_FAILURE_LOG_INTERVAL_MS:
@@ -134,6 +159,8 @@ class Broker:
 
 
 def _coordinator_config(config: KafkaConfig) -> CoordinatorConfig:
+    from samsa.coordinator import CoordinatorConfig, GroupConfig
+
     return CoordinatorConfig(
         offsets_topic_partitions=int(config.get("offsets.topic.num.partitions")),
         offsets_topic_segment_bytes=int(config.get("offsets.topic.segment.bytes")),

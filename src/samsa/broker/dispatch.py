@@ -36,7 +36,7 @@ from samsa.storage import StorageError
 from .context import RequestContext
 from .downgrade import fit_to_version
 from .error_response import error_response
-from .handlers import HANDLERS, api_versions
+from .handlers import HANDLERS
 from .network import ConnectionClosedByHandler, ConnectionInfo, FileRegion, ResponsePart
 
 if TYPE_CHECKING:
@@ -89,9 +89,7 @@ class RequestDispatcher:
         if unserved is not None:  # decided from the header's fixed start: the body is never parsed
             api_key, version, correlation_id = unserved
             if api_key == API_VERSIONS_KEY:
-                return encode(
-                    correlation_id, API_VERSIONS_KEY, 0, api_versions.unsupported_version_response()
-                )
+                return encode(correlation_id, API_VERSIONS_KEY, 0, _unsupported_api_versions())
             raise CloseConnection(
                 f"api key {api_key} version {version} is not served (from {connection.client_host})"
             )
@@ -99,9 +97,7 @@ class RequestDispatcher:
             header, request = decode_request(frame, allow_trailing=True)
         except UnsupportedVersionError as exc:
             if exc.api_key == API_VERSIONS_KEY and exc.correlation_id is not None:
-                return encode(
-                    exc.correlation_id, API_VERSIONS_KEY, 0, api_versions.unsupported_version_response()
-                )
+                return encode(exc.correlation_id, API_VERSIONS_KEY, 0, _unsupported_api_versions())
             raise CloseConnection(f"unsupported request from {connection.client_host}: {exc}") from exc
         except InvalidRequestError as exc:
             raise CloseConnection(
@@ -109,17 +105,15 @@ class RequestDispatcher:
             ) from exc
         except RemoteProtocolError as exc:
             raise CloseConnection(str(exc)) from exc
-        module = HANDLERS.get(header.request_api_key)
+        handler = HANDLERS.get(header.request_api_key)
         version = header.request_api_version
-        if module is None or not module.VERSIONS[0] <= version <= module.VERSIONS[1]:
+        if handler is None or not handler.versions[0] <= version <= handler.versions[1]:
             if header.request_api_key == API_VERSIONS_KEY:
-                return encode(
-                    header.correlation_id, API_VERSIONS_KEY, 0, api_versions.unsupported_version_response()
-                )
+                return encode(header.correlation_id, API_VERSIONS_KEY, 0, _unsupported_api_versions())
             raise CloseConnection(
                 f"api key {header.request_api_key} version {version} is not served (client {header.client_id!r})"
             )
-        if not module.IMPLEMENTED[0] <= version <= module.IMPLEMENTED[1]:
+        if not handler.implemented[0] <= version <= handler.implemented[1]:
             raise CloseConnection(
                 f"api key {header.request_api_key} version {version} is advertised for compatibility only"
             )
@@ -127,6 +121,7 @@ class RequestDispatcher:
         if self.interceptor is not None:
             response = await self.interceptor(header, request)
         if response is None:
+            module = handler.module or handler.load()
             try:
                 response = await module.handle(RequestContext(header, connection, self.broker), request)
             except (StorageError, OSError) as exc:
@@ -179,10 +174,14 @@ def _unserved(frame: memoryview) -> tuple[int, int, int] | None:
     if len(frame) < 8:
         return None
     api_key, version, correlation_id = struct.unpack_from(">hhi", frame)
-    module = HANDLERS.get(api_key)
-    if module is not None and module.VERSIONS[0] <= version <= module.VERSIONS[1]:
+    handler = HANDLERS.get(api_key)
+    if handler is not None and handler.versions[0] <= version <= handler.versions[1]:
         return None
     return int(api_key), int(version), int(correlation_id)
+
+
+def _unsupported_api_versions() -> Any:
+    return HANDLERS[API_VERSIONS_KEY].load().unsupported_version_response()
 
 
 def encode(correlation_id: int, api_key: int, api_version: int, message: Any) -> list[ResponsePart]:

@@ -1,49 +1,28 @@
-"""The ``samsa`` command. Each subcommand lives in its own module and is imported only when it runs."""
+"""The ``samsa`` command: ``samsa serve`` (``samsa.cli.serve``, no click on its path) and the click group of the
+tools and demos (``samsa.cli.app``), each imported only when it runs."""
 
 from __future__ import annotations
 
-import importlib
+import sys
+from collections.abc import Sequence
 from typing import Any
 
-import click
 
-# name -> "module:attribute" (modules under samsa.cli)
-COMMANDS: dict[str, str] = {
-    "dump-log": "dump_log:dump_log",
-    "demo": "pipeline:demo",
-    "pipeline": "pipeline:pipeline",
-    "storage-demo": "demo:demo",
-    "serve": "serve:serve",
-    "topics": "topics:topics",
-    "get-offsets": "get_offsets:get_offsets",
-    "console-producer": "console_producer:console_producer",
-    "console-consumer": "console_consumer:console_consumer",
-    "log-dirs": "log_dirs:log_dirs",
-    "consumer-groups": "consumer_groups:consumer_groups",
-}
+def main(argv: Sequence[str] | None = None) -> Any:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["serve"]:
+        from .serve import main as serve
+
+        return serve(args[1:])
+    from .app import cli
+
+    return cli.main(args=args, prog_name="samsa")
 
 
-class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use, so `samsa --help` stays fast."""
+def __getattr__(name: str) -> Any:
+    """``samsa.cli.cli``, the click group, imported on first use so that ``samsa serve`` never loads click."""
+    if name == "cli":
+        from .app import cli
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted([*super().list_commands(ctx), *COMMANDS])
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
-            return super().get_command(ctx, cmd_name)
-        module_name, attribute = target.split(":")
-        module = importlib.import_module(f"samsa.cli.{module_name}")
-        command: click.Command = getattr(module, attribute)
-        return command
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="samsa")
-def cli() -> None:
-    """Samsa: a Kafka-compatible commit log in Python."""
-
-
-def main(argv: list[str] | None = None) -> Any:
-    return cli.main(args=argv, prog_name="samsa")
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,3 +1,5 @@
+import sys
+
 from samsa.cli import main
 
-main()
+sys.exit(main())

@@ -20,30 +20,6 @@ from typing import Any
 import click
 
 
-def _live_table(windows: list[dict[str, Any]], status: str) -> Any:
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title="access-stats: one-minute windows (UTC)", expand=False)
-    columns = ["window", "requests", "4xx", "5xx", "err %", "p95 bytes", "clients", "top paths"]
-    for name in columns:
-        left = name in ("window", "top paths")
-        table.add_column(name, justify="left" if left else "right", no_wrap=True, min_width=len(name))
-    for row in sorted(windows, key=lambda r: r["window_start"])[-12:]:
-        table.add_row(
-            row["window_start"].strftime("%H:%M"),
-            str(row["requests"]),
-            str(row["status_4xx"]),
-            str(row["status_5xx"]),
-            f"{100 * row['error_rate']:.1f}",
-            str(row["bytes_p95"]),
-            str(row["distinct_clients"]),
-            " ".join(row["top_paths"]),
-        )
-    return Group(table, Text(status, style="dim"))
-
-
 def run_pipeline(
     *,
     bootstrap_servers: str,
@@ -59,6 +35,9 @@ def run_pipeline(
     from rich.console import Console
     from rich.live import Live
 
+    from samsa.cli.live_view import RunStatus, live_view
+    from samsa.spark.pipeline.accesslog import START_MS
+    from samsa.spark.pipeline.chart import write_chart
     from samsa.spark.pipeline.job import (
         DEAD_LETTER_TOPIC,
         SOURCE_TOPIC,
@@ -77,13 +56,17 @@ def run_pipeline(
         spark_session,
         stats_latencies,
         wait_until,
-        write_chart,
     )
 
     console = Console()
     ensure_topics(bootstrap_servers, {SOURCE_TOPIC: SOURCE_PARTITIONS, STATS_TOPIC: 1, DEAD_LETTER_TOPIC: 1})
+    spark_log = data_dir / "spark.log"
     console.print(f"[bold]broker[/] {bootstrap_servers}   [bold]spark[/] {master}   [bold]data[/] {data_dir}")
-    spark = spark_session(master)
+    console.print(f"starting Spark (its logs go to {spark_log})")
+    try:
+        spark = spark_session(master, log_file=spark_log)
+    except Exception as exc:  # its reason is in the log: a missing JDK, a port, memory
+        raise click.ClickException(f"Spark did not start: {exc}\n(Spark's log: {spark_log})") from exc
     windows: list[dict[str, Any]] = []
     output_dir = data_dir / "stats"
     if output_dir.exists():
@@ -102,42 +85,49 @@ def run_pipeline(
         if produce
         else None
     )
+    traffic_start_ms = START_MS if produce else None  # the generated traffic starts there, in every run
     queries = start(spark, cfg)
     if producer is not None:
         producer.start()
-    began = time.monotonic()
+    run = RunStatus(duration=duration, producing=producer is not None)
 
-    def status() -> str:
-        elapsed = time.monotonic() - began
-        produced = f"produced {producer.produced:,} lines   " if producer is not None else ""
-        progress = queries[0].lastProgress or {}
-        rows_s = progress.get("processedRowsPerSecond", 0.0) or 0.0
-        limit = f" / {duration:.0f}" if duration else ""
-        return (
-            f"{produced}windows {len(windows)}   {rows_s:,.0f} rows/s   {elapsed:.0f}{limit} s   Ctrl-C stops"
-        )
+    def view(done: bool = False) -> Any:
+        run.observe(queries[0].recentProgress)
+        produced = producer.produced if producer is not None else None
+        return live_view(console, windows, run.line(produced, len(windows), done=done), traffic_start_ms)
 
     try:
-        with Live(
-            _live_table(windows, status()), console=console, refresh_per_second=2, transient=not live
-        ) as view:
+        with Live(view(), console=console, refresh_per_second=2, transient=not live) as shown:
             while True:
                 time.sleep(0.5)
-                view.update(_live_table(windows, status()))
+                shown.update(view())
                 if producer is not None and producer.errors:
                     raise click.ClickException(f"traffic producer failed: {producer.errors[0]}")
                 if any(q.exception() is not None for q in queries):
                     raise click.ClickException(str(next(q.exception() for q in queries if q.exception())))
                 if available_now and not any(q.isActive for q in queries):
                     break
-                if duration is not None and time.monotonic() - began >= duration:
+                if duration is not None and time.monotonic() - run.began >= duration:
                     break
             if producer is not None:
                 producer.stop()
+            run.end_traffic()
             if not available_now:
-                wait_until(lambda: caught_up(queries[0], bootstrap_servers, SOURCE_TOPIC), timeout=60)
-                time.sleep(2 * cfg.trigger_seconds)
-            view.update(_live_table(windows, status()))
+
+                def caught_up_shown() -> bool:
+                    shown.update(view())
+                    return caught_up(queries[0], bootstrap_servers, SOURCE_TOPIC)
+
+                if wait_until(caught_up_shown, timeout=120, poll=0.5):
+                    # the batch after the one that read the last lines emits the windows its watermark closed
+                    last = queries[0].lastProgress
+                    wait_until(
+                        lambda: (queries[0].lastProgress or {}).get("batchId", -1) > last["batchId"],
+                        timeout=3 * cfg.trigger_seconds
+                        + last["durationMs"].get("triggerExecution", 0) / 1000,
+                        poll=0.5,
+                    )
+            shown.update(view(done=True))
     except KeyboardInterrupt:
         console.print("stopping")
     finally:
@@ -150,13 +140,12 @@ def run_pipeline(
     if durations:
         console.print(
             f"stats query: {len(durations)} recent micro-batches, median {statistics.median(durations):.2f} s, "
-            f"max {max(durations):.2f} s"
+            f"max {max(durations):.2f} s (the first one includes Spark's warm-up)"
         )
-    console.print()
     rows = [r.asDict() for r in read_output(spark, output_dir).collect()] if output_dir.exists() else []
     chart = data_dir / "windows.png"
     if rows:
-        write_chart(rows, chart)
+        write_chart(rows, chart, traffic_start_ms=traffic_start_ms)
         console.print(f"chart: {chart}")
     console.print(f"parquet: {output_dir} ({len(rows)} windows); watermark {WATERMARK_MS // 1000} s")
     if produce:  # a replay of old records has no meaningful produce-to-window latency

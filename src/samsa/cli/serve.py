@@ -1,35 +1,57 @@
-"""``samsa serve [server.properties] [--override key=value ...]``, as Kafka's ``kafka-server-start.sh``."""
+"""``samsa serve [server.properties] [--override key=value ...]``, as Kafka's ``kafka-server-start.sh``.
+
+Parsed with argparse rather than click: ``samsa serve`` is the command whose start-up is a figure (spawn to
+accepting connections, see ``bench/bench_embedded.py``) and click's import alone is a tenth of it, so ``samsa``
+hands ``serve`` its arguments before importing click (``samsa.cli.main``).
+"""
 
 from __future__ import annotations
 
+import argparse
 import sys
+from collections.abc import Sequence
 
-import click
+DESCRIPTION = "Run a broker until SIGTERM or SIGINT."
 
 
-@click.command("serve")
-@click.argument("properties", required=False, type=click.Path(dir_okay=False))
-@click.option(
-    "--override", "overrides", multiple=True, metavar="KEY=VALUE", help="override a server property"
-)
-@click.option(
-    "--uvloop/--no-uvloop", default=False, help="run on uvloop when installed (no zero-copy sendfile)"
-)
-def serve(properties: str | None, overrides: tuple[str, ...], uvloop: bool) -> None:
-    """Run a broker until SIGTERM or SIGINT."""
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="samsa serve", description=DESCRIPTION)
+    parser.add_argument("properties", nargs="?", help="a Kafka server.properties file")
+    parser.add_argument(
+        "--override",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a server property (repeatable)",
+    )
+    parser.add_argument(
+        "--uvloop",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="run on uvloop when installed (no zero-copy sendfile)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """Parse ``argv`` (the arguments after ``serve``), then serve; the process exit code (2: bad configuration)."""
     from samsa.broker.config import ConfigError, KafkaConfig
     from samsa.broker.properties import PropertiesError, load_properties
-    from samsa.broker.runner import run_forever
 
+    parser = _parser()
+    args = parser.parse_args(argv)
     try:
-        props = load_properties(properties) if properties else {}
-        for item in overrides:
+        props = load_properties(args.properties) if args.properties else {}
+        for item in args.overrides:
             key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--override")
+            if not sep or not key.strip():
+                parser.error(f"argument --override: {item!r} is not KEY=VALUE")
             props[key.strip()] = value
         config = KafkaConfig.from_properties(props)
     except (PropertiesError, ConfigError) as exc:
-        click.echo(f"samsa serve: {exc}", err=True)
-        sys.exit(2)
-    sys.exit(run_forever(config, use_uvloop=uvloop))
+        print(f"samsa serve: {exc}", file=sys.stderr)
+        return 2
+    from samsa.broker.runner import run_forever
+
+    return run_forever(config, use_uvloop=args.uvloop)

@@ -12,7 +12,9 @@ that version (``samsa.protocol.messages.offset_commit_record`` / ``group_metadat
 A group's records all go to partition ``abs(hashCode(group)) % offsets.topic.num.partitions``, with Java's
 ``String.hashCode`` over UTF-16 code units and Kafka's ``Utils.abs`` (Integer.MIN_VALUE maps to 0).
 
-Pure functions over bytes and records; the coordinator does the appending and the reading of logs.
+Pure functions over bytes and records; the coordinator does the appending and the reading of logs. The generated
+record modules are imported by the functions that use them, when a group first commits or a partition is loaded,
+so a broker with no groups never pays for them.
 """
 
 from __future__ import annotations
@@ -20,18 +22,16 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from samsa.protocol.errors import DecodeError
-from samsa.protocol.messages.group_metadata_record import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    MemberMetadata,
-)
-from samsa.protocol.messages.offset_commit_record import OffsetCommitKey, OffsetCommitValue
 from samsa.records import Record, RecordsError, build_batch, iter_batches, iter_records
 from samsa.storage.topic import TopicPartition
 
 from .group import Group, GroupState, Member, OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from samsa.protocol.messages.group_metadata_record import GroupMetadataValue
 
 _VERSION = struct.Struct(">h")
 OFFSET_KEY_VERSION = 1
@@ -68,12 +68,16 @@ def partition_for(group_id: str, partitions: int) -> int:
 
 
 def offset_commit_key(group_id: str, tp: TopicPartition) -> bytes:
+    from samsa.protocol.messages.offset_commit_record import OffsetCommitKey
+
     return _VERSION.pack(OFFSET_KEY_VERSION) + OffsetCommitKey(group_id, tp.topic, tp.partition).encode(
         OFFSET_KEY_VERSION
     )
 
 
 def offset_commit_value(committed: OffsetAndMetadata) -> bytes:
+    from samsa.protocol.messages.offset_commit_record import OffsetCommitValue
+
     version = OFFSET_VALUE_VERSION_WITH_EXPIRY if committed.expire_timestamp >= 0 else OFFSET_VALUE_VERSION
     value = OffsetCommitValue(
         offset=committed.offset,
@@ -86,10 +90,14 @@ def offset_commit_value(committed: OffsetAndMetadata) -> bytes:
 
 
 def group_metadata_key(group_id: str) -> bytes:
+    from samsa.protocol.messages.group_metadata_record import GroupMetadataKey
+
     return _VERSION.pack(GROUP_KEY_VERSION) + GroupMetadataKey(group_id).encode(GROUP_KEY_VERSION)
 
 
 def group_metadata_value(group: Group) -> bytes:
+    from samsa.protocol.messages.group_metadata_record import GroupMetadataValue, MemberMetadata
+
     members = [
         MemberMetadata(
             member_id=m.member_id,
@@ -138,6 +146,9 @@ class GroupRecord:
 
 def decode_record(record: Record) -> OffsetRecord | GroupRecord | None:
     """What one __consumer_offsets record says; None for a record kind we do not use (raises OffsetsRecordError)."""
+    from samsa.protocol.messages.group_metadata_record import GroupMetadataKey
+    from samsa.protocol.messages.offset_commit_record import OffsetCommitKey
+
     if record.key is None or len(record.key) < 2:
         raise OffsetsRecordError(record.offset, "the key is missing or shorter than its version")
     (key_version,) = _VERSION.unpack_from(record.key)
@@ -159,6 +170,8 @@ def decode_record(record: Record) -> OffsetRecord | GroupRecord | None:
 
 
 def _decode_offset_value(data: bytes) -> OffsetAndMetadata:
+    from samsa.protocol.messages.offset_commit_record import OffsetCommitValue
+
     (version,) = _VERSION.unpack_from(data)
     value = OffsetCommitValue.decode(data[2:], min(version, 4))
     return OffsetAndMetadata(
@@ -167,6 +180,8 @@ def _decode_offset_value(data: bytes) -> OffsetAndMetadata:
 
 
 def _decode_group_value(data: bytes) -> GroupMetadataValue:
+    from samsa.protocol.messages.group_metadata_record import GroupMetadataValue
+
     (version,) = _VERSION.unpack_from(data)
     return GroupMetadataValue.decode(data[2:], min(version, 4))
 

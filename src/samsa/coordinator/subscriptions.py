@@ -2,24 +2,27 @@
 
 Layout (Kafka's ``ConsumerProtocolSubscription``): int16 version, then the version's body (big-endian; topics as an
 int32-counted array of int16-length strings first in every version). A version newer than we know is read with
-the newest layout we have and its trailing bytes ignored, as Kafka's consumer does.
+the newest layout we have and its trailing bytes ignored, as Kafka's consumer does. The generated module is imported
+at the first join, not with the coordinator.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import TYPE_CHECKING
 
 from samsa.protocol.errors import DecodeError
-from samsa.protocol.messages.consumer_protocol import (
-    CONSUMERPROTOCOLSUBSCRIPTION_DECODERS,
-    ConsumerProtocolSubscription,
-)
+
+if TYPE_CHECKING:
+    from samsa.protocol.messages.consumer_protocol import ConsumerProtocolSubscription
 
 _VERSION = struct.Struct(">h")
 
 
 def decode_subscription(metadata: bytes) -> ConsumerProtocolSubscription | None:
     """The subscription in a JoinGroup protocol's metadata, or None when it cannot be read."""
+    from samsa.protocol.messages.consumer_protocol import CONSUMERPROTOCOLSUBSCRIPTION_DECODERS
+
     if len(metadata) < 2:
         return None
     (version,) = _VERSION.unpack_from(metadata)

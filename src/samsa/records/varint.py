@@ -19,6 +19,8 @@ record codec inlines the same fast path in its loop.
 
 from __future__ import annotations
 
+import operator
+
 from .errors import VarintError
 
 INT32_MIN = -(2**31)
@@ -53,7 +55,22 @@ def encode_unsigned_varint(unsigned: int) -> bytes:
     return bytes(out)
 
 
-_SMALL = tuple(encode_unsigned_varint(zigzag32(v)) for v in range(-_TABLE_LIMIT, _TABLE_LIMIT))
+def _small_table() -> tuple[bytes, ...]:
+    """The encodings of [-8192, 8192), at ``value + 8192``.
+
+    An unsigned value below 2**7 is one byte; below 2**14 two: ``(u & 0x7f) | 0x80``, then ``u >> 7``. Zig-zag maps
+    v < 0 to -2v - 1 and v >= 0 to 2v, so the table is the odd unsigned encodings descending, then the even ones
+    ascending (built this way, the table costs a third of encoding each value: it is built at every start).
+    """
+    unsigned = [bytes((u,)) for u in range(0x80)]
+    unsigned += [bytes((low, high)) for high in range(1, 0x80) for low in range(0x80, 0x100)]
+    odd_descending = range(2 * _TABLE_LIMIT - 1, 0, -2)
+    even_ascending = range(0, 2 * _TABLE_LIMIT, 2)
+    table: tuple[bytes, ...] = operator.itemgetter(*odd_descending, *even_ascending)(unsigned)
+    return table
+
+
+_SMALL = _small_table()
 
 
 def encode_varint(value: int) -> bytes:

@@ -25,12 +25,15 @@ These views never copy the buffer and never decode records: they are what the pr
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import struct
+import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-
-import crc32c as _crc32c
+from pathlib import Path
+from types import ModuleType
 
 from .errors import CorruptRecordError
 
@@ -56,9 +59,37 @@ CONTROL_MASK = 0x20
 DELETE_HORIZON_MASK = 0x40
 
 
+def _crc32c_extension() -> ModuleType:
+    """The ``crc32c`` package's C module, ``crc32c._crc32c``.
+
+    The package's ``__init__`` also imports ``importlib.metadata`` and ``argparse`` (for its version string and
+    its command line), about a third of a broker's start-up; so the extension is loaded by itself when it sits
+    where the package puts it, and through the package otherwise.
+    """
+    name = "crc32c._crc32c"
+    if name in sys.modules:
+        return sys.modules[name]
+    package = importlib.machinery.PathFinder.find_spec("crc32c")
+    for folder in package.submodule_search_locations or [] if package is not None else []:
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = Path(folder, f"_crc32c{suffix}")
+            spec = importlib.util.spec_from_file_location(name, path)
+            if path.is_file() and spec is not None and spec.loader is not None:
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                return sys.modules.setdefault(name, module)
+    import crc32c
+
+    return crc32c
+
+
+CRC32C_C: Callable[..., int] = _crc32c_extension().crc32c
+"""The C function itself, ``(data, value=0) -> int``, for hot paths that cannot afford a Python wrapper's call."""
+
+
 def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
     """CRC-32C (Castagnoli), computed in C; ``value`` continues a CRC over earlier bytes."""
-    return int(_crc32c.crc32c(data, value))
+    return int(CRC32C_C(data, value))
 
 
 def crc32(data: bytes | bytearray | memoryview) -> int:

@@ -20,12 +20,9 @@ Memory, not a mapping: Kafka maps index files; Samsa keeps the valid entries in 
 file when a lookup first needs them). Nothing ever touches the file through a mapping, so a full disk or a sparse
 (preallocated) region can only ever surface as an ``OSError`` from a write, never as SIGBUS.
 
-Write-behind: ``append`` adds an entry in memory only; ``persist`` writes the entries added since the last one with
-one ``pwrite``, and ``flush``, ``trim_to_valid_size`` (roll) and ``close`` persist first. The file matters only
-where Kafka's rules trust it: a segment below the recovery point (flushed, so persisted) or after a clean
-shutdown (closed, so persisted); every segment at or above the recovery point is re-indexed after a crash. So the
-append path makes no index syscall at all, and a write that fails (a full disk) fails the flush, roll or close
-that asked for it, with the entries still in memory.
+Each new entry is written to its slot with one ``pwrite`` before it is kept, so other readers of the file (Kafka's
+dump tool on a live segment) see it at once, and a failed write (a full disk) leaves the index unchanged.
+Recovery builds a whole index in memory (``write=False``) and writes it with one ``pwrite`` (``persist``).
 
 Concurrency contract: not thread-safe; the owning ``LogSegment`` serialises calls.
 """
@@ -154,14 +151,20 @@ class AbstractIndex:
             raise IndexOffsetOverflowError(self.path, self.base_offset, offset)
         return relative
 
-    def _add_entry(self, entry: bytes) -> None:
-        """Add one packed entry in memory; ``persist`` writes it (write-behind, module doc)."""
+    def _add_entry(self, entry: bytes, write: bool) -> None:
+        """Add one packed entry: written to its slot first (``write``), kept in memory once that succeeded, so
+        a failed write leaves the index as it was. Without ``write`` it waits for ``persist``."""
         data = self._buf()
+        if write:
+            self.persist()
+            os.pwrite(self._fd, entry, self._entries * self.entry_size)
+            self._persisted = self._entries + 1
         data += entry
         self._entries += 1
 
     def persist(self) -> None:
-        """Write the entries added since the last ``persist`` to their slots, with one ``pwrite``."""
+        """Write the entries added with ``write=False`` since the last ``persist`` to their slots, with one
+        ``pwrite`` (recovery builds a whole index that way)."""
         if self._persisted >= self._entries:
             return
         size = self.entry_size
@@ -318,13 +321,14 @@ class OffsetIndex(AbstractIndex):
         relative, position = _OFFSET_ENTRY.unpack_from(self._buf(), n * 8)
         return OffsetPosition(self.base_offset + relative, position)
 
-    def append(self, offset: int, position: int) -> None:
-        """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError."""
+    def append(self, offset: int, position: int, write: bool = True) -> None:
+        """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError, and
+        OSError when the write fails (the index is then unchanged). ``write=False``: see ``persist``."""
         if self.is_full():
             raise IndexFullError(self.path, self.entries, self.max_entries)
         if self._entries and offset <= self._last_offset:
             raise InvalidOffsetError(self.path, offset, self._last_offset)
-        self._add_entry(_OFFSET_ENTRY.pack(self.relative_offset(offset), position))
+        self._add_entry(_OFFSET_ENTRY.pack(self.relative_offset(offset), position), write)
         self._last_offset = offset
 
     def lookup(self, target_offset: int) -> OffsetPosition:
@@ -401,11 +405,14 @@ class TimeIndex(AbstractIndex):
         timestamp, relative = _TIME_ENTRY.unpack_from(self._buf(), n * 12)
         return TimestampOffset(timestamp, self.base_offset + relative)
 
-    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+    def maybe_append(
+        self, timestamp: int, offset: int, skip_full_check: bool = False, write: bool = True
+    ) -> None:
         """Add (timestamp, offset) when ``timestamp`` is above the last entry's.
 
-        Raises IndexFullError (unless ``skip_full_check``), InvalidOffsetError for an offset going back, and
-        ValueError for a timestamp going back.
+        Raises IndexFullError (unless ``skip_full_check``), InvalidOffsetError for an offset going back,
+        ValueError for a timestamp going back, OSError when the write fails (the index is then unchanged).
+        ``write=False``: see ``persist``.
         """
         if not skip_full_check and self.is_full():
             raise IndexFullError(self.path, self.entries, self.max_entries)
@@ -420,7 +427,7 @@ class TimeIndex(AbstractIndex):
         if timestamp > last.timestamp:
             if self._entries >= self.max_entries:
                 raise IndexFullError(self.path, self.entries, self.max_entries)
-            self._add_entry(_TIME_ENTRY.pack(timestamp, self.relative_offset(offset)))
+            self._add_entry(_TIME_ENTRY.pack(timestamp, self.relative_offset(offset)), write)
             self._last_entry = TimestampOffset(timestamp, offset)
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:

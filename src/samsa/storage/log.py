@@ -74,13 +74,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 
-from crc32c import crc32c as _crc32c
-
 from samsa.clock import Clock
 from samsa.records import InvalidRecordError, iter_records
 from samsa.records.batch import set_max_timestamp
 from samsa.records.legacy import decode_legacy, set_legacy_timestamp
 from samsa.records.record import TimestampType
+from samsa.records.view import CRC32C_C as _crc32c
 from samsa.records.view import (
     LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,

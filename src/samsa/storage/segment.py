@@ -511,8 +511,8 @@ class LogSegment:
                 if batch.max_timestamp > max_ts.timestamp:
                     max_ts = TimestampOffset(batch.max_timestamp, batch.last_offset)
                 if valid_bytes - last_index_entry > self.index_interval_bytes:
-                    self.offset_index.append(batch.last_offset, valid_bytes)
-                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset)
+                    self.offset_index.append(batch.last_offset, valid_bytes, write=False)
+                    self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, write=False)
                     last_index_entry = valid_bytes
                 valid_bytes = position + batch.size_in_bytes
                 if leader_epochs is not None and batch.magic >= 2:
@@ -526,7 +526,7 @@ class LogSegment:
         if truncated > 0:
             self.log.truncate_to(valid_bytes)
         self._max_timestamp_and_offset = max_ts
-        self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True)
+        self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True, write=False)
         self._persist_indexes()
         self._bytes_since_last_index_entry = valid_bytes - last_index_entry
         return truncated

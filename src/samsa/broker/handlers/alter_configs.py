@@ -12,10 +12,6 @@ from samsa.protocol.messages.alter_configs import (
 from ..context import RequestContext
 from ..topic_configs import ResourceType, replace_topic_overrides
 
-API_KEY = 33
-VERSIONS = (0, 2)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     responses = []

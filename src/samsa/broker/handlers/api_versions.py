@@ -6,16 +6,11 @@ from samsa.protocol import ErrorCode
 from samsa.protocol.messages.api_versions import ApiVersion, ApiVersionsRequest, ApiVersionsResponse
 
 from ..context import RequestContext
-
-API_KEY = 18
-VERSIONS = (0, 3)
-IMPLEMENTED = VERSIONS
+from . import HANDLERS
 
 
 def advertised() -> list[ApiVersion]:
-    from . import HANDLERS
-
-    return [ApiVersion(key, m.VERSIONS[0], m.VERSIONS[1]) for key, m in sorted(HANDLERS.items())]
+    return [ApiVersion(key, *handler.versions) for key, handler in sorted(HANDLERS.items())]
 
 
 def unsupported_version_response() -> ApiVersionsResponse:

@@ -13,10 +13,6 @@ from .. import topic_admin
 from ..context import RequestContext
 from .create_topics import MAX_PARTITIONS_PER_REQUEST
 
-API_KEY = 37
-VERSIONS = (0, 3)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
     manager = ctx.broker.log_manager

@@ -12,10 +12,6 @@ from samsa.protocol.messages.create_topics import (
 from .. import topic_admin
 from ..context import RequestContext
 
-API_KEY = 19
-VERSIONS = (2, 7)
-IMPLEMENTED = VERSIONS
-
 MAX_PARTITIONS_PER_REQUEST = 10_000
 """Kafka's controller limit: a request that would create more partitions is refused whole (POLICY_VIOLATION),
 so one request cannot stall the broker creating billions of partition directories."""

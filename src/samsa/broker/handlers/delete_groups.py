@@ -13,10 +13,6 @@ from samsa.protocol.messages.delete_groups import (
 
 from ..context import RequestContext
 
-API_KEY = 42
-VERSIONS = (0, 2)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
     results = ctx.broker.group_coordinator.delete_groups(request.groups_names)

@@ -12,10 +12,6 @@ from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
 
-API_KEY = 21
-VERSIONS = (0, 2)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
     topics = []

@@ -11,10 +11,6 @@ from samsa.protocol.messages.delete_topics import (
 from .. import topic_admin
 from ..context import RequestContext
 
-API_KEY = 20
-VERSIONS = (1, 5)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     results = []

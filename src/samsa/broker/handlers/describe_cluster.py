@@ -11,10 +11,6 @@ from samsa.protocol.messages.describe_cluster import (
 
 from ..context import RequestContext
 
-API_KEY = 60
-VERSIONS = (0, 1)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     broker = ctx.broker

@@ -22,10 +22,6 @@ from ..topic_configs import (
     describe_topic,
 )
 
-API_KEY = 32
-VERSIONS = (0, 4)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = []

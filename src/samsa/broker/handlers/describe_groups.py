@@ -15,10 +15,6 @@ from samsa.protocol.messages.describe_groups import (
 
 from ..context import RequestContext
 
-API_KEY = 15
-VERSIONS = (0, 5)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     coordinator = ctx.broker.group_coordinator

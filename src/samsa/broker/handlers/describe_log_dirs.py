@@ -19,10 +19,6 @@ from samsa.protocol.messages.describe_log_dirs import (
 
 from ..context import RequestContext
 
-API_KEY = 35
-VERSIONS = (0, 4)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     manager = ctx.broker.log_manager

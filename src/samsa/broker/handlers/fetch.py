@@ -15,10 +15,6 @@ from samsa.storage.topic import TopicPartition
 from ..context import RequestContext
 from ..replica_manager import FetchRequestPartition
 
-API_KEY = 1
-VERSIONS = (4, 12)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     if request.replica_id >= 0:

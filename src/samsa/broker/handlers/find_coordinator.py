@@ -15,9 +15,6 @@ from samsa.protocol.messages.find_coordinator import (
 
 from ..context import RequestContext
 
-API_KEY = 10
-VERSIONS = (0, 4)
-IMPLEMENTED = VERSIONS
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 

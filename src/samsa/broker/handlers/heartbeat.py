@@ -6,10 +6,6 @@ from samsa.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatRespons
 
 from ..context import RequestContext
 
-API_KEY = 12
-VERSIONS = (0, 4)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
     error = ctx.broker.group_coordinator.heartbeat(

@@ -13,9 +13,6 @@ from samsa.protocol.messages.incremental_alter_configs import (
 from ..context import RequestContext
 from ..topic_configs import ResourceType, replace_topic_overrides
 
-API_KEY = 44
-VERSIONS = (0, 1)
-IMPLEMENTED = VERSIONS
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LIST_KEYS = frozenset(
     {"cleanup.policy", "leader.replication.throttled.replicas", "follower.replication.throttled.replicas"}

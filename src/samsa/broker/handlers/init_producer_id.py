@@ -14,10 +14,6 @@ from samsa.protocol.messages.init_producer_id import InitProducerIdRequest, Init
 
 from ..context import RequestContext
 
-API_KEY = 22
-VERSIONS = (0, 4)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:

@@ -11,10 +11,6 @@ from samsa.protocol.messages.join_group import JoinGroupRequest, JoinGroupRespon
 
 from ..context import RequestContext
 
-API_KEY = 11
-VERSIONS = (0, 9)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
     version = ctx.api_version

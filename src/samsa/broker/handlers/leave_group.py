@@ -8,10 +8,6 @@ from samsa.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupRes
 
 from ..context import RequestContext
 
-API_KEY = 13
-VERSIONS = (0, 5)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     coordinator = ctx.broker.group_coordinator

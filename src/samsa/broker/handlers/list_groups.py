@@ -7,9 +7,6 @@ from samsa.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, 
 
 from ..context import RequestContext
 
-API_KEY = 16
-VERSIONS = (0, 5)
-IMPLEMENTED = VERSIONS
 GROUP_TYPE = "classic"
 
 

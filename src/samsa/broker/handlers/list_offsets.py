@@ -13,9 +13,6 @@ from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
 
-API_KEY = 2
-VERSIONS = (1, 7)
-IMPLEMENTED = VERSIONS
 LOWEST_SPECIAL_TIMESTAMP = -5  # LATEST_TIERED
 
 

@@ -19,10 +19,6 @@ from samsa.storage.topic import TopicPartition, is_internal
 from ..context import RequestContext
 from ..topic_admin import auto_create_topic, topic_id
 
-API_KEY = 3
-VERSIONS = (0, 12)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker

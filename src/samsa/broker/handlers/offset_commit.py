@@ -19,10 +19,6 @@ from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
 
-API_KEY = 8
-VERSIONS = (0, 8)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
     now = ctx.broker.clock.milliseconds()

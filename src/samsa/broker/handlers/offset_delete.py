@@ -17,10 +17,6 @@ from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
 
-API_KEY = 47
-VERSIONS = (0, 0)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
     wanted = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]

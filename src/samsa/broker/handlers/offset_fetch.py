@@ -26,10 +26,6 @@ from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
 
-API_KEY = 9
-VERSIONS = (0, 8)
-IMPLEMENTED = VERSIONS
-
 
 class _RequestTopic(Protocol):
     """A requested topic, in either request layout (v0-7 ``topics``, v8+ ``groups[].topics``)."""

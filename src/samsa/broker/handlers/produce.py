@@ -33,10 +33,6 @@ from samsa.storage.topic import TopicPartition
 from ..context import RequestContext
 from ..network import ConnectionClosedByHandler
 
-API_KEY = 0
-VERSIONS = (0, 9)
-IMPLEMENTED = (3, 9)
-
 _VALID_ACKS = (0, 1, -1)
 
 _BATCH_HEADER = (

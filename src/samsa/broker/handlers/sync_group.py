@@ -6,10 +6,6 @@ from samsa.protocol.messages.sync_group import SyncGroupRequest, SyncGroupRespon
 
 from ..context import RequestContext
 
-API_KEY = 14
-VERSIONS = (0, 5)
-IMPLEMENTED = VERSIONS
-
 
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
     result = await ctx.broker.group_coordinator.sync_group(

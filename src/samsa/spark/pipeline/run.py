@@ -22,7 +22,8 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,14 @@ from .accesslog import START_MS, AccessLogGenerator
 SOURCE_PARTITIONS = 6
 
 
-def spark_session(master: str = "local[2]", app_name: str = "samsa-access-log") -> Any:
-    """A SparkSession for the job, with samsa registered and Python workers on this interpreter."""
+def spark_session(
+    master: str = "local[2]", app_name: str = "samsa-access-log", log_file: Path | None = None
+) -> Any:
+    """A SparkSession for the job, with samsa registered and Python workers on this interpreter.
+
+    With ``log_file``, a JVM this call starts writes its stderr there, so Spark's start-up warnings and logs (and
+    its Python workers' stderr) stay out of the terminal; errors still reach the caller as exceptions.
+    """
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
@@ -44,15 +51,35 @@ def spark_session(master: str = "local[2]", app_name: str = "samsa-access-log") 
 
     builder = SparkSession.builder.master(master).appName(app_name)
     builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+    builder = builder.config("spark.ui.showConsoleProgress", "false")
     builder = builder.config("spark.sql.session.timeZone", "UTC")
     if master.startswith("local"):
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
         )
-    spark = builder.getOrCreate()
+    with stderr_to(log_file):
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
+
+
+@contextmanager
+def stderr_to(path: Path | None) -> Iterator[None]:
+    """File descriptor 2 goes to ``path`` (appended) meanwhile: the processes started meanwhile inherit it."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with path.open("ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def ensure_topics(bootstrap_servers: str, topics: dict[str, int]) -> None:
@@ -154,46 +181,6 @@ def caught_up(spark_query: Any, bootstrap_servers: str, topic: str) -> bool:
         tps = [TopicPartition(topic, p) for p in meta.topics[topic].partitions]
         latest = client.list_offsets({tp: -1 for tp in tps})
     return all(int(end.get(topic, {}).get(str(tp.partition), -1)) >= latest[tp][0] for tp in tps)
-
-
-def write_chart(rows: list[dict[str, Any]], path: Path) -> None:
-    """Requests per window (bars, by status class), error rate and p95 bytes, as a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = sorted(rows, key=lambda r: r["window_start"])
-    starts = [r["window_start"] for r in rows]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
-    bottom_stack = [0] * len(rows)
-    for klass, colour in (
-        ("2xx", "tab:green"),
-        ("3xx", "tab:blue"),
-        ("4xx", "tab:orange"),
-        ("5xx", "tab:red"),
-    ):
-        heights = [r[f"status_{klass}"] for r in rows]
-        top.bar(starts, heights, width=0.0006, bottom=bottom_stack, color=colour, label=klass)
-        bottom_stack = [a + b for a, b in zip(bottom_stack, heights, strict=True)]
-    top.set_ylim(0, 1.25 * max(bottom_stack, default=1))
-    top.set_ylabel("requests / minute")
-    top.legend(loc="upper left", ncols=4)
-    top.set_title("access-log: one-minute windows")
-    bottom.plot(
-        starts, [100 * r["error_rate"] for r in rows], color="tab:red", marker="o", label="error rate %"
-    )
-    bottom.set_ylabel("error rate (%)")
-    twin = bottom.twinx()
-    twin.plot(starts, [r["bytes_p95"] for r in rows], color="tab:purple", marker=".", label="p95 bytes")
-    twin.set_ylabel("p95 response bytes")
-    lines = bottom.get_lines() + twin.get_lines()
-    bottom.legend(lines, [line.get_label() for line in lines], loc="upper left", ncols=2)
-    bottom.set_xlabel("window start (UTC)")
-    fig.autofmt_xdate()
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 def stats_latencies(spark: Any, bootstrap_servers: str, topic: str) -> list[float]:

@@ -1,0 +1,105 @@
+"""What a broker's start imports: handlers and their generated messages come with their API's first request, the
+group coordinator with the first group request (or a stored ``__consumer_offsets``), and ``samsa serve`` runs
+without click or rich. Each check runs in a fresh interpreter, since this one has imported everything."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from samsa.broker.handlers import HANDLERS
+from samsa.protocol.messages._registry import APIS
+
+FIRST_REQUEST = """
+import json, sys
+import samsa
+from confluent_kafka.admin import AdminClient
+
+with samsa.Broker({log_dir}) as broker:
+    before = set(sys.modules)
+    {request}
+    after = set(sys.modules)
+print(json.dumps({{"before": sorted(before), "after": sorted(after)}}))
+"""
+
+
+def modules_around(request: str, log_dir: Path | None = None) -> tuple[set[str], set[str]]:
+    """Modules loaded once a fresh in-process broker has started, and once it has answered ``request``."""
+    code = FIRST_REQUEST.format(log_dir=repr(str(log_dir)) if log_dir else "", request=request)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded = json.loads(out.stdout.splitlines()[-1])
+    return set(loaded["before"]), set(loaded["after"])
+
+
+def samsa_modules(names: set[str], prefix: str) -> set[str]:
+    return {name for name in names if name.startswith(prefix)}
+
+
+@pytest.mark.parametrize("key", sorted(HANDLERS))
+def test_each_handler_is_its_api_module_and_serves_versions_the_codec_has(key: int) -> None:
+    handler = HANDLERS[key]
+    name, module_name, low, high, _ = APIS[key]
+    assert handler.module_name == module_name, name
+    assert (
+        low <= handler.versions[0] <= handler.implemented[0] <= handler.implemented[1] == handler.versions[1]
+    )
+    assert handler.versions[1] <= high
+    assert callable(handler.load().handle)
+
+
+def test_a_started_broker_has_imported_no_handler_and_no_coordinator() -> None:
+    before, after = modules_around(
+        "AdminClient({'bootstrap.servers': broker.bootstrap_servers}).list_topics(timeout=10)"
+    )
+    assert samsa_modules(before, "samsa.broker.handlers.") == set()
+    assert samsa_modules(before, "samsa.protocol.messages.") <= {"samsa.protocol.messages._registry"}
+    assert samsa_modules(before, "samsa.coordinator") == set()
+    assert "crc32c._crc32c" in before and "crc32c" not in before  # its C module without the package's init
+    # librdkafka's first requests: ApiVersions, then Metadata; nothing else is loaded for them
+    assert samsa_modules(after, "samsa.broker.handlers.") == {
+        "samsa.broker.handlers.api_versions",
+        "samsa.broker.handlers.metadata",
+    }
+    assert samsa_modules(after, "samsa.coordinator") == set()
+
+
+def test_the_coordinator_comes_with_the_first_group_request() -> None:
+    _, after = modules_around(
+        "AdminClient({'bootstrap.servers': broker.bootstrap_servers}).list_groups(timeout=10)"
+    )
+    assert "samsa.coordinator.coordinator" in after
+
+
+def test_a_restart_rebuilds_stored_groups_at_start(tmp_path: Path) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    import samsa
+
+    with samsa.Broker(tmp_path) as broker:
+        broker.create_topic("t", partitions=1)
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g"})
+        consumer.commit(offsets=[TopicPartition("t", 0, 5)], asynchronous=False)
+        consumer.close()
+    before, _ = modules_around("pass", tmp_path)
+    assert "samsa.coordinator.coordinator" in before
+
+
+def test_samsa_serve_runs_without_click_or_rich(tmp_path: Path) -> None:
+    code = (
+        "import json, sys\n"
+        "import samsa.broker.runner as runner\n"
+        "runner.run_forever = lambda config, use_uvloop=False: print(json.dumps(sorted(sys.modules))) or 0\n"
+        "from samsa.cli import main\n"
+        f"sys.exit(main(['serve', '--override', 'log.dirs={tmp_path}']))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    loaded = set(json.loads(out.stdout))
+    assert "samsa.broker.config" in loaded
+    assert not {name for name in loaded if name.split(".")[0] in ("click", "rich")}
+    assert not samsa_modules(loaded, "samsa.cli.") - {"samsa.cli.serve"}

@@ -1,0 +1,54 @@
+"""`samsa demo` end to end, as a user runs it with its output piped: Spark's logs and progress bars go to
+spark.log, the table is not cut, the final status counts the run, and the chart is written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from samsa.spark.pipeline.run import stderr_to
+
+SPARK_NOISE = ("WARN ", "[Stage ", "log4j", "WARNING: Using incubator modules", "setLogLevel")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # Spark's start and first micro-batch on 2 busy cores
+def test_the_demo_runs_to_a_chart_with_spark_kept_out_of_view(tmp_path: Path) -> None:
+    data = tmp_path / "demo"
+    result = subprocess.run(
+        [sys.executable, "-m", "samsa.cli", "demo", "--data-dir", str(data), "--duration", "8"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert not [noise for noise in SPARK_NOISE if noise in out], out
+    assert (data / "spark.log").stat().st_size > 0
+    final = next(line for line in out.splitlines() if line.startswith("done after "))
+    assert " 0 rows/s" not in final
+    produced = re.search(r"produced ([\d,]+) lines", final)
+    read = re.search(r"Spark read ([\d,]+) lines", final)
+    assert produced and read and produced[1] == read[1], final  # it waited for Spark to read every line
+    shown = re.search(r"windows (\d+)", final)
+    written = re.search(r"parquet: .* \((\d+) windows\)", out)
+    assert shown and written and shown[1] == written[1] and int(written[1]) >= 1, out
+    assert "11:06*" in out  # the first window is partial: the generated traffic starts 40 s into it
+    assert (data / "windows.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_processes_started_meanwhile_write_their_stderr_to_the_file(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "spark.log"
+    say = "import sys; sys.stderr.write(sys.argv[1])"
+    with stderr_to(log):
+        subprocess.run([sys.executable, "-c", say, "from the child\n"], check=True)
+    subprocess.run([sys.executable, "-c", say, "after\n"], check=True)
+    assert log.read_text() == "from the child\n"
+    err = capfd.readouterr().err
+    assert "after" in err and "from the child" not in err
