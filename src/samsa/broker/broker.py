@@ -27,7 +27,7 @@ from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
 
 from .config import KafkaConfig
 from .dispatch import RequestDispatcher
-from .network import Server
+from .network import ConnectionLimits, Server
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 
@@ -74,6 +74,14 @@ class Broker:
         self._group_coordinator: GroupCoordinator | None = None
         self.dispatcher = RequestDispatcher(self)
         self._servers: list[Server] = []
+        self._limits = ConnectionLimits(
+            max_idle_ms=int(config.get("connections.max.idle.ms")),
+            max_connections=int(config.get("max.connections")),
+            max_per_ip=int(config.get("max.connections.per.ip")),
+            per_ip_overrides=ConnectionLimits.parse_overrides(
+                str(config.get("max.connections.per.ip.overrides"))
+            ),
+        )
         self.bound_addresses: list[tuple[str, str, int]] = []
         self._scheduler: asyncio.Task[None] | None = None
         self._started = False
@@ -89,7 +97,9 @@ class Broker:
             self._group_coordinator.startup()
         max_request = int(self.config.get("socket.request.max.bytes"))
         for name, host, port in self.config.listener_addresses:
-            server = Server(self.dispatcher.handle, listener=name, max_request_size=max_request)
+            server = Server(
+                self.dispatcher.handle, listener=name, max_request_size=max_request, limits=self._limits
+            )
             bound_host, bound_port = await server.start(host, port)
             self._servers.append(server)
             self.bound_addresses.append((name, bound_host, bound_port))

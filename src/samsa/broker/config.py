@@ -130,6 +130,11 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("delete.topic.enable", B, True),
     ConfigKey("message.max.bytes", INT, 1048588, minimum=0, topic_key="max.message.bytes"),
     ConfigKey("socket.request.max.bytes", INT, 104857600, minimum=1),
+    ConfigKey("connections.max.idle.ms", L, 600000, minimum=1),
+    ConfigKey("socket.listen.backlog.size", INT, 50, minimum=1),
+    ConfigKey("max.connections", INT, INT_MAX, minimum=0),
+    ConfigKey("max.connections.per.ip", INT, INT_MAX, minimum=0),
+    ConfigKey("max.connections.per.ip.overrides", S, ""),
     ConfigKey("socket.send.buffer.bytes", INT, 102400),
     ConfigKey("socket.receive.buffer.bytes", INT, 102400),
     ConfigKey("num.network.threads", INT, 3, minimum=1),
@@ -237,6 +242,14 @@ class KafkaConfig:
             raise ConfigError(f"invalid value {self.node_id} for configuration node.id: must be >= 0")
         for listener in self.listeners:
             _parse_listener(listener)
+        from .network import ConnectionLimits
+
+        try:
+            ConnectionLimits.parse_overrides(str(self.get("max.connections.per.ip.overrides")))
+        except ValueError as exc:
+            raise ConfigError(
+                f"invalid value for configuration {exc}; expected host:count,host:count"
+            ) from None
         if not self.listener_addresses:
             raise ConfigError(
                 f"invalid value {','.join(self.listeners)!r} for configuration listeners: "

@@ -1,0 +1,77 @@
+"""Connection limits with Kafka's keys: idle connections closed, per-IP and broker-wide caps, and running out of
+file descriptors (a broker under a low RLIMIT_NOFILE) with existing clients still served and one log line, not
+one per refused attempt. Bounded in time; loopback only.
+
+Not here yet: a broker under a low RLIMIT_NOFILE flooded with connections (a first try showed asyncio accepting
+a whole burst before any admission check runs; the descriptor reserve in ``broker.network`` is untested)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+import samsa
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.api_versions import ApiVersionsRequest
+from tests.badinput.wire import Connection
+
+pytestmark = pytest.mark.clients
+
+
+def port_of(broker: samsa.Broker) -> int:
+    return int(broker.bootstrap_servers.rsplit(":", 1)[1])
+
+
+def answers(conn: Connection) -> bool:
+    try:
+        return bool(conn.request(18, 3, ApiVersionsRequest()).error_code == ErrorCode.NONE)
+    except (OSError, ConnectionError, AssertionError):
+        return False
+
+
+def closed_by_broker(sock: socket.socket, within: float) -> bool:
+    sock.settimeout(within)
+    try:
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_an_idle_connection_is_closed_and_a_busy_one_is_not() -> None:
+    with samsa.Broker(config={"connections.max.idle.ms": "400"}) as broker:
+        idle = socket.create_connection(("127.0.0.1", port_of(broker)))
+        with Connection(port_of(broker)) as busy:
+            deadline = time.monotonic() + 1.5
+            while time.monotonic() < deadline:
+                assert answers(busy)
+                time.sleep(0.1)
+            assert closed_by_broker(idle, within=2.0)
+            assert answers(busy)
+        idle.close()
+
+
+def test_connections_beyond_the_per_ip_cap_are_closed() -> None:
+    with samsa.Broker(config={"max.connections.per.ip": "2"}) as broker:
+        port = port_of(broker)
+        first, second = Connection(port), Connection(port)
+        assert answers(first) and answers(second)
+        third = socket.create_connection(("127.0.0.1", port))
+        assert closed_by_broker(third, within=5.0)
+        second.close()
+        time.sleep(0.2)
+        with Connection(port) as again:
+            assert answers(again)
+        assert answers(first)
+        first.close()
+
+
+def test_the_broker_wide_cap() -> None:
+    with samsa.Broker(config={"max.connections": "1"}) as broker, Connection(port_of(broker)) as only:
+        assert answers(only)
+        extra = socket.create_connection(("127.0.0.1", port_of(broker)))
+        assert closed_by_broker(extra, within=5.0)
+        assert answers(only)
