@@ -70,7 +70,7 @@ class Worker:
 
 
 def wait_for(
-    condition: Callable[[], bool], what: str, timeout: float = 40.0, state: Callable[[], str] = lambda: ""
+    condition: Callable[[], bool], what: str, timeout: float = 90.0, state: Callable[[], str] = lambda: ""
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
