@@ -29,6 +29,7 @@ def serve(properties: str | None, overrides: tuple[str, ...], uvloop: bool) -> N
                 raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--override")
             props[key.strip()] = value
         config = KafkaConfig.from_properties(props)
+        config.check_log_dirs()
     except (PropertiesError, ConfigError) as exc:
         click.echo(f"samsa serve: {exc}", err=True)
         sys.exit(2)
