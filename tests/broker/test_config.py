@@ -89,12 +89,12 @@ def test_topic_defaults_follow_broker_keys() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "fragment"),
     [
-        ("num.partitions", "zero", "expected a int"),
+        ("num.partitions", "zero", "expected an int"),
         ("num.partitions", "0", "at least 1"),
         ("auto.create.topics.enable", "yes", "expected a boolean"),
         ("log.cleanup.policy", "shred", "must be one of"),
         ("listeners", "127.0.0.1:9092", "NAME://host:port"),
-        ("message.max.bytes", "99999999999", "expected a int"),
+        ("message.max.bytes", "99999999999", "expected an int"),
     ],
 )
 def test_bad_values_name_key_and_value(key: str, value: str, fragment: str) -> None:

@@ -102,3 +102,91 @@ def test_only_controller_listeners_is_refused(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 2
     assert "no listener is left for clients" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("override", "allowed"),
+    [
+        ("log.retention.ms=-5", "at least -1"),
+        ("log.roll.ms=0", "at least 1"),
+        ("log.segment.bytes=abc", "expected an int"),
+        ("log.cleaner.min.cleanable.ratio=2", "between 0 and 1"),
+        ("compression.type=brotli", "must be one of"),
+        ("log.message.timestamp.type=Wallclock", "must be one of"),
+        ("node.id=-3", "at least 0"),
+        ("broker.id=-1", "at least 0"),
+        ("log.dirs=", "at least one directory"),
+        ("num.partitions=99999999999", "expected an int"),
+    ],
+)
+def test_bad_value_is_one_line_naming_key_value_and_what_is_allowed(
+    tmp_path: Path, override: str, allowed: str
+) -> None:
+    key, _, value = override.partition("=")
+    result = serve(
+        "--override",
+        "listeners=PLAINTEXT://127.0.0.1:0",
+        "--override",
+        f"log.dirs={tmp_path / 'logs'}",
+        "--override",
+        override,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert key in lines[0] and repr(value) in lines[0] and allowed in lines[0]
+    assert not (tmp_path / "logs").exists()  # refused before anything started
+
+
+def test_log_dir_that_is_a_file_says_so(tmp_path: Path) -> None:
+    blocker = tmp_path / "data"
+    blocker.write_text("not a directory")
+    for log_dir in (blocker, blocker / "logs"):
+        result = serve("--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={log_dir}")
+        assert result.returncode == 2
+        assert result.stderr.strip().splitlines() == [
+            f"samsa serve: invalid value '{log_dir}' for configuration log.dirs: {blocker} is a file, "
+            "not a directory"
+        ]
+
+
+def test_a_log_dir_copied_and_moved_keeps_its_cluster_id_and_data(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.clients.harness import BrokerProcess, Message, ck_consume, ck_produce
+
+    def cluster_id(log_dir: Path) -> str:
+        lines = (log_dir / "meta.properties").read_text().splitlines()
+        return next(line.partition("=")[2] for line in lines if line.startswith("cluster.id="))
+
+    def served_cluster_id(bootstrap: str) -> str:
+        from confluent_kafka.admin import AdminClient
+
+        metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+        return str(metadata.cluster_id)
+
+    original = tmp_path / "original"
+    messages = [Message(f"k{i}".encode(), f"v{i}".encode()) for i in range(50)]
+    broker = BrokerProcess(original)
+    broker.start()
+    try:
+        ck_produce(broker.bootstrap, "moved", messages)
+        stored = cluster_id(original)
+        assert served_cluster_id(broker.bootstrap) == stored
+    finally:
+        assert broker.stop() == 0
+    copied = tmp_path / "elsewhere" / "copied"
+    shutil.copytree(original, copied)
+    moved = tmp_path / "moved"
+    original.rename(moved)
+    for log_dir in (copied, moved):
+        again = BrokerProcess(log_dir)
+        again.start()
+        try:
+            assert served_cluster_id(again.bootstrap) == stored
+            assert [c.message().value for c in ck_consume(again.bootstrap, "moved", 50)] == [
+                m.value for m in messages
+            ]
+        finally:
+            assert again.stop() == 0
+        assert cluster_id(log_dir) == stored

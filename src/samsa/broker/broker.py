@@ -23,6 +23,7 @@ from samsa.storage import StorageError
 from samsa.storage.cleaner import CleanerConfig
 from samsa.storage.config import LogConfig
 from samsa.storage.log_manager import TASK_FAILURE_LOG_INTERVAL_MS, LogManager
+from samsa.storage.meta import read_meta_properties
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
 
 from .config import KafkaConfig
@@ -46,7 +47,7 @@ class Broker:
         self.config = config
         self.clock = clock
         self.node_id = config.node_id
-        self.cluster_id = config.get("cluster.id") or _stable_cluster_id(config.log_dirs)
+        self.cluster_id = config.get("cluster.id") or _stored_cluster_id(config.log_dirs) or _new_cluster_id()
         self.log_manager = LogManager(
             [Path(d) for d in config.log_dirs],
             LogConfig.from_properties(config.topic_defaults()),
@@ -186,7 +187,15 @@ def _coordinator_config(config: KafkaConfig) -> CoordinatorConfig:
     )
 
 
-def _stable_cluster_id(log_dirs: list[str]) -> str:
-    """A cluster id derived from the first log dir, so a restarted single broker keeps its id."""
-    digest = uuid.uuid5(uuid.NAMESPACE_URL, "samsa:" + str(Path(log_dirs[0]).resolve()))
-    return base64.urlsafe_b64encode(digest.bytes).decode().rstrip("=")
+def _stored_cluster_id(log_dirs: list[str]) -> str | None:
+    """The cluster id a log dir's ``meta.properties`` holds, so a log dir keeps its id wherever it is moved."""
+    for item in log_dirs:
+        meta = read_meta_properties(Path(item))
+        if meta is not None and meta.cluster_id:
+            return meta.cluster_id
+    return None
+
+
+def _new_cluster_id() -> str:
+    """A random id in Kafka's form (a UUID as unpadded URL-safe base64), written once to meta.properties."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

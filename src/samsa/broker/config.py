@@ -48,7 +48,7 @@ class ConfigKey:
             value = _PARSERS[self.type](text)
         except ValueError:
             raise ConfigError(
-                f"invalid value {raw!r} for configuration {self.name}: expected a {self.type.value}"
+                f"invalid value {raw!r} for configuration {self.name}: expected {_ARTICLES.get(self.type, 'a')} {self.type.value}"
             ) from None
         if self.minimum is not None and isinstance(value, (int, float)) and value < self.minimum:
             raise ConfigError(
@@ -73,6 +73,9 @@ class ConfigKey:
         if self.type is ConfigType.LIST:
             return ",".join(value)
         return str(value)
+
+
+_ARTICLES = {ConfigType.INT: "an"}
 
 
 def _parse_bool(text: str) -> bool:
@@ -238,8 +241,16 @@ class KafkaConfig:
         return config
 
     def _check(self) -> None:
-        if self.node_id < 0 and ("node.id" in self._explicit or "broker.id" in self._explicit):
-            raise ConfigError(f"invalid value {self.node_id} for configuration node.id: must be >= 0")
+        for name in ("node.id", "broker.id"):
+            if name in self._explicit and int(self._values[name]) < 0:
+                raise ConfigError(
+                    f"invalid value {self._explicit[name]!r} for configuration {name}: must be at least 0"
+                )
+        for name in ("log.dirs", "log.dir"):
+            if name in self._explicit and not self._explicit[name].strip(" ,"):
+                raise ConfigError(
+                    f"invalid value {self._explicit[name]!r} for configuration {name}: must name at least one directory"
+                )
         for listener in self.listeners:
             _parse_listener(listener)
         from .network import ConnectionLimits
@@ -255,6 +266,30 @@ class KafkaConfig:
                 f"invalid value {','.join(self.listeners)!r} for configuration listeners: "
                 "no listener is left for clients once the controller listeners are set aside"
             )
+        self._check_topic_defaults()
+
+    def _check_topic_defaults(self) -> None:
+        """The topic-level values derived from the broker's keys, checked as a topic's config would be, errors
+        naming the broker key that was set."""
+        from samsa.storage.config import LogConfig
+        from samsa.storage.errors import InvalidConfigError
+
+        try:
+            LogConfig.from_properties(self.topic_defaults())
+        except InvalidConfigError as exc:
+            name = self._broker_key_for(exc.key)
+            raw = self._explicit.get(name, exc.value)
+            raise ConfigError(f"invalid value {raw!r} for configuration {name}: {exc.reason}") from None
+
+    def _broker_key_for(self, topic_key: str) -> str:
+        derived = {
+            "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+            "segment.ms": ("log.roll.ms", "log.roll.hours"),
+            "segment.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+            "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+        }
+        names = derived.get(topic_key) or tuple(k.name for k in BROKER_KEYS if k.topic_key == topic_key)
+        return next((name for name in names if name in self._explicit), names[0] if names else topic_key)
 
     def get(self, name: str) -> Any:
         return self._values[name]
@@ -296,6 +331,19 @@ class KafkaConfig:
             return self.listener_addresses
         parsed = [_parse_listener(item) for item in advertised]
         return [address for address in parsed if address[0] not in self.controller_listener_names]
+
+    def check_log_dirs(self) -> None:
+        """Each log dir is a directory or can become one: a file in its place is a ConfigError naming it."""
+        from pathlib import Path
+
+        name = "log.dirs" if self._values["log.dirs"] else "log.dir"
+        for item in self.log_dirs:
+            path = Path(item)
+            blocker = next((p for p in (path, *path.parents) if p.exists()), None)
+            if blocker is not None and not blocker.is_dir():
+                raise ConfigError(
+                    f"invalid value {item!r} for configuration {name}: {blocker} is a file, not a directory"
+                )
 
     @property
     def log_dirs(self) -> list[str]:

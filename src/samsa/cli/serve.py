@@ -49,6 +49,7 @@ def main(argv: Sequence[str]) -> int:
                 parser.error(f"argument --override: {item!r} is not KEY=VALUE")
             props[key.strip()] = value
         config = KafkaConfig.from_properties(props)
+        config.check_log_dirs()
     except (PropertiesError, ConfigError) as exc:
         print(f"samsa serve: {exc}", file=sys.stderr)
         return 2

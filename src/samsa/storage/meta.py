@@ -161,7 +161,8 @@ def write_meta_properties(log_dir: Path, meta: MetaProperties) -> None:
 
 
 def ensure_meta_properties(log_dir: Path, node_id: int, cluster_id: str | None) -> MetaProperties:
-    """Check the stored identity against the configured one, writing it when the directory is new.
+    """Check the stored identity against the configured one, writing it when the directory is new (and the
+    cluster id once into a version 0 file that has none).
 
     Raises InconsistentNodeIdError for another node's directory, MetaPropertiesError for another cluster's.
     """
@@ -177,4 +178,7 @@ def ensure_meta_properties(log_dir: Path, node_id: int, cluster_id: str | None) 
         raise MetaPropertiesError(
             path, f"stored cluster.id {stored.cluster_id!r} does not match the configured {cluster_id!r}"
         )
+    if stored.cluster_id is None and cluster_id is not None:
+        stored = MetaProperties(stored.version, cluster_id, stored.node_id)
+        write_meta_properties(log_dir, stored)
     return stored
