@@ -11,6 +11,9 @@ Rules (Kafka's ``AbstractIndex`` / ``OffsetIndex`` / ``TimeIndex``):
   at its length and holds ``floor(length / entry size)`` entries (a crash leaves zero entries at the end, which
   recovery rebuilds).
 - Files are created lazily, on first use (``is_loaded`` tells); ``rename_to`` and ``delete`` do not create them.
+- ``writable=False`` (read-only callers: tools, the Spark offline reader) opens the file read-only and creates
+  nothing: a missing file has no entries, and the entries end at the first slot after slot 0 whose offset is the
+  base offset (the zeros of a preallocated file; Kafka's DumpLogSegments stops at the same place).
 - Offset-index offsets strictly increase; time-index timestamps strictly increase and offsets never go back.
 - The time index is full one slot early: the last slot is kept for the entry written on roll or close.
 - Lookups return the floor entry (largest key <= target); below the first entry they return
@@ -77,6 +80,9 @@ class AbstractIndex:
     def _load(self) -> None:
         if self._loaded:
             return
+        if not self.writable:
+            self._load_read_only()
+            return
         new = not self.path.exists()
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         if new:
@@ -86,13 +92,30 @@ class AbstractIndex:
         self._entries = 0 if new else self._length // self.entry_size
         self._after_change()
 
+    def _load_read_only(self) -> None:
+        """Map an existing file for reading (a missing file has no entries); stop at the preallocated zeros."""
+        self._loaded = True
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return
+        self._map(os.fstat(self._fd).st_size)
+        count = self._length // self.entry_size
+        self._entries = next((n for n in range(1, count) if self._offset_at(n) == self.base_offset), count)
+        self._after_change()
+
     def _map(self, length: int) -> None:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
         self._length = length
         if length > 0:
-            self._mmap = mmap.mmap(self._fd, length)
+            access = mmap.ACCESS_WRITE if self.writable else mmap.ACCESS_READ
+            self._mmap = mmap.mmap(self._fd, length, access=access)
+
+    def _ensure_writable(self) -> None:
+        if not self.writable:
+            raise PermissionError(f"the index {self.path} is open read-only")
 
     def _after_change(self) -> None:
         """Re-read cached values (last entry) after the entry count changed."""
@@ -138,6 +161,7 @@ class AbstractIndex:
 
     def resize(self, new_size: int) -> bool:
         """Set the file length to ``new_size`` rounded down to whole entries; False when already that long."""
+        self._ensure_writable()
         self._load()
         rounded = new_size - new_size % self.entry_size
         if rounded == self._length:
@@ -210,14 +234,14 @@ class AbstractIndex:
     # --- files ---------------------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        if self._mmap is not None:
+        if self._mmap is not None and self.writable:
             self._mmap.flush()
 
     def close(self) -> None:
-        """Trim to the valid entries and release the file."""
-        if self._loaded:
+        """Trim to the valid entries (when writable) and release the file."""
+        if self._loaded and self.writable:
             self.trim_to_valid_size()
-            self.close_handler()
+        self.close_handler()
 
     def close_handler(self) -> None:
         if self._mmap is not None:
@@ -275,6 +299,7 @@ class OffsetIndex(AbstractIndex):
 
     def append(self, offset: int, position: int) -> None:
         """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError."""
+        self._ensure_writable()
         if self.is_full():
             raise IndexFullError(self.path, self.entries, self.max_entries)
         if self._entries and offset <= self._last_offset:
@@ -362,6 +387,7 @@ class TimeIndex(AbstractIndex):
         Raises IndexFullError (unless ``skip_full_check``), InvalidOffsetError for an offset going back, and
         ValueError for a timestamp going back.
         """
+        self._ensure_writable()
         if not skip_full_check and self.is_full():
             raise IndexFullError(self.path, self.entries, self.max_entries)
         last = self.last_entry

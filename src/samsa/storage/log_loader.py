@@ -46,6 +46,7 @@ from .segment import (
     LogSegment,
     segment_file,
 )
+from .segment import offset_from_file_name as _offset_of
 from .segments import LogSegments
 
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
@@ -58,11 +59,6 @@ class LoadedLog:
     recovery_point: int
     log_start_offset: int
     producer_state: ProducerStateManager
-
-
-def _offset_of(name: str) -> int | None:
-    head = name.split(".", 1)[0]
-    return int(head) if head.isdigit() and "." in name else None
 
 
 def _files(directory: Path) -> list[Path]:
