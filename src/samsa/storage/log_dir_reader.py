@@ -131,7 +131,7 @@ class LogDirReader:
         nexts: list[int | None] = [*bases[1:], None]
         return [
             SegmentFiles(directory, base, following, segment_file(directory, base, LOG_SUFFIX).stat().st_size)
-            for base, following in zip(bases, nexts, strict=True)
+            for base, following in zip(bases, nexts, strict=False)  # no segments: no None either
         ]
 
     def log_start_offsets(self) -> dict[TopicPartition, int]:
