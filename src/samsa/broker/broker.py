@@ -26,6 +26,7 @@ from samsa.storage.log_manager import LogManager
 from .config import KafkaConfig
 from .dispatch import RequestDispatcher
 from .network import Server
+from .offsets_log import ReplicaOffsetsLog
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 
@@ -67,7 +68,7 @@ class Broker:
         self.replica_manager = ReplicaManager(self.log_manager, self.node_id, clock)
         self.producer_ids = ProducerIdManager(Path(config.log_dirs[0]))
         self.group_coordinator = GroupCoordinator(
-            self.replica_manager, self.log_manager, clock, _coordinator_config(config)
+            ReplicaOffsetsLog(self.replica_manager, self.log_manager), clock, _coordinator_config(config)
         )
         self.dispatcher = RequestDispatcher(self)
         self._servers: list[Server] = []
