@@ -18,8 +18,8 @@ import click
 def serve(properties: str | None, overrides: tuple[str, ...], uvloop: bool) -> None:
     """Run a broker until SIGTERM or SIGINT."""
     from samsa.broker.config import ConfigError, KafkaConfig
-    from samsa.broker.properties import PropertiesError, load_properties
     from samsa.broker.runner import run_forever
+    from samsa.storage.properties import PropertiesError, load_properties
 
     try:
         props = load_properties(properties) if properties else {}
