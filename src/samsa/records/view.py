@@ -29,6 +29,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import crc32c as _crc32c
 
@@ -44,9 +45,14 @@ NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 INT32_MAX = 2**31 - 1
 
-# a v2 header from byte 0: baseOffset, size, (epoch), magic, (crc), attributes, lastOffsetDelta, (baseTs), maxTs
-_V2_SCAN = struct.Struct(">qi4xB4xhi8xq")
-_V2_TAIL = struct.Struct(">IhiqqqhiI")  # crc .. recordsCount, from byte 17
+# the v2 header as laid out in the module doc: all 61 bytes; the part up to the CRC; the part the CRC covers
+V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+V2_PREFIX = struct.Struct(">qiib")  # baseOffset, size, partitionLeaderEpoch, magic
+V2_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. recordsCount
+V2_CRC_OFFSET = 17
+V2_ATTRIBUTES_OFFSET = 21
+_V2_MAX_TIMESTAMP_OFFSET = 35
+_U32 = struct.Struct(">I")
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
 
@@ -65,6 +71,24 @@ def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
 def crc32(data: bytes | bytearray | memoryview) -> int:
     """CRC-32 (IEEE, as java.util.zip.CRC32), for legacy messages."""
     return zlib.crc32(data) & 0xFFFFFFFF
+
+
+class V2Header(NamedTuple):
+    """Every field of a v2 batch header, read in one unpack (``BatchView.v2_header``)."""
+
+    base_offset: int
+    size: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,8 +177,8 @@ class BatchView:
 
     @property
     def stored_crc(self) -> int:
-        at = self.position + (17 if self.magic >= 2 else 12)
-        return int(struct.unpack_from(">I", self.buf, at)[0])
+        at = self.position + (V2_CRC_OFFSET if self.magic >= 2 else 12)
+        return int(_U32.unpack_from(self.buf, at)[0])
 
     @property
     def last_offset_delta(self) -> int:
@@ -205,14 +229,10 @@ class BatchView:
             return self.base_timestamp
         return None
 
-    def v2_scan_fields(self) -> tuple[int, int, int, int]:
-        """(base offset, attributes, last offset delta, max timestamp) of a v2 batch, read in one unpack.
-
-        For scans that filter many batches by offset, time and control flag (the Spark offline reader); the
-        caller has checked ``magic == 2`` and a size of at least the 61-byte header.
-        """
-        base, _, _, attributes, last_delta, max_ts = _V2_SCAN.unpack_from(self.buf, self.position)
-        return int(base), int(attributes), int(last_delta), int(max_ts)
+    def v2_header(self) -> V2Header:
+        """The whole v2 header in one unpack: for loops over many batches (decoders, scans) that need several
+        fields. The caller has checked ``magic == 2`` and that the buffer holds the 61-byte header."""
+        return V2Header._make(V2_HEADER.unpack_from(self.buf, self.position))
 
     # --- validation ------------------------------------------------------------------------------------------
 
@@ -249,6 +269,14 @@ class BatchView:
     def set_partition_leader_epoch(self, epoch: int) -> None:
         if self.magic >= 2:
             _I.pack_into(self.buf, self.position + 12, epoch)
+
+    def set_max_timestamp(self, timestamp: int, log_append_time: bool) -> None:
+        """v2: rewrite maxTimestamp and the timestamp-type bit in place, then the CRC (they are covered by it)."""
+        at = self.position
+        attributes = self.buf[at + 22] & ~TIMESTAMP_TYPE_MASK
+        self.buf[at + 22] = attributes | (TIMESTAMP_TYPE_MASK if log_append_time else 0)
+        _Q.pack_into(self.buf, at + _V2_MAX_TIMESTAMP_OFFSET, timestamp)
+        _U32.pack_into(self.buf, at + V2_CRC_OFFSET, crc32c(self.buf[at + V2_ATTRIBUTES_OFFSET : self.end]))
 
 
 def iter_batches(

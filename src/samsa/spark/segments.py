@@ -291,8 +291,9 @@ class _Action(Enum):
 def _select(view: BatchView, lo: int, hi: int | None, min_ts: int | None) -> _Action:
     """Skip a batch (control, below ``lo``, older than ``min_ts``), stop at one at or past ``hi``, or take it."""
     if view.magic == 2 and view.size_in_bytes >= RECORD_BATCH_OVERHEAD:  # the v2 header read once
-        base, attributes, last_delta, max_ts = view.v2_scan_fields()
-        control, next_offset = bool(attributes & CONTROL_MASK), base + last_delta + 1
+        header = view.v2_header()
+        base, max_ts = header.base_offset, header.max_timestamp
+        control, next_offset = bool(header.attributes & CONTROL_MASK), base + header.last_offset_delta + 1
     else:
         base, next_offset, max_ts = view.base_offset, view.next_offset, view.max_timestamp
         control = view.is_control

@@ -175,7 +175,3 @@ def parse_dir_name(name: str) -> PartitionDir:
     if not re.fullmatch(r"-?[0-9]+", partition_text):
         raise InvalidPartitionDirError(name, f"partition {partition_text!r} is not an integer")
     return PartitionDir(TopicPartition(topic, int(partition_text)), kind, unique_id)
-
-
-def parse_topic_partition(name: str) -> TopicPartition:
-    return parse_dir_name(name).tp
