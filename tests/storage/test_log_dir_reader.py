@@ -84,7 +84,9 @@ def _read_everything(root: Path) -> dict[str, Any]:
         lines: list[str] = []
         report = dump_files(files, DumpOptions(deep_iteration=True), lines.append, lines.append)
         assert not report.failed, lines
-        report = dump_files(files[1:] or files, DumpOptions(index_sanity_only=True), lines.append, lines.append)
+        report = dump_files(
+            files[1:] or files, DumpOptions(index_sanity_only=True), lines.append, lines.append
+        )
         assert not report.failed, lines
     missing = SegmentFiles(root / str(TP), 999_999)
     with missing.indexes() as (offset_index, time_index):

@@ -1,6 +1,6 @@
-"""``Broker``: one Samsa broker in this process — storage, partitions, request handling and listeners.
+"""``KafkaServer``: one Samsa broker in this process — storage, partitions, request handling and listeners.
 
-    broker = Broker(KafkaConfig.from_properties({...}))
+    broker = KafkaServer(KafkaConfig.from_properties({...}))
     await broker.start()          # loads the logs (recovering after an unclean stop), then listens
     ...
     await broker.stop()           # stops listening, flushes, checkpoints, writes .kafka_cleanshutdown
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 SCHEDULER_TICK_S = 1.0
 
 
-class Broker:
+class KafkaServer:
     """A broker: the log manager, the replica manager, the request dispatcher and one server per listener."""
 
     def __init__(self, config: KafkaConfig, clock: Clock = SYSTEM_CLOCK) -> None:
