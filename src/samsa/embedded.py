@@ -46,7 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from samsa.broker.broker import Broker as _CoreBroker
+from samsa.broker.broker import KafkaServer
 from samsa.broker.config import KafkaConfig
 from samsa.broker.error_response import error_response
 from samsa.broker.topic_admin import create_topic as _create_topic
@@ -101,7 +101,7 @@ class Broker:
         self._overrides = dict(config or {})
         self._temp_dir: Path | None = None
         self._log_dir: Path | None = None
-        self._core: _CoreBroker | None = None
+        self._core: KafkaServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread_id: int | None = None
         self._thread: threading.Thread | None = None
@@ -124,7 +124,7 @@ class Broker:
             **self._overrides,
         }
         try:
-            core = _CoreBroker(KafkaConfig.from_properties(props), self.clock)
+            core = KafkaServer(KafkaConfig.from_properties(props), self.clock)
         except Exception:
             self._remove_temp_dir()
             raise
@@ -219,8 +219,8 @@ class Broker:
     # --- what clients and tests need ----------------------------------------------------------------------------
 
     @property
-    def core(self) -> _CoreBroker:
-        """The running ``samsa.broker.broker.Broker`` (event-loop thread only)."""
+    def core(self) -> KafkaServer:
+        """The running ``samsa.broker.broker.KafkaServer`` (event-loop thread only)."""
         if self._core is None:
             raise RuntimeError("the broker is not running")
         return self._core

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from samsa.broker.broker import Broker
+from samsa.broker.broker import KafkaServer
 from samsa.broker.config import KafkaConfig
 from samsa.broker.handlers import HANDLERS
 from samsa.broker.network import ConnectionClosedByHandler, ConnectionInfo, ResponsePart
@@ -72,7 +72,7 @@ class Running:
                 "group.initial.rebalance.delay.ms": "0",
             }
         )
-        self.broker = Broker(config)
+        self.broker = KafkaServer(config)
         self.run(self.broker.start())
 
     def run(self, coro: Any) -> Any:

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from samsa.broker.config import ConfigError, KafkaConfig
-from samsa.broker.properties import PropertiesError, load_properties, parse_properties
+from samsa.storage.properties import PropertiesError, load_properties, parse_properties
 
 
 def test_properties_forms_and_escapes() -> None:

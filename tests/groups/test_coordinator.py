@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from samsa.broker.broker import Broker
+from samsa.broker.broker import KafkaServer
 from samsa.broker.config import KafkaConfig
 from samsa.clock import ManualClock
 from samsa.coordinator import GroupState, JoinRequest, OffsetAndMetadata
@@ -16,7 +16,7 @@ from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 TP = TopicPartition("orders", 0)
 
 
-def make_broker(log_dir: Path, clock: ManualClock, **overrides: str) -> Broker:
+def make_broker(log_dir: Path, clock: ManualClock, **overrides: str) -> KafkaServer:
     props = {
         "listeners": "PLAINTEXT://127.0.0.1:0",
         "log.dirs": str(log_dir),
@@ -24,14 +24,14 @@ def make_broker(log_dir: Path, clock: ManualClock, **overrides: str) -> Broker:
         "group.initial.rebalance.delay.ms": "0",
         **overrides,
     }
-    return Broker(KafkaConfig.from_properties(props), clock)
+    return KafkaServer(KafkaConfig.from_properties(props), clock)
 
 
 def join_request(member_id: str = "") -> JoinRequest:
     return JoinRequest(member_id, None, "cid", "/127.0.0.1", 10_000, 10_000, "consumer", [("range", b"meta")])
 
 
-async def stable_member(broker: Broker, group_id: str) -> str:
+async def stable_member(broker: KafkaServer, group_id: str) -> str:
     coordinator = broker.group_coordinator
     first = await coordinator.join_group(group_id, join_request())
     assert first.error is ErrorCode.MEMBER_ID_REQUIRED

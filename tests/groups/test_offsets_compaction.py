@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from samsa.broker.broker import Broker
+from samsa.broker.broker import KafkaServer
 from samsa.broker.config import KafkaConfig
 from samsa.clock import ManualClock
 from samsa.coordinator import OffsetAndMetadata
@@ -19,7 +19,7 @@ TPS = [TopicPartition("orders", 0), TopicPartition("orders", 1)]
 COMMITS = 300
 
 
-def make_broker(log_dir: Path, clock: ManualClock) -> Broker:
+def make_broker(log_dir: Path, clock: ManualClock) -> KafkaServer:
     props = {
         "listeners": "PLAINTEXT://127.0.0.1:0",
         "log.dirs": str(log_dir),
@@ -28,10 +28,10 @@ def make_broker(log_dir: Path, clock: ManualClock) -> Broker:
         "group.initial.rebalance.delay.ms": "0",
         "log.cleaner.backoff.ms": "1000",
     }
-    return Broker(KafkaConfig.from_properties(props), clock)
+    return KafkaServer(KafkaConfig.from_properties(props), clock)
 
 
-async def run_cleaner(broker: Broker, clock: ManualClock) -> None:
+async def run_cleaner(broker: KafkaServer, clock: ManualClock) -> None:
     """Drive the log manager's periodic tasks until a cleaning was swapped in (it runs on the worker thread)."""
     for _ in range(1000):
         if "cleaner" in broker.log_manager.schedule_due(clock.milliseconds()):

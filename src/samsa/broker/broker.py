@@ -1,6 +1,6 @@
-"""``Broker``: one Samsa broker in this process — storage, partitions, request handling and listeners.
+"""``KafkaServer``: one Samsa broker in this process — storage, partitions, request handling and listeners.
 
-    broker = Broker(KafkaConfig.from_properties({...}))
+    broker = KafkaServer(KafkaConfig.from_properties({...}))
     await broker.start()          # loads the logs (recovering after an unclean stop), then listens
     ...
     await broker.stop()           # stops listening, flushes, checkpoints, writes .kafka_cleanshutdown
@@ -29,6 +29,7 @@ from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
 from .config import KafkaConfig
 from .dispatch import RequestDispatcher
 from .network import ConnectionLimits, Server
+from .offsets_log import ReplicaOffsetsLog
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
 
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 SCHEDULER_TICK_S = 1.0
 
 
-class Broker:
+class KafkaServer:
     """A broker: the log manager, the replica manager, the request dispatcher and one server per listener."""
 
     def __init__(self, config: KafkaConfig, clock: Clock = SYSTEM_CLOCK) -> None:
@@ -121,7 +122,9 @@ class Broker:
         from samsa.coordinator import GroupCoordinator
 
         return GroupCoordinator(
-            self.replica_manager, self.log_manager, self.clock, _coordinator_config(self.config)
+            ReplicaOffsetsLog(self.replica_manager, self.log_manager),
+            self.clock,
+            _coordinator_config(self.config),
         )
 
     def advertised(self) -> tuple[str, int]:

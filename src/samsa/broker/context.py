@@ -10,14 +10,14 @@ from samsa.protocol import RequestHeader
 from .network import ConnectionInfo
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .broker import KafkaServer
 
 
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     header: RequestHeader
     connection: ConnectionInfo
-    broker: Broker
+    broker: KafkaServer
 
     @property
     def api_version(self) -> int:

@@ -40,7 +40,7 @@ from .handlers import HANDLERS
 from .network import ConnectionClosedByHandler, ConnectionInfo, FileRegion, ResponsePart
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .broker import KafkaServer
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class FrameBuffer(bytearray):
 class RequestDispatcher:
     """Routes requests to handlers (see the module doc). Event-loop thread only."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: KafkaServer) -> None:
         self.broker = broker
         # a test hook (samsa.embedded): consulted after decode; may delay, or return a response to answer with
         self.interceptor: Interceptor | None = None

@@ -32,14 +32,14 @@ import logging
 import os
 import resource
 import socket
-import struct
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, Protocol, cast
 
-log = logging.getLogger(__name__)
+from samsa.protocol.errors import FrameError
+from samsa.protocol.frames import frame_size
 
-_SIZE = struct.Struct(">i")
+log = logging.getLogger(__name__)
 
 
 class FileRegion(Protocol):
@@ -75,10 +75,6 @@ class ConnectionClosedByHandler(Exception):
     """A handler's way to drop its connection (a request that cannot be answered), logged at info level."""
 
 
-class FrameTooLarge(Exception):
-    """A frame whose declared size is negative or larger than the limit."""
-
-
 async def read_frame(reader: asyncio.StreamReader, max_size: int) -> memoryview | None:
     """Read one frame; None at a clean end of stream between frames."""
     try:
@@ -87,9 +83,7 @@ async def read_frame(reader: asyncio.StreamReader, max_size: int) -> memoryview 
         if exc.partial:
             raise
         return None
-    (size,) = _SIZE.unpack(head)
-    if size < 0 or size > max_size:
-        raise FrameTooLarge(f"frame size {size} is outside 0..{max_size} (socket.request.max.bytes)")
+    size = frame_size(head, max_size)  # FrameError when negative or above socket.request.max.bytes
     # a writable copy: the produce path patches base offsets and leader epochs in place
     return memoryview(bytearray(await reader.readexactly(size)))
 
@@ -365,8 +359,14 @@ class Server:
                 # let other connections take a turn: a client pipelining requests whose frames are already
                 # buffered would otherwise be served without the loop ever switching to anyone else
                 await asyncio.sleep(0)
-        except FrameTooLarge as exc:
-            log.warning("closing connection %s from %s:%s: %s", info.connection_id, *peer[:2], exc)
+        except FrameError as exc:
+            log.warning(
+                "closing connection %s from %s:%s: frame size %d is outside 0..%d (socket.request.max.bytes)",
+                info.connection_id,
+                *peer[:2],
+                exc.size,
+                self._max_request_size,
+            )
         except ConnectionClosedByHandler as exc:
             log.info("closing connection %s: %s", info.connection_id, exc)
         except (asyncio.IncompleteReadError, ConnectionError):

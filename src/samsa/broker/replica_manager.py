@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from samsa.clock import Clock
 from samsa.protocol.errors import ErrorCode
@@ -135,6 +136,25 @@ class ReplicaManager:
 
     def partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
+
+    def topics(self) -> set[str]:
+        """The topics with a partition hosted here."""
+        return {tp.topic for tp in self.partitions}
+
+    def partitions_of(self, topic: str) -> list[TopicPartition]:
+        """The hosted partitions of ``topic``, in partition order (none: the topic is unknown here)."""
+        return sorted(tp for tp in self.partitions if tp.topic == topic)
+
+    def describe_log_dirs(self) -> dict[Path, dict[TopicPartition, int]]:
+        """Each log dir with the size in bytes of every hosted partition in it (Kafka's describeLogDirs)."""
+        sizes: dict[Path, dict[TopicPartition, int]] = {log_dir: {} for log_dir in self.log_manager.log_dirs}
+        for tp, partition in sorted(self.partitions.items()):
+            sizes.setdefault(self.log_manager.log_dir_of(tp), {})[tp] = partition.log.size
+        return sizes
+
+    def log_dir_failed(self, log_dir: Path) -> bool:
+        """Whether a log in ``log_dir`` went offline (a failed append that could not be undone)."""
+        return bool(self.log_manager.offline_logs(log_dir))
 
     # --- produce -----------------------------------------------------------------------------------------------
 

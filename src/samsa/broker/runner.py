@@ -67,13 +67,13 @@ def _raise_open_files_limit() -> None:
 
 
 async def _serve(config: KafkaConfig) -> int:
-    from .broker import Broker
+    from .broker import KafkaServer
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    broker = Broker(config)
+    broker = KafkaServer(config)
     try:
         await broker.start()
     except Exception as exc:

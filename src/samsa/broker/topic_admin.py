@@ -20,7 +20,7 @@ from samsa.storage.log_manager import InvalidPartitionsError, TopicExistsError, 
 from samsa.storage.topic import InvalidTopicError, TopicPartition, is_internal, validate_topic
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .broker import KafkaServer
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +41,7 @@ def topic_id(topic: str) -> uuid.UUID:
 
 
 def create_topic(
-    broker: Broker,
+    broker: KafkaServer,
     topic: str,
     partitions: int,
     replication_factor: int,
@@ -87,7 +87,7 @@ def create_topic(
     return OK
 
 
-def auto_create_topic(broker: Broker, topic: str) -> AdminResult:
+def auto_create_topic(broker: KafkaServer, topic: str) -> AdminResult:
     """Create a topic on first use with the broker's defaults, when auto.create.topics.enable allows it."""
     if not broker.config.get("auto.create.topics.enable") or is_internal(topic):
         return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -97,7 +97,9 @@ def auto_create_topic(broker: Broker, topic: str) -> AdminResult:
     return result
 
 
-def add_partitions(broker: Broker, topic: str, total: int, *, validate_only: bool = False) -> AdminResult:
+def add_partitions(
+    broker: KafkaServer, topic: str, total: int, *, validate_only: bool = False
+) -> AdminResult:
     manager = broker.log_manager
     current = len(manager.partitions_of(topic))
     if current == 0:
@@ -120,7 +122,7 @@ def add_partitions(broker: Broker, topic: str, total: int, *, validate_only: boo
     return OK
 
 
-def delete_topic(broker: Broker, topic: str) -> AdminResult:
+def delete_topic(broker: KafkaServer, topic: str) -> AdminResult:
     manager = broker.log_manager
     partitions = manager.partitions_of(topic)
     if not partitions:

@@ -18,7 +18,7 @@ from samsa.storage.errors import InvalidConfigError
 from .config import BROKER_KEYS, ConfigType
 
 if TYPE_CHECKING:
-    from .broker import Broker
+    from .broker import KafkaServer
 
 
 class ConfigSource(IntEnum):
@@ -56,7 +56,7 @@ BROKER_KEY_FOR_TOPIC_KEY.update(
 )
 
 
-def describe_topic(broker: Broker, topic: str) -> list[tuple[str, str | None, ConfigSource]]:
+def describe_topic(broker: KafkaServer, topic: str) -> list[tuple[str, str | None, ConfigSource]]:
     """(key, value, source) for every topic-level key, sorted by key."""
     manager = broker.log_manager
     overrides = manager.topic_overrides(topic)
@@ -72,7 +72,13 @@ def describe_topic(broker: Broker, topic: str) -> list[tuple[str, str | None, Co
     return rows
 
 
-def describe_broker(broker: Broker) -> list[tuple[str, str | None, ConfigSource]]:
+def topic_overrides_and_effective(broker: KafkaServer, topic: str) -> tuple[dict[str, str], dict[str, str]]:
+    """A topic's own overrides, and every topic-level key's effective value."""
+    manager = broker.log_manager
+    return manager.topic_overrides(topic), manager.topic_config(topic).to_properties()
+
+
+def describe_broker(broker: KafkaServer) -> list[tuple[str, str | None, ConfigSource]]:
     rows: list[tuple[str, str | None, ConfigSource]] = []
     for key in BROKER_KEYS:
         source = (
@@ -85,7 +91,7 @@ def describe_broker(broker: Broker) -> list[tuple[str, str | None, ConfigSource]
 
 
 def replace_topic_overrides(
-    broker: Broker, topic: str, overrides: Mapping[str, str], *, validate_only: bool
+    broker: KafkaServer, topic: str, overrides: Mapping[str, str], *, validate_only: bool
 ) -> tuple[ErrorCode, str | None]:
     manager = broker.log_manager
     if not manager.partitions_of(topic):

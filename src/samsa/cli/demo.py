@@ -19,9 +19,10 @@ import click
 from rich.console import Console
 from rich.tree import Tree
 
-from samsa.cli.dump_log import DumpOptions, dump_files, read_offset_index
+from samsa.cli.dump_log import DumpOptions, dump_files
 from samsa.clock import ManualClock
 from samsa.records import Record, build_batch, iter_batches, iter_records
+from samsa.storage.log_dir_reader import LogDirReader, SegmentFiles
 
 TOPIC = "demo-events"
 PARTITIONS = 3
@@ -41,7 +42,8 @@ class LookupStep:
 
 
 def segment_base_offsets(partition_dir: Path) -> list[int]:
-    return sorted(int(p.name.split(".")[0]) for p in partition_dir.glob("*.log"))
+    reader = LogDirReader(partition_dir.parent)
+    return [segment.base_offset for segment in reader.segments(reader.partition_dir(partition_dir.name))]
 
 
 def walk_lookup(partition_dir: Path, target: int) -> tuple[list[LookupStep], Record | None]:
@@ -62,7 +64,8 @@ def walk_lookup(partition_dir: Path, target: int) -> tuple[list[LookupStep], Rec
             hi = mid - 1
     base = bases[lo]
     steps.append(LookupStep("segment", f"{base:020d}.log holds offsets from {base}"))
-    entries = read_offset_index((partition_dir / f"{base:020d}.index").read_bytes(), base)
+    with SegmentFiles(partition_dir, base).indexes() as (index, _):
+        entries = [(e.offset, e.position) for e in map(index.entry, range(index.entries))]
     position = 0
     lo, hi = 0, len(entries) - 1
     found = -1

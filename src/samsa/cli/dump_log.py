@@ -19,7 +19,10 @@ Index problems go to stderr as Kafka prints them ("Mismatches in :<path>", "Foun
 ...). Differences from Kafka, on purpose: a batch failing its CRC, an unframeable batch, an index failing its sanity
 check or disagreeing with its log make the exit code 1 (Kafka prints and exits 0), and each such problem is also
 reported on stderr naming the file and the byte position. Legacy record lines end with ``crc: N`` (Kafka prints a
-stray ``}`` there). Index files are read as raw entries, so Kafka's files and ours are dumped alike.
+stray ``}`` there). Index files are read through storage's read-only ``OffsetIndex`` / ``TimeIndex``, whose entries
+end at the first zeroed slot (where Kafka's dump stops too), so the sanity check of an active segment's
+still-preallocated time index passes where Kafka's reports its zeros as a last timestamp of 0. Nothing is opened
+for writing: dumping the files of a running broker, or of a read-only mount, changes nothing.
 """
 
 from __future__ import annotations
@@ -41,11 +44,11 @@ from samsa.records import (
     parse_control_record,
 )
 from samsa.records.view import DELETE_HORIZON_MASK
+from samsa.storage.index import OffsetIndex, TimeIndex
+from samsa.storage.log_dir_reader import SegmentFiles
 
 INT32_MAX = 2**31 - 1
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
-OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
-TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 TXN_ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
 RECORD_INDENT = "|"
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
@@ -102,10 +105,6 @@ class DumpReport:
                 err(f"Indexed offset: {indexed}, found log offset: {found}")
         for message in self.errors:
             err(message)
-
-
-def base_offset_of(path: Path) -> int:
-    return int(path.name.split(".")[0])
 
 
 def _java_bool(value: bool) -> str:
@@ -192,7 +191,7 @@ def record_lines(batch: BatchView, print_data: bool) -> list[str]:
 
 def dump_log_file(path: Path, opts: DumpOptions, out: Printer, report: DumpReport) -> None:
     if path.name.endswith(".log"):
-        out(f"Log starting offset: {base_offset_of(path)}")
+        out(f"Log starting offset: {SegmentFiles.at(path).base_offset}")
     data = path.read_bytes()
     end = min(len(data), opts.max_bytes)
     deep = opts.deep_iteration or opts.print_data_log
@@ -220,74 +219,44 @@ def dump_log_file(path: Path, opts: DumpOptions, out: Printer, report: DumpRepor
         out(f"Found {trailing} invalid bytes at the end of {path.name}")
 
 
-# --- .index / .timeindex -----------------------------------------------------------------------------------
+# --- .index / .timeindex (read through storage's read-only indexes) ------------------------------------------
 
 
-def read_offset_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
-    """(absolute offset, position) for every whole 8-byte entry, stopping at a zeroed (preallocated) one."""
-    entries: list[tuple[int, int]] = []
-    for i in range(len(data) // OFFSET_ENTRY.size):
-        relative, position = OFFSET_ENTRY.unpack_from(data, i * OFFSET_ENTRY.size)
-        if relative == 0 and i > 0:
-            break
-        entries.append((base_offset + relative, position))
-    return entries
-
-
-def read_time_index(data: bytes, base_offset: int) -> list[tuple[int, int]]:
-    """(timestamp, absolute offset) for every whole 12-byte entry, stopping at a zeroed (preallocated) one."""
-    entries: list[tuple[int, int]] = []
-    for i in range(len(data) // TIME_ENTRY.size):
-        timestamp, relative = TIME_ENTRY.unpack_from(data, i * TIME_ENTRY.size)
-        if relative == 0 and i > 0:
-            break
-        entries.append((timestamp, base_offset + relative))
-    return entries
-
-
-def _last_raw_offset(data: bytes, entry: struct.Struct, base_offset: int, field_index: int) -> int:
-    count = len(data) // entry.size
-    return base_offset + int(entry.unpack_from(data, (count - 1) * entry.size)[field_index])
-
-
-def offset_index_sanity(path: Path, data: bytes, base_offset: int) -> str | None:
-    """Kafka's OffsetIndex.sanityCheck: the reason the index is corrupt, or None."""
-    if len(data) % OFFSET_ENTRY.size:
-        return f"Index file {path} is corrupt, found {len(data)} bytes which is not a multiple of {OFFSET_ENTRY.size}"
-    if data:
-        last = _last_raw_offset(data, OFFSET_ENTRY, base_offset, 0)
-        if last < base_offset:
-            return (
-                f"Corrupt index found, index file ({path}) has non-zero size but the last offset is {last} "
-                f"which is less than the base offset {base_offset}"
-            )
+def offset_index_sanity(index: OffsetIndex) -> str | None:
+    """Kafka's OffsetIndex.sanityCheck, in Kafka's words: the reason the index is corrupt, or None."""
+    if index.length % index.entry_size:
+        return (
+            f"Index file {index.path} is corrupt, found {index.length} bytes which is not a multiple of "
+            f"{index.entry_size}"
+        )
+    if index.entries and index.last_offset < index.base_offset:
+        return (
+            f"Corrupt index found, index file ({index.path}) has non-zero size but the last offset is "
+            f"{index.last_offset} which is less than the base offset {index.base_offset}"
+        )
     return None
 
 
-def time_index_sanity(path: Path, data: bytes, base_offset: int) -> str | None:
-    """Kafka's TimeIndex.sanityCheck: the reason the index is corrupt, or None."""
-    if len(data) % TIME_ENTRY.size:
-        return f"Time index file {path} is corrupt, found {len(data)} bytes which is not a multiple of {TIME_ENTRY.size}"
-    if data:
-        count = len(data) // TIME_ENTRY.size
-        first_ts = TIME_ENTRY.unpack_from(data, 0)[0]
-        last_ts = TIME_ENTRY.unpack_from(data, (count - 1) * TIME_ENTRY.size)[0]
-        last_offset = _last_raw_offset(data, TIME_ENTRY, base_offset, 1)
-        if last_ts < first_ts:
+def time_index_sanity(index: TimeIndex) -> str | None:
+    """Kafka's TimeIndex.sanityCheck, in Kafka's words: the reason the index is corrupt, or None."""
+    if index.length % index.entry_size:
+        return (
+            f"Time index file {index.path} is corrupt, found {index.length} bytes which is not a multiple of "
+            f"{index.entry_size}"
+        )
+    if index.entries:
+        first, last = index.entry(0), index.last_entry
+        if last.timestamp < first.timestamp:
             return (
-                f"Corrupt time index found, time index file ({path}) has non-zero size but the last timestamp "
-                f"is {last_ts} which is less than the first timestamp {first_ts}"
+                f"Corrupt time index found, time index file ({index.path}) has non-zero size but the last "
+                f"timestamp is {last.timestamp} which is less than the first timestamp {first.timestamp}"
             )
-        if last_offset < base_offset:
+        if last.offset < index.base_offset:
             return (
-                f"Corrupt time index found, time index file ({path}) has non-zero size but the last offset is "
-                f"{last_offset} which is less than the base offset {base_offset}"
+                f"Corrupt time index found, time index file ({index.path}) has non-zero size but the last offset "
+                f"is {last.offset} which is less than the base offset {index.base_offset}"
             )
     return None
-
-
-def _sibling(path: Path, suffix: str) -> Path:
-    return path.with_name(path.name.split(".")[0] + suffix)
 
 
 def _first_batch_at(log: bytes, position: int, limit: int) -> BatchView | None:
@@ -296,82 +265,81 @@ def _first_batch_at(log: bytes, position: int, limit: int) -> BatchView | None:
     return None
 
 
+def _report_sanity(problem: str | None, path: Path, out: Printer, report: DumpReport) -> None:
+    if problem:
+        report.errors.append(problem)
+    else:
+        out(f"{path} passed sanity check.")
+
+
 def dump_index_file(path: Path, opts: DumpOptions, out: Printer, report: DumpReport) -> None:
-    base = base_offset_of(path)
-    data = path.read_bytes()
-    entries = read_offset_index(data, base)
-    if not entries:
-        out(f"{path} is empty.")
-        return
-    if opts.index_sanity_only:
-        problem = offset_index_sanity(path, data, base)
-        if problem:
-            report.errors.append(problem)
-        else:
-            out(f"{path} passed sanity check.")
-        return
-    log = _sibling(path, ".log").read_bytes()
-    for offset, position in entries:
+    path.stat()  # a missing file is an error here, not an empty index
+    segment = SegmentFiles.at(path)
+    with segment.indexes() as (index, _):
+        if not index.entries:
+            out(f"{path} is empty.")
+            return
+        if opts.index_sanity_only:
+            _report_sanity(offset_index_sanity(index), path, out, report)
+            return
+        entries = [index.entry(n) for n in range(index.entries)]
+    log = segment.log_path.read_bytes()
+    for entry in entries:
         try:
-            batch = _first_batch_at(log, position, opts.max_message_size)
+            batch = _first_batch_at(log, entry.position, opts.max_message_size)
         except RecordsError as exc:
-            report.errors.append(f"Corrupt data in {_sibling(path, '.log')} at position {position}: {exc}")
+            report.errors.append(f"Corrupt data in {segment.log_path} at position {entry.position}: {exc}")
             batch = None
         found = -1 if batch is None else batch.last_offset
-        if found != offset:
-            report.index_mismatches.setdefault(str(path.absolute()), []).append((offset, found))
+        if found != entry.offset:
+            report.index_mismatches.setdefault(str(path.absolute()), []).append((entry.offset, found))
         if not opts.verify_index_only:
-            out(f"offset: {offset} position: {position}")
-
-
-def _lookup_position(entries: list[tuple[int, int]], target: int) -> int:
-    """Position of the largest indexed offset <= target (0 when none), as OffsetIndex.lookup answers."""
-    position = 0
-    for offset, pos in entries:
-        if offset > target:
-            break
-        position = pos
-    return position
+            out(f"offset: {entry.offset} position: {entry.position}")
 
 
 def dump_time_index_file(path: Path, opts: DumpOptions, out: Printer, report: DumpReport) -> None:
-    base = base_offset_of(path)
-    data = path.read_bytes()
-    if opts.index_sanity_only:
-        problem = time_index_sanity(path, data, base)
-        if problem:
-            report.errors.append(problem)
-        else:
-            out(f"{path} passed sanity check.")
-        return
-    log = _sibling(path, ".log").read_bytes()
-    index_path = _sibling(path, ".index")
-    offsets = read_offset_index(index_path.read_bytes(), base) if index_path.exists() else []
-    key = str(path.absolute())
-    previous = -1
-    for timestamp, offset in read_time_index(data, base):
+    path.stat()  # a missing file is an error here, not an empty index
+    segment = SegmentFiles.at(path)
+    with segment.indexes() as (offset_index, time_index):
+        if opts.index_sanity_only:
+            _report_sanity(time_index_sanity(time_index), path, out, report)
+            return
+        log = segment.log_path.read_bytes()
+        check = _TimeEntryCheck(log, segment.log_path, str(path.absolute()), report)
+        previous = -1
+        for n in range(time_index.entries):
+            entry = time_index.entry(n)
+            check.check(offset_index.lookup(entry.offset).position, entry.timestamp, entry.offset, previous)
+            if not opts.verify_index_only:
+                out(f"timestamp: {entry.timestamp} offset: {entry.offset}")
+            previous = entry.timestamp
+
+
+@dataclass(slots=True)
+class _TimeEntryCheck:
+    """Kafka's time-index checks: the batch ending at an entry's offset exists, its largest timestamp is the
+    entry's, and the entry's timestamp is above the previous one (checked only when the batch matched)."""
+
+    log: bytes
+    log_path: Path
+    key: str
+    report: DumpReport
+
+    def check(self, position: int, timestamp: int, offset: int, previous: int) -> None:
+        report, key = self.report, self.key
         try:
-            batch = next(
-                (b for b in iter_batches(log, _lookup_position(offsets, offset)) if b.last_offset >= offset),
-                None,
-            )
-            if batch is None:
-                report.time_not_found.setdefault(key, []).append((offset, -1))
-            elif batch.last_offset != offset:
-                report.time_not_found.setdefault(key, []).append((offset, batch.last_offset))
-            else:
-                max_ts = max((r.timestamp for r in iter_records(batch, verify_crc=False)), default=-1)
-                if max_ts != timestamp:
-                    report.time_mismatches.setdefault(key, []).append((timestamp, max_ts))
-                if previous >= timestamp:
-                    report.time_out_of_order.setdefault(key, []).append((timestamp, previous))
+            batch = next((b for b in iter_batches(self.log, position) if b.last_offset >= offset), None)
+            if batch is None or batch.last_offset != offset:
+                found = -1 if batch is None else batch.last_offset
+                report.time_not_found.setdefault(key, []).append((offset, found))
+                return
+            max_ts = max((r.timestamp for r in iter_records(batch, verify_crc=False)), default=-1)
+            if max_ts != timestamp:
+                report.time_mismatches.setdefault(key, []).append((timestamp, max_ts))
+            if previous >= timestamp:
+                report.time_out_of_order.setdefault(key, []).append((timestamp, previous))
         except RecordsError as exc:
-            report.errors.append(
-                f"Corrupt data in {_sibling(path, '.log')} while checking offset {offset}: {exc}"
-            )
-        if not opts.verify_index_only:
-            out(f"timestamp: {timestamp} offset: {offset}")
-        previous = timestamp
+            report.errors.append(f"Corrupt data in {self.log_path} while checking offset {offset}: {exc}")
 
 
 def dump_txn_index_file(path: Path, out: Printer, report: DumpReport) -> None:

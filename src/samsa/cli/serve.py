@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str]) -> int:
     """Parse ``argv`` (the arguments after ``serve``), then serve; the process exit code (2: bad configuration)."""
     from samsa.broker.config import ConfigError, KafkaConfig
-    from samsa.broker.properties import PropertiesError, load_properties
+    from samsa.storage.properties import PropertiesError, load_properties
 
     parser = _parser()
     args = parser.parse_args(argv)

@@ -5,12 +5,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
-
-class TopicPartition(NamedTuple):
-    topic: str
-    partition: int
+from samsa.topic_partition import TopicPartition as TopicPartition  # re-exported: the one definition
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from .group import (
     Reply,
     SyncResult,
 )
+from .offsets_log import OffsetsLog
 
 __all__ = [
     "CoordinatorConfig",
@@ -25,6 +26,7 @@ __all__ = [
     "JoinResult",
     "Member",
     "OffsetAndMetadata",
+    "OffsetsLog",
     "Pending",
     "Reply",
     "SyncResult",

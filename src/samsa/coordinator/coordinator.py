@@ -3,7 +3,8 @@
 The asyncio shell around ``Group`` (the sans-IO state machine): it parks JoinGroup and SyncGroup requests on
 futures until the group's outbox answers them, runs one timer set to the earliest group deadline (session expiry,
 rebalance and sync timeouts), and writes offsets and group metadata to the group's ``__consumer_offsets``
-partition through the ``ReplicaManager`` before answering. On start-up it replays those partitions to rebuild every
+partition through an ``OffsetsLog`` (the narrow view of the log this package defines and the broker implements)
+before answering. On start-up it replays those partitions to rebuild every
 group: committed offsets, and the members of Stable groups (who then keep their generation and need not rejoin).
 
 Single broker: this broker coordinates every group; FindCoordinator names it. ``__consumer_offsets`` is created on
@@ -20,12 +21,10 @@ import heapq
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from samsa.clock import Clock
 from samsa.protocol.errors import ErrorCode
-from samsa.records import iter_batches
-from samsa.storage import FetchIsolation, StorageError
+from samsa.storage import StorageError
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 
 from . import offsets_topic
@@ -40,15 +39,10 @@ from .group import (
     Reply,
     SyncResult,
 )
+from .offsets_log import OffsetsLog
 from .offsets_topic import LoadedPartition, OffsetsRecordError
 
-if TYPE_CHECKING:
-    from samsa.broker.replica_manager import ReplicaManager
-    from samsa.storage.log_manager import LogManager
-
 log = logging.getLogger(__name__)
-
-READ_CHUNK = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +59,11 @@ class GroupCoordinator:
 
     def __init__(
         self,
-        replica_manager: ReplicaManager,
-        log_manager: LogManager,
+        offsets_log: OffsetsLog,
         clock: Clock,
         config: CoordinatorConfig | None = None,
     ) -> None:
-        self.replica_manager = replica_manager
-        self.log_manager = log_manager
+        self.offsets_log = offsets_log
         self.clock = clock
         self.config = config or CoordinatorConfig()
         self.groups: dict[str, Group] = {}
@@ -88,7 +80,7 @@ class GroupCoordinator:
     def startup(self) -> None:
         """Rebuild every group from the __consumer_offsets partitions on disk."""
         now = self.clock.milliseconds()
-        for tp in self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC):
+        for tp in self.offsets_log.offsets_partitions():
             self._load_partition(tp, now)
         self._active = True
         self._next_retention_check = now + self.config.offsets_retention_check_interval_ms
@@ -110,24 +102,13 @@ class GroupCoordinator:
         self._waiters.clear()
 
     def _load_partition(self, tp: TopicPartition, now: int) -> None:
-        plog = self.log_manager.get_log(tp)
-        if plog is None:
-            return
-        chunks: list[bytes] = []
-        position = plog.log_start_offset
-        while position < plog.log_end_offset:
-            data = plog.read(position, READ_CHUNK, FetchIsolation.LOG_END, True).records.read_bytes()
-            next_offset = max((b.next_offset for b in iter_batches(data)), default=position)
-            if next_offset <= position:
-                break
-            chunks.append(data)
-            position = next_offset
+        log_start_offset, chunks = self.offsets_log.read_from_start(tp)
         try:
             loaded = LoadedPartition.replay(
                 record
-                for chunk in chunks
+                for chunk in list(chunks)
                 for record in offsets_topic.iter_log_records(chunk)
-                if record.offset >= plog.log_start_offset
+                if record.offset >= log_start_offset
             )
         except OffsetsRecordError as exc:
             log.error("cannot load %s: %s", tp, exc)
@@ -150,34 +131,25 @@ class GroupCoordinator:
         )
 
     def ensure_offsets_topic(self) -> ErrorCode:
-        """Create __consumer_offsets on first use (Kafka does it on the first FindCoordinator). Idempotent per
-        partition: a creation cut short (a full disk) is completed by a later call."""
+        """Create __consumer_offsets on first use (Kafka does it on the first FindCoordinator). Idempotent: a
+        creation cut short (a full disk) is completed by a later call."""
         wanted = self.config.offsets_topic_partitions
-        tps = [TopicPartition(CONSUMER_OFFSETS_TOPIC, p) for p in range(wanted)]
-        if all(self.replica_manager.partition(tp) is not None for tp in tps):
+        if len(self.offsets_log.offsets_partitions()) >= wanted and all(
+            self.offsets_log.is_hosted(TopicPartition(CONSUMER_OFFSETS_TOPIC, p)) for p in range(wanted)
+        ):
             return ErrorCode.NONE
         try:
-            existing = len(self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC))
-            if existing == 0:
-                self.log_manager.create_topic(
-                    CONSUMER_OFFSETS_TOPIC,
-                    wanted,
-                    {
-                        "cleanup.policy": "compact",
-                        "compression.type": "producer",
-                        "segment.bytes": self.config.offsets_topic_segment_bytes,
-                    },
-                )
-            elif existing < wanted:
-                self.log_manager.add_partitions(CONSUMER_OFFSETS_TOPIC, wanted)
+            self.offsets_log.create_offsets_topic(
+                wanted,
+                {
+                    "cleanup.policy": "compact",
+                    "compression.type": "producer",
+                    "segment.bytes": self.config.offsets_topic_segment_bytes,
+                },
+            )
         except (StorageError, OSError) as exc:
             log.error("cannot create %s: %s", CONSUMER_OFFSETS_TOPIC, exc)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        finally:
-            for tp in tps:
-                partition_log = self.log_manager.get_log(tp)
-                if partition_log is not None and self.replica_manager.partition(tp) is None:
-                    self.replica_manager.become_leader(tp, partition_log)
         return ErrorCode.NONE
 
     def _append(self, group_id: str, items: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
@@ -186,17 +158,17 @@ class GroupCoordinator:
         if self.ensure_offsets_topic() is not ErrorCode.NONE:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         batch = offsets_topic.build_records(items, self.clock.milliseconds())
-        result = self.replica_manager.append(self.partition_for(group_id), memoryview(batch), acks=-1)
-        if result.error is ErrorCode.NONE:
+        error = self.offsets_log.append(self.partition_for(group_id), memoryview(batch))
+        if error is ErrorCode.NONE:
             return ErrorCode.NONE
-        log.error("append to %s for group %s failed: %s", CONSUMER_OFFSETS_TOPIC, group_id, result.error.name)
-        if result.error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS):
+        log.error("append to %s for group %s failed: %s", CONSUMER_OFFSETS_TOPIC, group_id, error.name)
+        if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if result.error in (ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_LEADER_OR_FOLLOWER):
+        if error in (ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_LEADER_OR_FOLLOWER):
             return (
                 ErrorCode.NOT_COORDINATOR
             )  # as Kafka's group coordinator maps them: look it up again, retry
-        if result.error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
+        if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
             return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
         return ErrorCode.UNKNOWN_SERVER_ERROR
 
@@ -372,7 +344,7 @@ class GroupCoordinator:
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
         limit = self.config.group.offset_metadata_max_bytes
         for tp, committed in offsets.items():
-            if self.replica_manager.partition(tp) is None or tp.topic == CONSUMER_OFFSETS_TOPIC:
+            if not self.offsets_log.is_hosted(tp) or tp.topic == CONSUMER_OFFSETS_TOPIC:
                 results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif len(committed.metadata.encode()) > limit:
                 results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE

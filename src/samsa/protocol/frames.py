@@ -17,6 +17,17 @@ DEFAULT_MAX_FRAME_SIZE = 104_857_600
 SIZE_PREFIX = 4
 
 
+def frame_size(prefix: bytes | bytearray | memoryview, max_frame_size: int, offset: int = 0) -> int:
+    """The size a frame's 4-byte prefix (at ``offset``) declares; FrameError or FrameTooLargeError when it cannot
+    be accepted. The one reading of the prefix: ``FrameSplitter`` and the broker's stream reader both use it."""
+    size = int(I32.unpack_from(prefix, offset)[0])
+    if size < 0:
+        raise FrameError(size)
+    if size > max_frame_size:
+        raise FrameTooLargeError(size, max_frame_size)
+    return size
+
+
 class FrameSplitter:
     """Buffers partial frames of one connection.
 
@@ -41,11 +52,7 @@ class FrameSplitter:
         frames: list[bytes] = []
         start = 0
         while len(buf) - start >= SIZE_PREFIX:
-            size = I32.unpack_from(buf, start)[0]
-            if size < 0:
-                raise FrameError(size)
-            if size > self.max_frame_size:
-                raise FrameTooLargeError(size, self.max_frame_size)
+            size = frame_size(buf, self.max_frame_size, start)
             end = start + SIZE_PREFIX + size
             if end > len(buf):
                 break

@@ -49,22 +49,18 @@ from .view import (
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
+    V2_AFTER_CRC,
+    V2_PREFIX,
     BatchView,
     crc32c,
 )
 
 MAGIC_V2 = 2
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21
-MAX_TIMESTAMP_OFFSET = 35
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. recordsCount
-_Q = struct.Struct(">q")
 _I_UNSIGNED = struct.Struct(">I")
 _NULL = b"\x01"  # varint -1
 
@@ -208,7 +204,7 @@ def build_batch(
     attributes |= CONTROL_MASK if is_control else 0
     attributes |= DELETE_HORIZON_MASK if delete_horizon_ms >= 0 else 0
     try:
-        after_crc = _AFTER_CRC.pack(
+        after_crc = V2_AFTER_CRC.pack(
             attributes,
             last_offset_delta,
             base_timestamp,
@@ -218,8 +214,7 @@ def build_batch(
             base_sequence,
             len(items),
         )
-        prefix = struct.pack(
-            ">qiib",
+        prefix = V2_PREFIX.pack(
             base,
             RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload),
             partition_leader_epoch,
@@ -376,7 +371,7 @@ def decode_batch(
         producer_epoch,
         base_sequence,
         count,
-    ) = _HEADER.unpack_from(view.buf, start)
+    ) = view.v2_header()
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
     codec = CompressionType.from_id(attributes & COMPRESSION_MASK)
@@ -543,11 +538,4 @@ def set_max_timestamp(
         raise InvalidRecordError(f"cannot set the max timestamp of a magic {view.magic} batch at {position}")
     if view.timestamp_type == timestamp_type and view.max_timestamp == timestamp:
         return
-    target = view.buf
-    at = view.position
-    attributes = target[at + ATTRIBUTES_OFFSET + 1] & ~TIMESTAMP_TYPE_MASK
-    if timestamp_type is TimestampType.LOG_APPEND_TIME:
-        attributes |= TIMESTAMP_TYPE_MASK
-    target[at + ATTRIBUTES_OFFSET + 1] = attributes
-    _Q.pack_into(target, at + MAX_TIMESTAMP_OFFSET, timestamp)
-    _I_UNSIGNED.pack_into(target, at + CRC_OFFSET, crc32c(target[at + ATTRIBUTES_OFFSET : view.end]))
+    view.set_max_timestamp(timestamp, timestamp_type is TimestampType.LOG_APPEND_TIME)

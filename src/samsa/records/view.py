@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 from .errors import CorruptRecordError
 
@@ -47,8 +48,14 @@ NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 INT32_MAX = 2**31 - 1
 
-_PREFIX = struct.Struct(">qiiB")
-_V2_TAIL = struct.Struct(">IhiqqqhiI")  # crc .. recordsCount, from byte 17
+# the v2 header as laid out in the module doc: all 61 bytes; the part up to the CRC; the part the CRC covers
+V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+V2_PREFIX = struct.Struct(">qiib")  # baseOffset, size, partitionLeaderEpoch, magic
+V2_AFTER_CRC = struct.Struct(">hiqqqhii")  # attributes .. recordsCount
+V2_CRC_OFFSET = 17
+V2_ATTRIBUTES_OFFSET = 21
+_V2_MAX_TIMESTAMP_OFFSET = 35
+_U32 = struct.Struct(">I")
 _Q = struct.Struct(">q")
 _I = struct.Struct(">i")
 
@@ -95,6 +102,24 @@ def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
 def crc32(data: bytes | bytearray | memoryview) -> int:
     """CRC-32 (IEEE, as java.util.zip.CRC32), for legacy messages."""
     return zlib.crc32(data) & 0xFFFFFFFF
+
+
+class V2Header(NamedTuple):
+    """Every field of a v2 batch header, read in one unpack (``BatchView.v2_header``)."""
+
+    base_offset: int
+    size: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,8 +208,8 @@ class BatchView:
 
     @property
     def stored_crc(self) -> int:
-        at = self.position + (17 if self.magic >= 2 else 12)
-        return int(struct.unpack_from(">I", self.buf, at)[0])
+        at = self.position + (V2_CRC_OFFSET if self.magic >= 2 else 12)
+        return int(_U32.unpack_from(self.buf, at)[0])
 
     @property
     def last_offset_delta(self) -> int:
@@ -235,6 +260,11 @@ class BatchView:
             return self.base_timestamp
         return None
 
+    def v2_header(self) -> V2Header:
+        """The whole v2 header in one unpack: for loops over many batches (decoders, scans) that need several
+        fields. The caller has checked ``magic == 2`` and that the buffer holds the 61-byte header."""
+        return V2Header._make(V2_HEADER.unpack_from(self.buf, self.position))
+
     # --- validation ------------------------------------------------------------------------------------------
 
     def computed_crc(self) -> int:
@@ -270,6 +300,14 @@ class BatchView:
     def set_partition_leader_epoch(self, epoch: int) -> None:
         if self.magic >= 2:
             _I.pack_into(self.buf, self.position + 12, epoch)
+
+    def set_max_timestamp(self, timestamp: int, log_append_time: bool) -> None:
+        """v2: rewrite maxTimestamp and the timestamp-type bit in place, then the CRC (they are covered by it)."""
+        at = self.position
+        attributes = self.buf[at + 22] & ~TIMESTAMP_TYPE_MASK
+        self.buf[at + 22] = attributes | (TIMESTAMP_TYPE_MASK if log_append_time else 0)
+        _Q.pack_into(self.buf, at + _V2_MAX_TIMESTAMP_OFFSET, timestamp)
+        _U32.pack_into(self.buf, at + V2_CRC_OFFSET, crc32c(self.buf[at + V2_ATTRIBUTES_OFFSET : self.end]))
 
 
 def iter_batches(

@@ -26,7 +26,6 @@ length prefix over 2 bytes, damage) is decoded by ``samsa.records`` instead, whi
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -135,8 +134,6 @@ def _piece_by_records(view: BatchView, include_headers: bool) -> _Piece:
     return _piece_from_records(records, view.timestamp_type, include_headers)
 
 
-_HEADER = struct.Struct(">qiiBIhiqqqhii")
-_COUNT = struct.Struct(">i")
 _MASK32 = np.uint64(0xFFFFFFFF)
 _MIN_RECORD = 7  # length, attributes, timestamp delta, offset delta, key length, value length, header count
 
@@ -338,15 +335,13 @@ def _column_items(views: Sequence[BatchView | _Piece], include_headers: bool) ->
             continue
         view = item
         position = view.position
-        if len(view.buf) - position < RECORD_BATCH_OVERHEAD:
-            header = None
-        else:
-            header = _HEADER.unpack_from(view.buf, position)
-        if header is None or header[3] != 2 or header[1] < RECORD_BATCH_OVERHEAD - 12:
+        header = view.v2_header() if len(view.buf) - position >= RECORD_BATCH_OVERHEAD else None
+        if header is None or header.magic != 2 or header.size < RECORD_BATCH_OVERHEAD - 12:
             end_run()
             out.append(view)
             continue
-        (base_offset, size, _, _, _, attributes, _, base_ts, max_ts, _, _, _, count) = header
+        base_offset, size, attributes = header.base_offset, header.size, header.attributes
+        base_ts, max_ts, count = header.base_timestamp, header.max_timestamp, header.records_count
         codec = attributes & 0x07
         start, end = position + RECORD_BATCH_OVERHEAD, position + 12 + size
         if codec == 0 and view.buf is not last_buf:
@@ -511,9 +506,8 @@ class RecordBatchBuilder:
     def add_view(self, view: BatchView) -> list[pa.RecordBatch]:
         """Append all the records of a whole batch (any magic); a RecordBatch when full."""
         self._queue.append(view)
-        buf, at = view.buf, view.position
-        v2 = len(buf) - at >= RECORD_BATCH_OVERHEAD and buf[at + 16] == 2
-        self._rows += max(_COUNT.unpack_from(buf, at + 57)[0], 1) if v2 else 1  # an estimate: cuts only
+        v2 = len(view.buf) - view.position >= RECORD_BATCH_OVERHEAD and view.magic == 2
+        self._rows += max(view.records_count, 1) if v2 else 1  # an estimate: cuts only
         self._bytes += view.size_in_bytes
         return self._full()
 
@@ -547,11 +541,6 @@ class RecordBatchBuilder:
                 headers.extend(p.headers or [None] * p.rows)
             columns.append(pa.array(headers, HEADER_TYPE))
         return pa.RecordBatch.from_arrays(columns, schema=self.schema)
-
-
-def empty_batch(include_headers: bool) -> pa.RecordBatch:
-    schema = arrow_schema(include_headers)
-    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
 
 
 def headers_from_arrow(value: Sequence[dict[str, object]] | None) -> tuple[tuple[str, bytes | None], ...]:

@@ -20,15 +20,13 @@ ignored. Control batches are skipped; aborted transactional records are returned
 
 from __future__ import annotations
 
-import bisect
 import os
-import re
-import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -48,51 +46,23 @@ from pyspark.sql.types import StructType
 
 from samsa.records import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, BatchView, iter_batches, iter_records
 from samsa.records.view import CONTROL_MASK
+from samsa.storage.errors import StorageError
+from samsa.storage.log_dir_reader import LogDirReader, SegmentFiles
 
 from .arrow import RecordBatchBuilder, spark_ddl
 from .options import SamsaOptionError, Subscription, _bool, _int, parse_subscription
 
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 READ_CHUNK_BYTES = 8 * 1024 * 1024
-_PARTITION_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)$")
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
-_PREFIX = struct.Struct(">qiiB")  # base offset, size, leader epoch (v2) or crc, magic
-# from byte 21 of a v2 batch: attributes, lastOffsetDelta, (baseTimestamp skipped), maxTimestamp
-_V2_FIELDS = struct.Struct(">hi8xq")
-
-
-def read_offset_index(path: Path) -> list[tuple[int, int]]:
-    """The valid ``(relative offset, position)`` entries of an ``.index`` (preallocated zeros dropped)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    out: list[tuple[int, int]] = []
-    for rel, pos in _OFFSET_ENTRY.iter_unpack(data[: len(data) - len(data) % 8]):
-        if (out and rel <= out[-1][0]) or (not out and rel == 0 and pos == 0):
-            break
-        out.append((rel, pos))
-    return out
-
-
-def read_time_index(path: Path) -> list[tuple[int, int]]:
-    """The valid ``(timestamp, relative offset)`` entries of a ``.timeindex``."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    out: list[tuple[int, int]] = []
-    for ts, rel in _TIME_ENTRY.iter_unpack(data[: len(data) - len(data) % 12]):
-        if (out and ts <= out[-1][0]) or (not out and ts == 0 and rel == 0):
-            break
-        out.append((ts, rel))
-    return out
+LONG_MAX = 2**63 - 1
 
 
 @dataclass(frozen=True)
 class SegmentFile:
-    """One ``.log`` of a partition: offsets in [base_offset, next_base_offset) (None: the active segment)."""
+    """One ``.log`` of a partition: offsets in [base_offset, next_base_offset) (None: the active segment).
+
+    ``log_start_offset`` is the partition's (records below it were deleted and are not returned).
+    """
 
     topic: str
     partition: int
@@ -100,38 +70,37 @@ class SegmentFile:
     base_offset: int
     next_base_offset: int | None
     size: int
+    log_start_offset: int = 0
 
 
 def scan_log_dir(root: Path, subscription: Subscription | None) -> list[SegmentFile]:
     """Every segment of every (selected) partition directory under ``root``, in (topic, partition, base) order."""
-    if not root.is_dir():
-        raise SamsaOptionError(f"option 'path': {str(root)!r} is not a directory")
+    try:
+        reader = LogDirReader(root)
+    except StorageError:
+        raise SamsaOptionError(f"option 'path': {str(root)!r} is not a directory") from None
+    start_offsets = reader.log_start_offsets()
     segments: list[SegmentFile] = []
-    for child in sorted(root.iterdir()):
-        match = _PARTITION_DIR.match(child.name)
-        if match is None or not child.is_dir():
-            continue
-        topic, partition = match["topic"], int(match["partition"])
+    for tp in reader.partitions():
         if subscription is not None:
-            if subscription.assigned and (topic, partition) not in subscription.assigned:
+            if subscription.assigned and (tp.topic, tp.partition) not in subscription.assigned:
                 continue
-            if not subscription.matches(topic):
+            if not subscription.matches(tp.topic):
                 continue
-        bases = sorted(
-            int(p.name.split(".")[0]) for p in child.glob("*.log") if p.name.split(".")[0].isdigit()
-        )
-        for i, base in enumerate(bases):
-            path = child / f"{base:020d}.log"
-            segments.append(
-                SegmentFile(
-                    topic,
-                    partition,
-                    str(path),
-                    base,
-                    bases[i + 1] if i + 1 < len(bases) else None,
-                    path.stat().st_size,
-                )
+        files = reader.segments(tp)
+        log_start = reader.log_start_offset(tp, files, start_offsets)
+        segments.extend(
+            SegmentFile(
+                tp.topic,
+                tp.partition,
+                str(f.log_path),
+                f.base_offset,
+                f.next_base_offset,
+                f.size,
+                log_start,
             )
+            for f in files
+        )
     return segments
 
 
@@ -214,30 +183,39 @@ class SegmentSlice(InputPartition):  # type: ignore[misc]
 
 
 def plan_segment(segment: SegmentFile, bounds: Bounds, split_bytes: int) -> list[SegmentSlice]:
-    """The slices of one segment that can hold rows within ``bounds`` ([] when the indexes rule it out)."""
+    """The slices of one segment that can hold rows within ``bounds`` ([] when the indexes rule it out).
+
+    Offsets below the partition's log start offset are never returned, whatever the filters say.
+    """
+    lo = max(bounds.min_offset, segment.log_start_offset)
     if bounds.partitions is not None and segment.partition not in bounds.partitions:
         return []
-    if segment.next_base_offset is not None and segment.next_base_offset <= bounds.min_offset:
+    if segment.next_base_offset is not None and segment.next_base_offset <= lo:
         return []
     if bounds.max_offset is not None and segment.base_offset >= bounds.max_offset:
         return []
-    stem = segment.path[: -len(".log")]
-    base = segment.base_offset
-    start = 0
-    if bounds.min_timestamp is not None:
-        times = read_time_index(Path(stem + ".timeindex"))
-        if segment.next_base_offset is not None and times and times[-1][0] < bounds.min_timestamp:
-            return []  # an inactive segment's last time-index entry is its largest timestamp
-        floor = bisect.bisect_right([t for t, _ in times], bounds.min_timestamp) - 1
-        if floor >= 0:
-            start = max(start, _position_of(Path(stem + ".index"), base, base + times[floor][1]))
-    if bounds.min_offset > base:
-        start = max(start, _position_of(Path(stem + ".index"), base, bounds.min_offset))
-    cuts = [start]
-    if segment.size - start > split_bytes:
-        for _, position in read_offset_index(Path(stem + ".index")):
-            if position - cuts[-1] >= split_bytes:
-                cuts.append(position)
+    files = SegmentFiles.at(Path(segment.path))
+    with files.indexes() as (offset_index, time_index):
+        start = 0
+        if bounds.min_timestamp is not None:
+            last = time_index.last_entry
+            if (
+                segment.next_base_offset is not None
+                and time_index.entries
+                and last.timestamp < bounds.min_timestamp
+            ):
+                return []  # an inactive segment's last time-index entry is its largest timestamp
+            floor = time_index.lookup(bounds.min_timestamp)
+            if floor.timestamp >= 0:
+                start = offset_index.lookup(floor.offset).position
+        if lo > segment.base_offset:
+            start = max(start, offset_index.lookup(lo).position)
+        cuts = [start]
+        if segment.size - start > split_bytes:
+            for n in range(offset_index.entries):
+                position = offset_index.entry(n).position
+                if position - cuts[-1] >= split_bytes:
+                    cuts.append(position)
     ends: list[int | None] = [*cuts[1:], None]
     return [
         SegmentSlice(
@@ -246,19 +224,12 @@ def plan_segment(segment: SegmentFile, bounds: Bounds, split_bytes: int) -> list
             segment.path,
             begin,
             end,
-            bounds.min_offset,
+            lo,
             bounds.max_offset,
             bounds.min_timestamp,
         )
         for begin, end in zip(cuts, ends, strict=True)
     ]
-
-
-def _position_of(index_path: Path, base: int, offset: int) -> int:
-    """The byte position of the last indexed batch at or below ``offset`` (0 if none): a safe place to start."""
-    entries = read_offset_index(index_path)
-    slot = bisect.bisect_right([rel for rel, _ in entries], offset - base) - 1
-    return entries[slot][1] if slot >= 0 else 0
 
 
 def read_slice(
@@ -271,58 +242,71 @@ def read_slice(
     builder = RecordBatchBuilder(part.topic, part.partition, include_headers)
     lo, hi, min_ts = part.min_offset, part.max_offset, part.min_timestamp
     with open(part.path, "rb") as f:
-        f.seek(part.start_position)
-        position = part.start_position
-        pending = b""
-        done = False
-        while not done:
-            limit = (
-                READ_CHUNK_BYTES
-                if part.end_position is None
-                else min(READ_CHUNK_BYTES, part.end_position - position)
-            )
-            chunk = f.read(limit) if limit > 0 else b""
-            position += len(chunk)
-            if not chunk:
+        for view in _batches_in_slice(f, part):
+            action = _select(view, lo, hi, min_ts)
+            if action is _Action.STOP:
                 break
-            buf = pending + chunk if pending else chunk
-            consumed = 0
-            for view in iter_batches(buf):
-                at = view.position
-                base, size, _, magic = _PREFIX.unpack_from(buf, at)
-                consumed = at + size + LOG_OVERHEAD
-                if magic == 2 and size >= RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:  # the header read once
-                    attributes, last_delta, max_ts = _V2_FIELDS.unpack_from(buf, at + 21)
-                    next_offset = base + last_delta + 1
-                    if attributes & CONTROL_MASK or next_offset <= lo:
-                        continue
-                    if hi is not None and base >= hi:
-                        done = True
-                        break
-                    if min_ts is not None and max_ts < min_ts:
-                        continue
-                    if lo <= base and (hi is None or next_offset <= hi):
-                        yield from builder.add_view(view)
-                    else:
-                        yield from _add(builder, view, lo, hi)
-                    continue
-                if view.magic >= 2 and view.is_control:
-                    continue
-                if view.next_offset <= lo:
-                    continue
-                if hi is not None and view.base_offset >= hi:
-                    done = True
-                    break
-                if min_ts is not None and view.magic >= 1 and view.max_timestamp < min_ts:
-                    continue
+            if action is _Action.TAKE:
                 yield from _add(builder, view, lo, hi)
-            if not done and consumed == 0 and len(buf) >= LOG_OVERHEAD:
-                size = struct.unpack_from(">i", buf, 8)[0] + LOG_OVERHEAD
-                if size > len(buf) and part.end_position is None and position >= os.fstat(f.fileno()).st_size:
-                    break  # a partial trailing batch (the active segment being written)
-            pending = bytes(buf[consumed:])
     if len(builder):
         yield builder.flush()
+
+
+def _batches_in_slice(f: BinaryIO, part: SegmentSlice) -> Iterator[BatchView]:
+    """The whole batches of ``f`` from ``start_position`` up to ``end_position``, read in chunks.
+
+    Each view is valid until the next one is asked for. A partial trailing batch at the end of the file (the active
+    segment being written) ends the scan.
+    """
+    f.seek(part.start_position)
+    position = part.start_position
+    pending = b""
+    while True:
+        limit = (
+            READ_CHUNK_BYTES
+            if part.end_position is None
+            else min(READ_CHUNK_BYTES, part.end_position - position)
+        )
+        chunk = f.read(limit) if limit > 0 else b""
+        position += len(chunk)
+        if not chunk:
+            return
+        buf = pending + chunk if pending else chunk
+        consumed = 0
+        for view in iter_batches(buf):
+            consumed = view.end
+            yield view
+        if consumed == 0 and len(buf) >= LOG_OVERHEAD:
+            needed = BatchView(memoryview(buf), 0).size_in_bytes
+            if needed > len(buf) and part.end_position is None and position >= os.fstat(f.fileno()).st_size:
+                return
+        pending = bytes(buf[consumed:])
+
+
+class _Action(Enum):
+    SKIP = "skip"
+    STOP = "stop"
+    TAKE = "take"
+
+
+def _select(view: BatchView, lo: int, hi: int | None, min_ts: int | None) -> _Action:
+    """Skip a batch (control, below ``lo``, older than ``min_ts``), stop at one at or past ``hi``, or take it."""
+    if view.magic == 2 and view.size_in_bytes >= RECORD_BATCH_OVERHEAD:  # the v2 header read once
+        header = view.v2_header()
+        base, max_ts = header.base_offset, header.max_timestamp
+        control, next_offset = bool(header.attributes & CONTROL_MASK), base + header.last_offset_delta + 1
+    else:
+        base, next_offset, max_ts = view.base_offset, view.next_offset, view.max_timestamp
+        control = view.is_control
+        if view.magic == 0:
+            max_ts = LONG_MAX  # no timestamps: never pruned by time
+    if control or next_offset <= lo:
+        return _Action.SKIP
+    if hi is not None and base >= hi:
+        return _Action.STOP
+    if min_ts is not None and max_ts < min_ts:
+        return _Action.SKIP
+    return _Action.TAKE
 
 
 def _add(builder: RecordBatchBuilder, view: BatchView, lo: int, hi: int | None) -> Iterator[pa.RecordBatch]:

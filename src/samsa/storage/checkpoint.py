@@ -156,6 +156,14 @@ def offset_checkpoint(path: Path) -> CheckpointFile[TopicPartition, int]:
     return CheckpointFile(path, OFFSET_CHECKPOINT_VERSION, OFFSET_ENTRIES)
 
 
+def read_offsets_or_empty(path: Path) -> dict[TopicPartition, int]:
+    """An offset checkpoint's entries; a missing or unreadable file is treated as empty, as Kafka does."""
+    try:
+        return offset_checkpoint(path).read_dict()
+    except (CheckpointError, OSError):
+        return {}
+
+
 def leader_epoch_checkpoint(path: Path) -> CheckpointFile[int, int]:
     """A partition's ``epoch startOffset`` checkpoint."""
     return CheckpointFile(path, LEADER_EPOCH_CHECKPOINT_VERSION, EPOCH_ENTRIES)

@@ -34,14 +34,24 @@ _CHUNK = 64 * 1024
 class FileRecords:
     """A ``.log`` file open for positional reads and appends (Kafka's ``FileRecords``)."""
 
-    def __init__(self, path: Path, fd: int, size: int) -> None:
+    def __init__(self, path: Path, fd: int, size: int, writable: bool = True) -> None:
         self.path = path
         self._fd = fd
         self._size = size
+        self.writable = writable
 
     @classmethod
-    def open(cls, path: Path, *, preallocate: bool = False, init_file_size: int = 0) -> FileRecords:
-        """Open or create ``path``. A new preallocated file gets length ``init_file_size`` and size 0."""
+    def open(
+        cls, path: Path, *, preallocate: bool = False, init_file_size: int = 0, writable: bool = True
+    ) -> FileRecords:
+        """Open or create ``path``. A new preallocated file gets length ``init_file_size`` and size 0.
+
+        ``writable=False`` opens an existing file read-only (FileNotFoundError when missing) and creates nothing;
+        appends, truncation and trimming are then refused and ``close`` writes nothing.
+        """
+        if not writable:
+            fd = os.open(path, os.O_RDONLY)
+            return cls(path, fd, os.fstat(fd).st_size, writable=False)
         existed = path.exists()
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         length = os.fstat(fd).st_size
@@ -109,6 +119,8 @@ class FileRecords:
         os.fsync(self._fd)
 
     def close(self) -> None:
+        if self._fd >= 0 and not self.writable:
+            self.close_handlers()
         if self._fd >= 0:
             self.flush()
             self.trim()

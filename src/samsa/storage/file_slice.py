@@ -57,12 +57,6 @@ class LogOffsetMetadata:
     def message_offset_only(self) -> bool:
         return self.segment_base_offset == UNKNOWN_OFFSET and self.relative_position_in_segment == -1
 
-    def on_older_segment(self, other: LogOffsetMetadata) -> bool:
-        return self.segment_base_offset < other.segment_base_offset
-
-    def on_same_segment(self, other: LogOffsetMetadata) -> bool:
-        return self.segment_base_offset == other.segment_base_offset
-
 
 @dataclass(frozen=True, slots=True)
 class FetchDataInfo:

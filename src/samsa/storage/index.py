@@ -11,6 +11,9 @@ Rules (Kafka's ``AbstractIndex`` / ``OffsetIndex`` / ``TimeIndex``):
   an existing file holds ``floor(length / entry size)`` entries (a crash leaves zero entries at the end, which
   recovery rebuilds).
 - Files are created lazily, on first use (``is_loaded`` tells); ``rename_to`` and ``delete`` do not create them.
+- ``writable=False`` (read-only callers: tools, the Spark offline reader) opens the file read-only and creates
+  nothing: a missing file has no entries, and the entries end at the first slot after slot 0 whose offset is the
+  base offset (the zeros of a preallocated file; Kafka's DumpLogSegments stops at the same place).
 - Offset-index offsets strictly increase; time-index timestamps strictly increase and offsets never go back.
 - The time index is full one slot early: the last slot is kept for the entry written on roll or close.
 - Lookups return the floor entry (largest key <= target); below the first entry they return
@@ -85,6 +88,9 @@ class AbstractIndex:
     def _load(self) -> None:
         if self._loaded:
             return
+        if not self.writable:
+            self._load_read_only()
+            return
         new = not self.path.exists()
         self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         if new:
@@ -113,6 +119,29 @@ class AbstractIndex:
         if self._data is not None:
             return self._data[slot * size : (slot + 1) * size]
         return _pread_exactly(self._fd, size, slot * size)
+
+    def _load_read_only(self) -> None:
+        """Read an existing file (a missing one has no entries), opened read-only; the entries stop at the
+        preallocated zeros, as Kafka's dump tool reads them."""
+        self._loaded = True
+        try:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            self._data = bytearray()
+            return
+        self._length = os.fstat(self._fd).st_size
+        count = self._length // self.entry_size
+        self._entries = count
+        self._data = None
+        self._entries = next((n for n in range(1, count) if self._offset_at(n) == self.base_offset), count)
+        self._persisted = self._entries
+        if self._data is not None:
+            del self._data[self._entries * self.entry_size :]
+        self._after_change()
+
+    def _ensure_writable(self) -> None:
+        if not self.writable:
+            raise PermissionError(f"the index {self.path} is open read-only")
 
     def _after_change(self) -> None:
         """Re-read cached values (last entry) after the entry count changed."""
@@ -178,6 +207,7 @@ class AbstractIndex:
 
     def resize(self, new_size: int) -> bool:
         """Set the file length to ``new_size`` rounded down to whole entries; False when already that long."""
+        self._ensure_writable()
         self._load()
         rounded = new_size - new_size % self.entry_size
         if rounded == self._length:
@@ -254,16 +284,16 @@ class AbstractIndex:
     # --- files ---------------------------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Write the pending entries and fsync the file."""
-        if self._fd >= 0:
+        """Write the pending entries and fsync the file (nothing for a read-only index)."""
+        if self._fd >= 0 and self.writable:
             self.persist()
             os.fsync(self._fd)
 
     def close(self) -> None:
-        """Trim to the valid entries and release the file."""
-        if self._loaded:
+        """Trim to the valid entries (when writable) and release the file."""
+        if self._loaded and self.writable:
             self.trim_to_valid_size()
-            self.close_handler()
+        self.close_handler()
 
     def close_handler(self) -> None:
         self._data = None
@@ -324,6 +354,7 @@ class OffsetIndex(AbstractIndex):
     def append(self, offset: int, position: int, write: bool = True) -> None:
         """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError, and
         OSError when the write fails (the index is then unchanged). ``write=False``: see ``persist``."""
+        self._ensure_writable()
         if self.is_full():
             raise IndexFullError(self.path, self.entries, self.max_entries)
         if self._entries and offset <= self._last_offset:
@@ -414,6 +445,7 @@ class TimeIndex(AbstractIndex):
         ValueError for a timestamp going back, OSError when the write fails (the index is then unchanged).
         ``write=False``: see ``persist``.
         """
+        self._ensure_writable()
         if not skip_full_check and self.is_full():
             raise IndexFullError(self.path, self.entries, self.max_entries)
         last = self.last_entry

@@ -51,6 +51,7 @@ from .segment import (
     LogSegment,
     segment_file,
 )
+from .segment import offset_from_file_name as _offset_of
 from .segments import LogSegments
 
 _log = logging.getLogger(__name__)
@@ -79,11 +80,6 @@ class LoadedLog:
     log_start_offset: int
     producer_state: ProducerStateManager
     report: LoadReport = field(default_factory=LoadReport)
-
-
-def _offset_of(name: str) -> int | None:
-    head = name.split(".", 1)[0]
-    return int(head) if head.isdigit() and "." in name else None
 
 
 def _files(directory: Path) -> list[Path]:

@@ -60,12 +60,12 @@ from .checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
-    CheckpointError,
     consume_clean_shutdown,
     fsync_directory,
     offset_checkpoint,
     write_clean_shutdown,
 )
+from .checkpoint import read_offsets_or_empty as _read_or_empty
 from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
 from .errors import StorageError
@@ -630,14 +630,6 @@ class LogManager:
                     fcntl.flock(log_dir.lock.fileno(), fcntl.LOCK_UN)
                 log_dir.lock.close()
                 log_dir.lock = None
-
-
-def _read_or_empty(path: Path) -> dict[TopicPartition, int]:
-    """A checkpoint's entries; an unreadable file is treated as empty, as Kafka does."""
-    try:
-        return offset_checkpoint(path).read_dict()
-    except (CheckpointError, OSError):
-        return {}
 
 
 def _lock(log_dir: Path) -> IO[bytes]:

@@ -8,20 +8,20 @@ java.util.Properties text, as Kafka writes it:
     node.id=<n>            (version 1, KRaft)   or   broker.id=<n>   (version 0, ZooKeeper)
     version=<0|1>
 
-Lines starting with ``#`` or ``!`` are comments; ``key=value``, ``key:value`` and ``key value`` are accepted when
-read; ``\\`` escapes are honoured for the few characters Kafka's values can hold. Written atomically (temp file,
-fsync, rename). A directory whose stored node id differs from the configured one is refused, since it belongs to
+Read and written by ``samsa.storage.properties`` (the one ``.properties`` reader, with Java's escapes and line
+continuations); written atomically (temp file, fsync, rename). A directory whose stored node id differs from the configured one is refused, since it belongs to
 another broker.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import write_atomically
 from .errors import StorageError
+from .properties import parse_properties as parse_properties
+from .properties import read_properties_file as read_properties_file
+from .properties import write_properties_file as write_properties_file
 
 META_PROPERTIES = "meta.properties"
 
@@ -63,78 +63,6 @@ class MetaProperties:
         props["node.id" if self.version >= 1 else "broker.id"] = str(self.node_id)
         props["version"] = str(self.version)
         return props
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """java.util.Properties lines (no multi-line continuations): comments, ``=``/``:``/space separators."""
-    result: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.lstrip(" \t\f")
-        if not line or line[0] in "#!":
-            continue
-        key_chars: list[str] = []
-        i = 0
-        while i < len(line):
-            ch = line[i]
-            if ch == "\\" and i + 1 < len(line):
-                key_chars.append(line[i + 1])
-                i += 2
-                continue
-            if ch in "=: \t":
-                break
-            key_chars.append(ch)
-            i += 1
-        rest = line[i:].lstrip(" \t")
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip(" \t")
-        result["".join(key_chars)] = _unescape(rest)
-    return result
-
-
-def _unescape(value: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(value):
-        ch = value[i]
-        if ch == "\\" and i + 1 < len(value):
-            nxt = value[i + 1]
-            out.append({"n": "\n", "t": "\t", "r": "\r", "f": "\f"}.get(nxt, nxt))
-            i += 2
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-def _escape(text: str, is_key: bool) -> str:
-    out: list[str] = []
-    for index, ch in enumerate(text):
-        if ch in "\\=:#!" or (ch == " " and (is_key or index == 0)):
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-def format_properties(props: dict[str, str], comment: str | None = None) -> str:
-    lines = ["#"]
-    lines.append(
-        "#" + (comment if comment is not None else time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime()))
-    )
-    lines.extend(f"{_escape(k, True)}={_escape(v, False)}" for k, v in props.items())
-    return "\n".join(lines) + "\n"
-
-
-def read_properties_file(path: Path) -> dict[str, str]:
-    return parse_properties(path.read_text("utf-8"))
-
-
-def write_properties_file(path: Path, props: dict[str, str], comment: str | None = None) -> None:
-    write_atomically(path, format_properties(props, comment).encode("utf-8"))
 
 
 def read_meta_properties(log_dir: Path) -> MetaProperties | None:

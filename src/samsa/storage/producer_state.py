@@ -53,6 +53,7 @@ from pathlib import Path
 from samsa.records.view import BatchView, crc32c
 
 from .errors import StorageError
+from .segment import offset_from_file_name
 
 NUM_BATCHES_TO_RETAIN = 5
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
@@ -338,9 +339,9 @@ class ProducerStateManager:
         except FileNotFoundError:
             return []
         for name in names:
-            head, dot, suffix = name.partition(".")
-            if dot and "." + suffix == SNAPSHOT_SUFFIX and head.isdigit():
-                offsets.append(int(head))
+            offset = offset_from_file_name(name)
+            if offset is not None and name.endswith(SNAPSHOT_SUFFIX) and name.count(".") == 1:
+                offsets.append(offset)
         return sorted(offsets)
 
     def take_snapshot(self, sync: bool = False) -> None:

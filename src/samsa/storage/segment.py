@@ -69,9 +69,16 @@ def segment_file(directory: Path, base_offset: int, suffix: str, extra: str = ""
     return directory / f"{filename_prefix(base_offset)}{suffix}{extra}"
 
 
-def offset_from_file_name(name: str) -> int:
-    """The base offset in a segment file name (the digits before the first dot)."""
-    return int(name[: name.index(".")])
+def offset_from_file_name(name: str) -> int | None:
+    """The base offset a segment file name starts with (``.log``, ``.index``, ``.timeindex``, ``.txnindex``,
+    ``.snapshot``, each maybe followed by ``.deleted``, ``.cleaned`` or ``.swap``): the decimal digits before the
+    first dot. None when the name does not start with digits and a dot (not a segment file).
+
+    This is the one parser of segment file names: the loader, producer state, the read-only reader and the tools
+    all call it.
+    """
+    head, dot, _ = name.partition(".")
+    return int(head) if dot and head.isdigit() else None
 
 
 @dataclass(frozen=True, slots=True)

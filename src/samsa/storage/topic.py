@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 
+from samsa.topic_partition import TopicPartition as TopicPartition  # re-exported: the one definition
+
 from .errors import StorageError
 
 MAX_TOPIC_NAME_LENGTH = 249
@@ -53,17 +55,6 @@ class InvalidPartitionDirError(StorageError, ValueError):
         )
         self.name = name
         self.reason = reason
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
-    """A topic and a partition number; immutable, hashable, ordered by (topic, partition)."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class DirKind(Enum):
@@ -184,7 +175,3 @@ def parse_dir_name(name: str) -> PartitionDir:
     if not re.fullmatch(r"-?[0-9]+", partition_text):
         raise InvalidPartitionDirError(name, f"partition {partition_text!r} is not an integer")
     return PartitionDir(TopicPartition(topic, int(partition_text)), kind, unique_id)
-
-
-def parse_topic_partition(name: str) -> TopicPartition:
-    return parse_dir_name(name).tp

@@ -15,8 +15,8 @@ from .create_topics import MAX_PARTITIONS_PER_REQUEST
 
 
 async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
-    manager = ctx.broker.log_manager
-    added = sum(max(t.count - len(manager.partitions_of(t.name)), 0) for t in request.topics)
+    replicas = ctx.broker.replica_manager
+    added = sum(max(t.count - len(replicas.partitions_of(t.name)), 0) for t in request.topics)
     if added > MAX_PARTITIONS_PER_REQUEST:
         message = f"Excessively large number of partitions per request (limit {MAX_PARTITIONS_PER_REQUEST})."
         return CreatePartitionsResponse(

@@ -65,7 +65,7 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
                 topic_id=topic_admin.topic_id(topic.name),
                 error_code=outcome.error,
                 error_message=outcome.message,
-                num_partitions=len(ctx.broker.log_manager.partitions_of(topic.name)) if ok else -1,
+                num_partitions=len(ctx.broker.replica_manager.partitions_of(topic.name)) if ok else -1,
                 replication_factor=1 if ok else -1,
             )
         )

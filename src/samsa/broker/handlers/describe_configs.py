@@ -29,7 +29,7 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
         rows: list[tuple[str, str | None, ConfigSource]]
         wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
         if resource.resource_type == ResourceType.TOPIC:
-            if not ctx.broker.log_manager.partitions_of(resource.resource_name):
+            if not ctx.broker.replica_manager.partitions_of(resource.resource_name):
                 results.append(
                     _error(
                         resource.resource_type,

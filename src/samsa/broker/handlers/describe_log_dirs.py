@@ -21,24 +21,20 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
-    manager = ctx.broker.log_manager
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
     results = []
-    for log_dir in manager.log_dirs:
+    for log_dir, sizes in ctx.broker.replica_manager.describe_log_dirs().items():
         by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
-        for tp, partition_log in sorted(manager.all_logs().items()):
-            if manager.log_dir_of(tp) != log_dir or (
-                wanted is not None and (tp.topic, tp.partition) not in wanted
-            ):
-                continue
-            by_topic.setdefault(tp.topic, []).append(
-                DescribeLogDirsPartition(tp.partition, partition_log.size, 0, False)
-            )
+        for tp, size in sizes.items():
+            if wanted is None or (tp.topic, tp.partition) in wanted:
+                by_topic.setdefault(tp.topic, []).append(
+                    DescribeLogDirsPartition(tp.partition, size, 0, False)
+                )
         usage = shutil.disk_usage(log_dir)
-        offline = manager.offline_logs(log_dir)
+        failed = ctx.broker.replica_manager.log_dir_failed(log_dir)
         results.append(
             DescribeLogDirsResult(
-                error_code=ErrorCode.KAFKA_STORAGE_ERROR if offline else ErrorCode.NONE,
+                error_code=ErrorCode.KAFKA_STORAGE_ERROR if failed else ErrorCode.NONE,
                 log_dir=str(log_dir.resolve()),
                 topics=[DescribeLogDirsTopic(name, parts) for name, parts in by_topic.items()],
                 total_bytes=usage.total,

@@ -11,7 +11,7 @@ from samsa.protocol.messages.incremental_alter_configs import (
 )
 
 from ..context import RequestContext
-from ..topic_configs import ResourceType, replace_topic_overrides
+from ..topic_configs import ResourceType, replace_topic_overrides, topic_overrides_and_effective
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LIST_KEYS = frozenset(
@@ -38,8 +38,7 @@ def _alter(
 ) -> tuple[ErrorCode, str | None]:
     if resource_type != ResourceType.TOPIC:
         return ErrorCode.INVALID_REQUEST, "only topic configurations can be altered on this broker"
-    overrides = ctx.broker.log_manager.topic_overrides(topic)
-    effective = ctx.broker.log_manager.topic_config(topic).to_properties()
+    overrides, effective = topic_overrides_and_effective(ctx.broker, topic)
     for config in configs:
         if config.config_operation == SET:
             if config.value is None:

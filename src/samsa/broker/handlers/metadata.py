@@ -25,12 +25,12 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     host, port = broker.advertised()
     rack = broker.config.get("broker.rack")
     if request.topics is None:
-        names = sorted(broker.log_manager.topics())
+        names = sorted(broker.replica_manager.topics())
     else:
         names = [t.name for t in request.topics if t.name is not None]
     # v0 asks for every topic with an empty list; v1+ with null
     if ctx.api_version == 0 and request.topics == []:
-        names = sorted(broker.log_manager.topics())
+        names = sorted(broker.replica_manager.topics())
     allow_create = request.allow_auto_topic_creation if ctx.api_version >= 4 else True
     topics = [_describe(ctx, name, allow_create and request.topics is not None) for name in names]
     return MetadataResponse(
@@ -43,12 +43,12 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
 
 def _describe(ctx: RequestContext, name: str, allow_create: bool) -> MetadataResponseTopic:
     broker = ctx.broker
-    partitions = broker.log_manager.partitions_of(name)
+    partitions = broker.replica_manager.partitions_of(name)
     if not partitions and allow_create:
         created = auto_create_topic(broker, name)
         if created.error is not ErrorCode.NONE:
             return MetadataResponseTopic(error_code=created.error, name=name, topic_id=topic_id(name))
-        partitions = broker.log_manager.partitions_of(name)
+        partitions = broker.replica_manager.partitions_of(name)
     if not partitions:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
     return MetadataResponseTopic(

@@ -18,8 +18,6 @@ This is the hot path: per partition, one header check, one append and one respon
 
 from __future__ import annotations
 
-import struct
-
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.produce import (
     BatchIndexAndErrorMessage,
@@ -28,6 +26,8 @@ from samsa.protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from samsa.records import CompressionType
+from samsa.records.view import RECORD_BATCH_OVERHEAD, BatchView
 from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
@@ -35,33 +35,29 @@ from ..network import ConnectionClosedByHandler
 
 _VALID_ACKS = (0, 1, -1)
 
-_BATCH_HEADER = (
-    61  # base offset 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2, ... records count 4
-)
-_LENGTH_AND_MAGIC = struct.Struct(">8xi4xb")  # batch length (bytes after the first 12) and magic
-_ATTRIBUTES = struct.Struct(">21xh")
-_ZSTD = 4
 _ZSTD_MIN_VERSION = 7
 
 
 def _check_record_set(records: memoryview, version: int) -> tuple[ErrorCode, str] | None:
     """Kafka's per-request checks on a partition's record set, from the batch header alone."""
     size = len(records)
-    if size < _BATCH_HEADER:
+    if size < RECORD_BATCH_OVERHEAD:
         return (
             ErrorCode.INVALID_RECORD,
             f"Produce v{version} needs one complete record batch; got {size} bytes",
         )
-    length, magic = _LENGTH_AND_MAGIC.unpack_from(records)
+    batch = BatchView(records, 0)
+    magic = batch.magic
     if magic != 2:
         return (
             ErrorCode.INVALID_RECORD,
             f"Produce v{version} needs record batches of magic 2; got magic {magic}",
         )
-    if length + 12 != size:
-        what = "a truncated batch" if length + 12 > size else "more than one batch"
+    batch_size = batch.size_in_bytes
+    if batch_size != size:
+        what = "a truncated batch" if batch_size > size else "more than one batch"
         return ErrorCode.INVALID_RECORD, f"Produce v{version} needs exactly one record batch; got {what}"
-    if version < _ZSTD_MIN_VERSION and _ATTRIBUTES.unpack_from(records)[0] & 0x07 == _ZSTD:
+    if version < _ZSTD_MIN_VERSION and batch.compression == CompressionType.ZSTD:
         return (
             ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
             f"zstd-compressed batches need Produce v{_ZSTD_MIN_VERSION} or later; got v{version}",

@@ -1,17 +1,25 @@
-"""Java ``.properties`` files, as Kafka's ``server.properties`` is written.
+"""Java ``.properties`` files: Kafka's ``server.properties``, a log dir's ``meta.properties``, topic configs.
 
 Lines are ``key=value``, ``key: value`` or ``key value``; ``#`` and ``!`` start comments; a line ending in an odd
-number of backslashes continues on the next; ``\\t \\n \\r \\f \\uXXXX`` and escaped separators are unescaped.
+number of backslashes continues on the next (leading whitespace of the continuation dropped);
+``\\t \\n \\r \\f \\uXXXX`` and escaped separators are unescaped. Written with ``=``, a ``#`` comment header, and
+``\\ = : # !`` (and a leading or key space) escaped. The one reader and writer of the format: storage owns it (the
+lowest layer reading such files) and the broker's configuration reads through it.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+from .checkpoint import write_atomically
+from .errors import StorageError
+
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_UNESCAPES = {value: key for key, value in _ESCAPES.items()}
 
 
-class PropertiesError(ValueError):
+class PropertiesError(StorageError, ValueError):
     """A properties file that cannot be read, naming the file and line."""
 
 
@@ -95,3 +103,36 @@ def load_properties(path: str | Path) -> dict[str, str]:
     except OSError as exc:
         raise PropertiesError(f"cannot read {p}: {exc.strerror or exc}") from exc
     return parse_properties(text, str(p))
+
+
+def _escape(text: str, is_key: bool) -> str:
+    out: list[str] = []
+    for index, ch in enumerate(text):
+        if ch in "\\=:#!" or (ch == " " and (is_key or index == 0)):
+            out.append("\\" + ch)
+        elif ch in _UNESCAPES:
+            out.append("\\" + _UNESCAPES[ch])
+        elif not ch.isprintable():
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else ch)
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def format_properties(props: dict[str, str], comment: str | None = None) -> str:
+    lines = ["#"]
+    lines.append(
+        "#" + (comment if comment is not None else time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime()))
+    )
+    lines.extend(f"{_escape(k, True)}={_escape(v, False)}" for k, v in props.items())
+    return "\n".join(lines) + "\n"
+
+
+def read_properties_file(path: Path) -> dict[str, str]:
+    """The properties in ``path`` (OSError when it cannot be read, PropertiesError when malformed)."""
+    return parse_properties(path.read_text("utf-8"), str(path))
+
+
+def write_properties_file(path: Path, props: dict[str, str], comment: str | None = None) -> None:
+    """Write ``props`` atomically (temp file, fsync, rename)."""
+    write_atomically(path, format_properties(props, comment).encode("utf-8"))

@@ -1,0 +1,68 @@
+"""The broker's ``OffsetsLog`` (defined by the coordinator): ``__consumer_offsets`` through the replica manager.
+
+Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from samsa.protocol.errors import ErrorCode
+from samsa.records import iter_batches
+from samsa.storage import FetchIsolation
+from samsa.storage.log_manager import LogManager
+from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
+
+from .replica_manager import ReplicaManager
+
+READ_CHUNK = 16 * 1024 * 1024
+
+
+class ReplicaOffsetsLog:
+    """``OffsetsLog`` over this broker's replica manager (topic creation through the log manager)."""
+
+    def __init__(self, replica_manager: ReplicaManager, log_manager: LogManager) -> None:
+        self._replicas = replica_manager
+        self._logs = log_manager
+
+    def offsets_partitions(self) -> list[TopicPartition]:
+        return self._logs.partitions_of(CONSUMER_OFFSETS_TOPIC)
+
+    def create_offsets_topic(self, partitions: int, config: Mapping[str, str | int]) -> None:
+        """Create the topic, or the partitions a creation cut short (a full disk) left missing, and lead every
+        partition not hosted yet, even when creating fails half-way."""
+        try:
+            existing = len(self._logs.partitions_of(CONSUMER_OFFSETS_TOPIC))
+            if existing == 0:
+                self._logs.create_topic(CONSUMER_OFFSETS_TOPIC, partitions, dict(config))
+            elif existing < partitions:
+                self._logs.add_partitions(CONSUMER_OFFSETS_TOPIC, partitions)
+        finally:
+            for index in range(partitions):
+                tp = TopicPartition(CONSUMER_OFFSETS_TOPIC, index)
+                partition_log = self._logs.get_log(tp)
+                if partition_log is not None and self._replicas.partition(tp) is None:
+                    self._replicas.become_leader(tp, partition_log)
+
+    def read_from_start(self, tp: TopicPartition) -> tuple[int, Iterator[bytes]]:
+        partition = self._replicas.partition(tp)
+        if partition is None:
+            return 0, iter(())
+        plog = partition.log
+        return plog.log_start_offset, self._chunks(tp, plog.log_start_offset)
+
+    def _chunks(self, tp: TopicPartition, position: int) -> Iterator[bytes]:
+        partition = self._replicas.partition(tp)
+        while partition is not None and position < partition.log.log_end_offset:
+            data = partition.log.read(position, READ_CHUNK, FetchIsolation.LOG_END, True).records.read_bytes()
+            next_offset = max((b.next_offset for b in iter_batches(data)), default=position)
+            if next_offset <= position:
+                return
+            yield data
+            position = next_offset
+
+    def append(self, tp: TopicPartition, records: memoryview) -> ErrorCode:
+        return self._replicas.append(tp, records, acks=-1).error
+
+    def is_hosted(self, tp: TopicPartition) -> bool:
+        return self._replicas.partition(tp) is not None

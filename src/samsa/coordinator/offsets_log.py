@@ -1,0 +1,40 @@
+"""``OffsetsLog``: what the group coordinator needs of the log, defined here and implemented by the broker.
+
+The coordinator keeps groups and committed offsets in ``__consumer_offsets``; it never reaches into the broker's
+replica manager or log manager. The broker hands it an ``OffsetsLog`` (``samsa.broker.offsets_log``), the seam the
+cluster work uses to load and unload groups when this broker gains or loses leadership of a partition.
+
+Event-loop thread only, like the coordinator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Protocol
+
+from samsa.protocol.errors import ErrorCode
+from samsa.storage.topic import TopicPartition
+
+
+class OffsetsLog(Protocol):
+    """The ``__consumer_offsets`` partitions this broker leads, and whether a partition is hosted."""
+
+    def offsets_partitions(self) -> list[TopicPartition]:
+        """The ``__consumer_offsets`` partitions hosted here (none before the topic exists)."""
+        ...
+
+    def create_offsets_topic(self, partitions: int, config: Mapping[str, str | int]) -> None:
+        """Create ``__consumer_offsets`` and lead its partitions; StorageError when it cannot be created."""
+        ...
+
+    def read_from_start(self, tp: TopicPartition) -> tuple[int, Iterator[bytes]]:
+        """The partition's log start offset, and its batches from there to the log end as raw chunks."""
+        ...
+
+    def append(self, tp: TopicPartition, records: memoryview) -> ErrorCode:
+        """Append as leader with acks=all semantics; the error Kafka would report for the partition."""
+        ...
+
+    def is_hosted(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` is a partition of this broker (offsets are only committed for those)."""
+        ...
