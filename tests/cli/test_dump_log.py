@@ -241,3 +241,13 @@ def test_a_closed_pipe_ends_it_quietly(tmp_path: Path) -> None:
     proc.stderr.close()
     proc.wait(timeout=60)
     assert stderr == b""
+
+
+def test_a_segment_set_aside_by_recovery_is_dumped_as_a_log(tmp_path: Path) -> None:
+    logs = _write_with_log(tmp_path / "t-0", close=True)
+    salvage = logs[0].with_name(logs[0].name + ".salvage")
+    logs[0].rename(salvage)
+    code, out, err = _run("--files", str(salvage))
+    assert (code, err) == (0, [])
+    assert out[1] == "Log starting offset: 0"
+    assert any(line.startswith("baseOffset: 0 ") for line in out)

@@ -46,6 +46,7 @@ from samsa.records import (
 from samsa.records.view import DELETE_HORIZON_MASK
 from samsa.storage.index import OffsetIndex, TimeIndex
 from samsa.storage.log_dir_reader import SegmentFiles
+from samsa.storage.log_loader import SET_ASIDE_SUFFIX
 
 INT32_MAX = 2**31 - 1
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -190,8 +191,8 @@ def record_lines(batch: BatchView, print_data: bool) -> list[str]:
 
 
 def dump_log_file(path: Path, opts: DumpOptions, out: Printer, report: DumpReport) -> None:
-    if path.name.endswith(".log"):
-        out(f"Log starting offset: {SegmentFiles.at(path).base_offset}")
+    if path.name.endswith((".log", ".log" + SET_ASIDE_SUFFIX)):
+        out(f"Log starting offset: {int(path.name.split('.', 1)[0])}")
     data = path.read_bytes()
     end = min(len(data), opts.max_bytes)
     deep = opts.deep_iteration or opts.print_data_log
@@ -364,6 +365,10 @@ def dump_files(files: list[Path], opts: DumpOptions, out: Printer, err: Printer)
     for path in files:
         out(f"Dumping {path}")
         suffix = path.suffix
+        if (
+            suffix == SET_ASIDE_SUFFIX
+        ):  # a segment recovery set aside (``*.log.salvage``): read as what it was
+            suffix = Path(path.stem).suffix
         try:
             if suffix == ".log":
                 dump_log_file(path, opts, out, report)
