@@ -1,0 +1,87 @@
+"""A broker in cluster mode: its ZooKeeper session, registration, metadata cache and controller module.
+
+``zookeeper.connect`` in the broker's config turns this on; without it a broker is the single-broker default and
+none of this exists. In order, as Kafka's broker starts:
+
+1. connect to ZooKeeper (creating the chroot when one is given) and adopt the cluster id stored there (or store
+   ours when this is the cluster's first broker); a log dir that belongs to another cluster refuses to start;
+2. (the broker loads its logs and opens its listeners);
+3. register ``/brokers/ids/<id>`` with the listeners' addresses; its czxid is this broker's epoch;
+4. start the controller module, which takes part in the controller election.
+
+Leaders and ISRs then come from the controller (LeaderAndIsr to the replica manager, UpdateMetadata to the
+metadata cache). A clean stop resigns and closes the session, so the controller sees this broker leave at once.
+
+Event-loop thread only; ZooKeeper calls run in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from samsa.cluster.controller import Controller
+from samsa.cluster.metadata_cache import MetadataCache
+from samsa.cluster.zk_client import ZkClient
+from samsa.cluster.znodes import BrokerRegistration, Endpoint
+
+if TYPE_CHECKING:
+    from .broker import KafkaServer
+
+log = logging.getLogger(__name__)
+
+
+class InconsistentClusterIdError(RuntimeError):
+    """The log dirs were written by a broker of another cluster than the one ZooKeeper holds."""
+
+
+class ZkBroker:
+    """Cluster mode of one ``KafkaServer`` (module doc). Event-loop thread only."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        config = server.config
+        self.server = server
+        session_timeout_ms = int(config.get("zookeeper.session.timeout.ms"))
+        self.connection_timeout_s = (
+            int(config.get("zookeeper.connection.timeout.ms") or session_timeout_ms) / 1000
+        )
+        self.zk = ZkClient(str(config.get("zookeeper.connect")), session_timeout_ms=session_timeout_ms)
+        self.inter_broker_listener = str(
+            config.get("inter.broker.listener.name") or config.listener_addresses[0][0]
+        )
+        self.metadata = MetadataCache()
+        self.controller = Controller(self.zk, server.node_id, self.inter_broker_listener)
+        self.broker_epoch = -1
+
+    async def connect(self, stored_cluster_id: str | None, proposed_cluster_id: str) -> str:
+        """Open the session; the cluster's id (InconsistentClusterIdError when the log dirs hold another)."""
+        await asyncio.to_thread(self.zk.start, self.connection_timeout_s)
+        cluster_id = await asyncio.to_thread(
+            self.zk.get_or_create_cluster_id, stored_cluster_id or proposed_cluster_id
+        )
+        if stored_cluster_id is not None and stored_cluster_id != cluster_id:
+            await asyncio.to_thread(self.zk.close)
+            raise InconsistentClusterIdError(
+                f"the log dirs belong to cluster {stored_cluster_id}, but ZooKeeper at {self.zk.connect} holds "
+                f"cluster {cluster_id}: wrong zookeeper.connect, or log dirs of another cluster"
+            )
+        return cluster_id
+
+    async def register(self) -> None:
+        """Register this broker's listeners (after they are bound) and join the controller election."""
+        endpoints = tuple(
+            Endpoint(name, host, port) for name, host, port in self.server.registered_addresses()
+        )
+        registration = BrokerRegistration(
+            self.server.node_id, endpoints, self.server.config.get("broker.rack")
+        )
+        self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, registration)
+        log.info(
+            "broker %d registered in ZooKeeper (broker epoch %d)", self.server.node_id, self.broker_epoch
+        )
+        await self.controller.start()
+
+    async def stop(self) -> None:
+        await self.controller.stop()
+        await asyncio.to_thread(self.zk.close)

@@ -1,0 +1,126 @@
+"""Brokers in cluster mode over a real ZooKeeper: one controller, Kafka's placement, the same metadata on every
+broker, and the controller's work surviving the controller's own departure."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+import samsa
+from samsa.cluster.assignment import assign_replicas
+from samsa.cluster.zk_client import ZkClient
+
+pytestmark = [pytest.mark.timeout(180), pytest.mark.clients]
+
+
+def start_broker(zk_connect: str, node_id: int, **config: str) -> samsa.Broker:
+    broker = samsa.Broker(
+        config={
+            "zookeeper.connect": zk_connect,
+            "zookeeper.session.timeout.ms": "6000",
+            "node.id": str(node_id),
+            "offsets.topic.replication.factor": "3",
+            **config,
+        }
+    )
+    return broker.start_in_thread()
+
+
+@pytest.fixture
+def cluster(zk_connect: str) -> Iterator[list[samsa.Broker]]:
+    brokers = [start_broker(zk_connect, node_id) for node_id in (1, 2, 3)]
+    try:
+        yield brokers
+    finally:
+        for broker in brokers:
+            broker.stop_thread()
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def admin(broker: samsa.Broker) -> AdminClient:
+    return AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+
+
+def describe(client: AdminClient, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    metadata = client.list_topics(topic, timeout=10)
+    found = metadata.topics[topic]
+    if found.error is not None:
+        return {}
+    return {p.id: (p.leader, list(p.replicas), list(p.isrs)) for p in found.partitions.values()}
+
+
+def test_one_controller_and_every_broker_listed(cluster: list[samsa.Broker], zk_connect: str) -> None:
+    for broker in cluster:
+        metadata = wait_for(
+            "three brokers in the metadata",
+            lambda b=broker: (m := admin(b).list_topics(timeout=10)) and len(m.brokers) == 3 and m,
+        )
+        assert {b.id: b.port for b in metadata.brokers.values()} == {i + 1: cluster[i].port for i in range(3)}
+        assert metadata.controller_id in (1, 2, 3)
+    zk = ZkClient(zk_connect)
+    zk.start()
+    try:
+        assert zk.controller() == metadata.controller_id
+        assert sorted(zk.live_brokers()) == [1, 2, 3]
+    finally:
+        zk.close()
+
+
+def test_topic_placed_by_kafkas_algorithm_and_failover(cluster: list[samsa.Broker]) -> None:
+    client = admin(cluster[0])
+    wait_for("three brokers", lambda: len(client.list_topics(timeout=10).brokers) == 3)
+    futures = client.create_topics([NewTopic("placed", num_partitions=6, replication_factor=3)])
+    futures["placed"].result(30)
+    for broker in cluster:  # every broker tells clients the same state
+        state = wait_for(
+            "leaders everywhere", lambda b=broker: (d := describe(admin(b), "placed")) and len(d) == 6 and d
+        )
+        assert all(
+            leader == replicas[0] and sorted(isr) == [1, 2, 3] for leader, replicas, isr in state.values()
+        )
+    replicas = {p: r for p, (_, r, _) in state.items()}
+    layouts = [
+        assign_replicas(dict.fromkeys([1, 2, 3]), 6, 3, start_index=s, replica_shift=r)
+        for s in range(3)
+        for r in range(3)
+    ]
+    assert replicas in layouts  # Kafka's round-robin with a random start and shifted followers
+    leaders = [leader for leader, _, _ in state.values()]
+    assert sorted(leaders) == [1, 1, 2, 2, 3, 3]  # spread evenly
+
+    controller_id = client.list_topics(timeout=10).controller_id
+    leaving = cluster[controller_id - 1]
+    leaving.stop_thread()  # the controller stops: a new one is elected and moves its partitions' leadership
+    survivor = admin(next(b for b in cluster if b is not leaving))
+    new_controller = wait_for(
+        "a new controller",
+        lambda: (c := survivor.list_topics(timeout=10).controller_id) not in (-1, controller_id) and c,
+    )
+    assert new_controller != controller_id
+
+    def moved() -> dict[int, tuple[int, list[int], list[int]]] | None:
+        now = describe(survivor, "placed")
+        ok = now and all(
+            leader not in (-1, controller_id) and controller_id not in isr for leader, _, isr in now.values()
+        )
+        return now if ok else None
+
+    after = wait_for("leaders moved off the stopped broker", moved)
+    for p, (leader, replicas_now, isr) in after.items():
+        assert replicas_now == replicas[p]  # the assignment does not change
+        assert leader == next(r for r in replicas[p] if r != controller_id)  # first live replica in order
+        assert sorted(isr) == sorted(r for r in replicas[p] if r != controller_id)
