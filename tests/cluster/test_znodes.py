@@ -104,7 +104,9 @@ ids = st.integers(-1, 2**31 - 1)
 
 
 @given(
-    partitions=st.dictionaries(st.integers(0, 500), st.lists(ids, max_size=5).map(tuple), min_size=1),
+    partitions=st.dictionaries(
+        st.integers(0, 500), st.lists(ids, max_size=5).map(tuple), min_size=1, max_size=12
+    ),
     topic_id=st.none() | st.text(min_size=1, max_size=22),
 )
 def test_assignment_round_trip(partitions: dict[int, tuple[int, ...]], topic_id: str | None) -> None:

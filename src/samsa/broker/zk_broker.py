@@ -12,6 +12,11 @@ none of this exists. In order, as Kafka's broker starts:
 Leaders and ISRs then come from the controller (LeaderAndIsr to the replica manager, UpdateMetadata to the
 metadata cache). A clean stop resigns and closes the session, so the controller sees this broker leave at once.
 
+When the ZooKeeper session expires (the broker was cut off, or paused, for longer than
+``zookeeper.session.timeout.ms``) its ephemeral znodes are gone: the other brokers' controller has already treated
+it as dead. Once kazoo has a new session the broker registers again (a new broker epoch) and its controller module
+resigns, if it was controller, and stands for election again, as Kafka's broker does on session expiry.
+
 Event-loop thread only; ZooKeeper calls run in worker threads.
 """
 
@@ -53,6 +58,10 @@ class ZkBroker:
         self.metadata = MetadataCache()
         self.controller = Controller(self.zk, server.node_id, self.inter_broker_listener)
         self.broker_epoch = -1
+        self._session_lost = False
+        self._closing = False
+        self._registration: BrokerRegistration | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def connect(self, stored_cluster_id: str | None, proposed_cluster_id: str) -> str:
         """Open the session; the cluster's id (InconsistentClusterIdError when the log dirs hold another)."""
@@ -73,15 +82,52 @@ class ZkBroker:
         endpoints = tuple(
             Endpoint(name, host, port) for name, host, port in self.server.registered_addresses()
         )
-        registration = BrokerRegistration(
+        self._registration = BrokerRegistration(
             self.server.node_id, endpoints, self.server.config.get("broker.rack")
         )
-        self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, registration)
+        await self._register()
+        loop = asyncio.get_running_loop()
+
+        def on_change(state: str) -> None:
+            loop.call_soon_threadsafe(self._session_state, state)
+
+        self.zk.on_session_change(on_change)
+        await self.controller.start()
+
+    async def _register(self) -> None:
+        assert self._registration is not None
+        self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, self._registration)
         log.info(
             "broker %d registered in ZooKeeper (broker epoch %d)", self.server.node_id, self.broker_epoch
         )
-        await self.controller.start()
+
+    def _session_state(self, state: str) -> None:
+        """The session's state changes, on the event loop: lost (expired), suspended (disconnected), connected."""
+        if self._closing:
+            return
+        if state == "lost":
+            log.warning("ZooKeeper session of broker %d expired", self.server.node_id)
+            self._session_lost = True
+            self.controller.session_lost()
+        elif state == "suspended":
+            log.warning("ZooKeeper connection of broker %d lost; reconnecting", self.server.node_id)
+        elif state == "connected" and self._session_lost:
+            self._session_lost = False
+            task = asyncio.get_running_loop().create_task(self._rejoin())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _rejoin(self) -> None:
+        try:
+            await self._register()
+        except Exception:
+            log.exception("broker %d could not register again after its session expired", self.server.node_id)
+            return
+        self.controller.session_renewed()
 
     async def stop(self) -> None:
+        self._closing = True
+        for task in list(self._tasks):
+            task.cancel()
         await self.controller.stop()
         await asyncio.to_thread(self.zk.close)

@@ -194,6 +194,21 @@ class Controller:
             self._task = None
         await self._resign()
 
+    def session_lost(self) -> None:
+        """The ZooKeeper session expired: ``/controller`` is gone with it, another broker may be elected now."""
+
+        async def lost() -> None:
+            if self.is_active:
+                log.info("controller %d lost its ZooKeeper session: resigning", self.broker_id)
+                await self._resign()
+
+        lost.__name__ = "session_lost"
+        self._put(lost)
+
+    def session_renewed(self) -> None:
+        """A new session after an expiry: watches are re-set and this broker stands for election again."""
+        self._put(self._elect)
+
     # --- the event queue -------------------------------------------------------------------------------------
 
     def _put(self, event: Callable[[], Any]) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-from kazoo.protocol.states import ZnodeStat
+from kazoo.protocol.states import KazooState, ZnodeStat
 
 from . import znodes
 from .znodes import (
@@ -99,6 +99,15 @@ class ZkClient:
             self.kazoo.create(znodes.PRODUCER_ID_BLOCK, b"")
         except NodeExistsError:
             pass
+
+    def on_session_change(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback`` (on kazoo's thread) with "lost" when the session expires, "suspended" when the
+        connection drops, "connected" when one is (re)established."""
+
+        def listener(state: str) -> None:  # a true return value would unregister it
+            callback({KazooState.LOST: "lost", KazooState.SUSPENDED: "suspended"}.get(state, "connected"))
+
+        self.kazoo.add_listener(listener)
 
     def close(self) -> None:
         """End the session: this broker's ephemeral znodes vanish at once (a clean stop is seen immediately)."""
