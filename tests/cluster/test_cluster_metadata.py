@@ -3,6 +3,7 @@ broker, and the controller's work surviving the controller's own departure."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -124,3 +125,41 @@ def test_topic_placed_by_kafkas_algorithm_and_failover(cluster: list[samsa.Broke
         assert replicas_now == replicas[p]  # the assignment does not change
         assert leader == next(r for r in replicas[p] if r != controller_id)  # first live replica in order
         assert sorted(isr) == sorted(r for r in replicas[p] if r != controller_id)
+
+
+def test_producer_ids_unique_across_brokers(cluster: list[samsa.Broker], zk_connect: str) -> None:
+    import asyncio
+
+    from samsa.client.connection import BrokerConnection
+    from samsa.protocol.messages.init_producer_id import InitProducerIdRequest
+
+    async def ids_from(broker: samsa.Broker, count: int) -> list[int]:
+        connection = BrokerConnection("127.0.0.1", broker.port, client_id="t", request_timeout_ms=10_000)
+        await connection.open()
+        try:
+            answers = [
+                await connection.request(
+                    InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000), 22
+                )
+                for _ in range(count)
+            ]
+        finally:
+            await connection.close()
+        assert all(a.error_code == 0 for a in answers)
+        return [a.producer_id for a in answers]
+
+    async def all_ids() -> list[list[int]]:
+        return list(await asyncio.gather(*(ids_from(b, 5) for b in cluster)))
+
+    per_broker = asyncio.run(all_ids())
+    flat = [pid for ids in per_broker for pid in ids]
+    assert len(set(flat)) == 15
+    blocks = {pid // 1000 for pid in flat}
+    assert len(blocks) == 3  # one block of 1000 per broker
+    zk = ZkClient(zk_connect)
+    zk.start()
+    try:
+        data, _ = zk.kazoo.get("/latest_producer_id_block")
+        assert json.loads(data)["block_end"] == str(max(blocks) * 1000 + 999)
+    finally:
+        zk.close()

@@ -9,6 +9,10 @@ none of this exists. In order, as Kafka's broker starts:
 3. register ``/brokers/ids/<id>`` with the listeners' addresses; its czxid is this broker's epoch;
 4. start the controller module, which takes part in the controller election.
 
+Producer ids come from ``/latest_producer_id_block`` in blocks of 1000, unique across the cluster (each broker
+takes its next block with a compare-and-set, as Kafka's brokers did before KIP-730 moved that into the controller;
+the znode is the same).
+
 Leaders and ISRs then come from the controller (LeaderAndIsr to the replica manager, UpdateMetadata to the
 metadata cache). A clean stop resigns and closes the session, so the controller sees this broker leave at once.
 
@@ -62,6 +66,9 @@ class ZkBroker:
         self._closing = False
         self._registration: BrokerRegistration | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._next_producer_id = 0
+        self._producer_block_end = -1  # inclusive; -1: no block yet
+        self._producer_block_lock = asyncio.Lock()
 
     async def connect(self, stored_cluster_id: str | None, proposed_cluster_id: str) -> str:
         """Open the session; the cluster's id (InconsistentClusterIdError when the log dirs hold another)."""
@@ -124,6 +131,16 @@ class ZkBroker:
             log.exception("broker %d could not register again after its session expired", self.server.node_id)
             return
         self.controller.session_renewed()
+
+    async def next_producer_id(self) -> int:
+        """A producer id no other broker of the cluster hands out."""
+        async with self._producer_block_lock:
+            if self._next_producer_id > self._producer_block_end:
+                block = await asyncio.to_thread(self.zk.allocate_producer_ids, self.server.node_id)
+                self._next_producer_id, self._producer_block_end = block.block_start, block.block_end
+            producer_id = self._next_producer_id
+            self._next_producer_id += 1
+            return producer_id
 
     async def stop(self) -> None:
         self._closing = True
