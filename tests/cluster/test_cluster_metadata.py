@@ -163,3 +163,31 @@ def test_producer_ids_unique_across_brokers(cluster: list[samsa.Broker], zk_conn
         assert json.loads(data)["block_end"] == str(max(blocks) * 1000 + 999)
     finally:
         zk.close()
+
+
+def test_create_partitions_and_delete_topic(cluster: list[samsa.Broker], zk_connect: str) -> None:
+    from confluent_kafka.admin import NewPartitions
+
+    client = admin(cluster[1])
+    wait_for("three brokers", lambda: len(client.list_topics(timeout=10).brokers) == 3)
+    client.create_topics([NewTopic("grown", num_partitions=3, replication_factor=2)])["grown"].result(30)
+    client.create_partitions([NewPartitions("grown", 5)])["grown"].result(30)
+    for broker in cluster:
+        state = wait_for(
+            "five partitions", lambda b=broker: (d := describe(admin(b), "grown")) and len(d) == 5 and d
+        )
+        assert all(len(replicas) == 2 and leader == replicas[0] for leader, replicas, _ in state.values())
+    with pytest.raises(Exception, match="INVALID_PARTITIONS"):
+        client.create_partitions([NewPartitions("grown", 4)])["grown"].result(30)
+
+    client.delete_topics(["grown"], operation_timeout=20)["grown"].result(30)
+    for broker in cluster:
+        wait_for("the topic gone", lambda b=broker: "grown" not in admin(b).list_topics(timeout=10).topics)
+    zk = ZkClient(zk_connect)
+    zk.start()
+    try:
+        assert zk.topics() == [] and zk.topics_to_delete() == [] and zk.topic_config("grown") == {}
+    finally:
+        zk.close()
+    with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PART"):
+        client.delete_topics(["grown"], operation_timeout=20)["grown"].result(30)

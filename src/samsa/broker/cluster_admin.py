@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from samsa.cluster.assignment import AssignmentError, assign_replicas
@@ -81,6 +81,61 @@ async def create_topic(
     return OK
 
 
+async def add_partitions(
+    broker: KafkaServer, zk_broker: ZkBroker, topic: str, total: int, *, validate_only: bool = False
+) -> AdminResult:
+    """Grow ``topic`` to ``total`` partitions, the new ones placed as Kafka places them (start index: where the
+    topic's partition 0 leads, numbering on from the existing partitions)."""
+    current = await asyncio.to_thread(zk_broker.zk.topic_assignment, topic)
+    if current is None:
+        return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
+    count = len(current.partitions)
+    if total <= count:
+        message = (
+            f"Topic already has {count} partitions."
+            if total == count
+            else f"Topic currently has {count} partitions, which is higher than the requested {total}."
+        )
+        return AdminResult(ErrorCode.INVALID_PARTITIONS, message)
+    alive = {node.broker_id: node.rack for node in zk_broker.metadata.alive_brokers()}
+    replication = len(current.partitions[0])
+    ordered = sorted(alive)
+    first = current.partitions[0][0]
+    start = ordered.index(first) if first in ordered else None
+    try:
+        added = assign_replicas(
+            alive,
+            total - count,
+            replication,
+            start_index=start,
+            first_partition=count,
+            rng=broker.clock.random(),
+        )
+    except AssignmentError as exc:
+        return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
+    if validate_only:
+        return OK
+    partitions = {**current.partitions, **{p: tuple(r) for p, r in added.items()}}
+    grown = TopicAssignment(partitions, current.topic_id, current.adding_replicas, current.removing_replicas)
+    await asyncio.to_thread(zk_broker.zk.set_topic_assignment, topic, grown)
+    await _wait(lambda: len(zk_broker.metadata.partitions_of(topic)) >= total, 5_000)
+    return OK
+
+
+async def delete_topic(broker: KafkaServer, zk_broker: ZkBroker, topic: str, timeout_ms: int) -> AdminResult:
+    """Ask the controller to delete ``topic``; wait up to ``timeout_ms`` for this broker to see it gone."""
+    if not zk_broker.metadata.partitions_of(topic):
+        return AdminResult(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        )
+    if not broker.config.get("delete.topic.enable"):
+        return AdminResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+    await asyncio.to_thread(zk_broker.zk.mark_topic_for_deletion, topic)
+    if not await _wait(lambda: not zk_broker.metadata.partitions_of(topic), timeout_ms):
+        return AdminResult(ErrorCode.REQUEST_TIMED_OUT, f"Topic '{topic}' is being deleted.")
+    return OK
+
+
 def _check_placement(placement: Mapping[int, list[int]], alive: set[int]) -> str | None:
     """Why an explicit replica assignment cannot be used (None: it can)."""
     if sorted(placement) != list(range(len(placement))):
@@ -99,11 +154,19 @@ def _check_placement(placement: Mapping[int, list[int]], alive: set[int]) -> str
 
 async def wait_for_leaders(zk_broker: ZkBroker, topic: str, timeout_ms: int) -> bool:
     """Whether every partition of ``topic`` has a leader in this broker's metadata within ``timeout_ms``."""
-    deadline = asyncio.get_running_loop().time() + max(timeout_ms, 0) / 1000
-    while True:
+
+    def elected() -> bool:
         partitions = zk_broker.metadata.partitions_of(topic)
-        if partitions and all(p.leader >= 0 for p in partitions):
-            return True
+        return bool(partitions) and all(p.leader >= 0 for p in partitions)
+
+    return await _wait(elected, timeout_ms)
+
+
+async def _wait(done: Callable[[], bool], timeout_ms: int) -> bool:
+    """Whether ``done()`` holds within ``timeout_ms`` (checked every few milliseconds on the event loop)."""
+    deadline = asyncio.get_running_loop().time() + max(timeout_ms, 0) / 1000
+    while not done():
         if asyncio.get_running_loop().time() >= deadline:
             return False
         await asyncio.sleep(WAIT_STEP_S)
+    return True

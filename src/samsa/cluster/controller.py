@@ -50,6 +50,11 @@ from samsa.protocol.messages.leader_and_isr import (
     LeaderAndIsrRequest,
     LeaderAndIsrTopicState,
 )
+from samsa.protocol.messages.stop_replica import (
+    StopReplicaPartitionState,
+    StopReplicaRequest,
+    StopReplicaTopicState,
+)
 from samsa.protocol.messages.update_metadata import (
     UpdateMetadataBroker,
     UpdateMetadataEndpoint,
@@ -59,7 +64,7 @@ from samsa.protocol.messages.update_metadata import (
 )
 from samsa.topic_partition import TopicPartition
 
-from .metadata_cache import NO_LEADER
+from .metadata_cache import LEADER_DELETED, NO_LEADER
 from .zk_client import ControllerEpoch, ControllerMovedError, ZkClient
 from .znodes import BrokerRegistration, PartitionState, TopicAssignment
 
@@ -68,12 +73,14 @@ __all__ = ["Controller", "topic_uuid"]
 log = logging.getLogger(__name__)
 
 LEADER_AND_ISR = 4
+STOP_REPLICA = 5
 UPDATE_METADATA = 6
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 CHANNEL_RETRY_BACKOFF_S = 0.1
 # The oldest versions the controller sends: partition states grouped by topic, with topic ids (Kafka 2.8+).
 MIN_LEADER_AND_ISR_VERSION = 5
 MIN_UPDATE_METADATA_VERSION = 7
+MIN_STOP_REPLICA_VERSION = 3
 
 _T = TypeVar("_T")
 
@@ -275,6 +282,7 @@ class Controller:
         changed.update(await self._elect_offline(self.partitions))
         self._send_leader_and_isr(self.partitions, is_new=False)
         self._send_update_metadata(self.live, changed)
+        await self._deletions_changed()
 
     async def _resign(self) -> None:
         self.fence = None
@@ -290,7 +298,9 @@ class Controller:
         for topic in names:
             if topic in self.topics:
                 continue
-            assignment = await self._zk(self.zk.topic_assignment, topic)
+            assignment = await self._zk(
+                self.zk.topic_assignment, topic, self._watch(self._assignment_event(topic))
+            )
             if assignment is None:
                 continue
             self.topics[topic] = assignment
@@ -343,6 +353,49 @@ class Controller:
         changed = await self._elect_offline(new)
         self._send_leader_and_isr(changed, is_new=True)
         self._send_update_metadata(self.live, changed)
+
+    def _assignment_event(self, topic: str) -> Callable[[], Any]:
+        async def assignment_changed() -> None:
+            await self._assignment_changed(topic)
+
+        return assignment_changed
+
+    async def _assignment_changed(self, topic: str) -> None:
+        """Partitions added to a topic (CreatePartitions): elected and announced like a new topic's."""
+        watch = self._watch(self._assignment_event(topic))
+        assignment = await self._zk(self.zk.topic_assignment, topic, watch)
+        if not self.is_active or assignment is None or topic not in self.topics:
+            return
+        self.topics[topic] = assignment
+        new: dict[TopicPartition, _Partition] = {}
+        for partition, replicas in sorted(assignment.partitions.items()):
+            tp = TopicPartition(topic, partition)
+            if tp not in self.partitions:
+                new[tp] = self.partitions[tp] = _Partition(replicas)
+        if new:
+            changed = await self._elect_offline(new)
+            self._send_leader_and_isr(changed, is_new=True)
+            self._send_update_metadata(self.live, changed)
+
+    async def _deletions_changed(self) -> None:
+        """Topics asked to be deleted (``/admin/delete_topics``): replicas told to delete their logs
+        (StopReplica), brokers told the partitions are gone (UpdateMetadata, leader -2), then the znodes go."""
+        names = await self._zk(self.zk.topics_to_delete, watch=self._watch(self._deletions_changed))
+        if not self.is_active or not names:
+            return
+        assert self.fence is not None
+        for topic in names:
+            doomed = {tp: e for tp, e in self.partitions.items() if tp.topic == topic}
+            self._send_stop_replica(doomed)
+            for entry in doomed.values():
+                if entry.state is not None:
+                    entry.state = PartitionState(LEADER_DELETED, entry.state.leader_epoch, (), self.epoch)
+            self._send_update_metadata(self.live, doomed)
+            await self._zk(self.zk.delete_topic_znodes, self.fence, topic)
+            for tp in doomed:
+                del self.partitions[tp]
+            self.topics.pop(topic, None)
+            log.info("controller: topic %s deleted (%d partitions)", topic, len(doomed))
 
     async def _on_brokers_failed(self, dead: set[int]) -> dict[TopicPartition, _Partition]:
         """Move leadership off dead brokers and take them out of ISRs (each change bumps the leader epoch)."""
@@ -561,6 +614,28 @@ class Controller:
             (e for e in registration.endpoints if e.listener == self.listener), registration.endpoints[0]
         )
         return endpoint.host, endpoint.port
+
+    def _send_stop_replica(self, partitions: dict[TopicPartition, _Partition]) -> None:
+        """StopReplica with delete to every live replica of ``partitions`` (a deleted topic)."""
+        per_broker: dict[int, dict[str, list[StopReplicaPartitionState]]] = {}
+        for tp, entry in sorted(partitions.items()):
+            epoch = entry.state.leader_epoch if entry.state is not None else -1
+            wire = StopReplicaPartitionState(
+                partition_index=tp.partition, leader_epoch=epoch, delete_partition=True
+            )
+            for replica in entry.replicas:
+                if replica in self.live:
+                    per_broker.setdefault(replica, {}).setdefault(tp.topic, []).append(wire)
+        for broker_id, topics in per_broker.items():
+            request = StopReplicaRequest(
+                controller_id=self.broker_id,
+                controller_epoch=self.epoch,
+                broker_epoch=self.live[broker_id][1],
+                topic_states=[
+                    StopReplicaTopicState(topic_name=t, partition_states=s) for t, s in topics.items()
+                ],
+            )
+            self._send(broker_id, _at_least(request, MIN_STOP_REPLICA_VERSION), STOP_REPLICA)
 
     def _send_update_metadata(
         self, to: dict[int, tuple[BrokerRegistration, int]], partitions: dict[TopicPartition, _Partition]

@@ -188,12 +188,19 @@ class ZkClient:
     def topics(self, watch: Callable[..., object] | None = None) -> list[str]:
         return sorted(self.kazoo.get_children(znodes.BROKER_TOPICS, watch=watch))
 
-    def topic_assignment(self, topic: str) -> TopicAssignment | None:
+    def topic_assignment(
+        self, topic: str, watch: Callable[..., object] | None = None
+    ) -> TopicAssignment | None:
+        """The topic's replicas per partition (None: no such topic); ``watch`` fires when they change."""
         try:
-            data, _ = self.kazoo.get(znodes.topic_path(topic))
+            data, _ = self.kazoo.get(znodes.topic_path(topic), watch=watch)
         except NoNodeError:
             return None
         return TopicAssignment.from_json(topic, data)
+
+    def set_topic_assignment(self, topic: str, assignment: TopicAssignment) -> None:
+        """Replace a topic's assignment (CreatePartitions adds partitions this way)."""
+        self.kazoo.set(znodes.topic_path(topic), assignment.to_json())
 
     def topic_config(self, topic: str) -> dict[str, str]:
         try:
@@ -201,6 +208,28 @@ class ZkClient:
         except NoNodeError:
             return {}
         return TopicConfig.from_json(topic, data).config
+
+    def mark_topic_for_deletion(self, topic: str) -> None:
+        """``/admin/delete_topics/<topic>``: asks the controller to delete the topic (idempotent)."""
+        try:
+            self.kazoo.create(f"{znodes.ADMIN_DELETE_TOPICS}/{topic}", b"")
+        except NodeExistsError:
+            pass
+
+    def topics_to_delete(self, watch: Callable[..., object] | None = None) -> list[str]:
+        return sorted(self.kazoo.get_children(znodes.ADMIN_DELETE_TOPICS, watch=watch))
+
+    def delete_topic_znodes(self, fence: ControllerEpoch, topic: str) -> None:
+        """The controller's last step of a deletion: the topic's znodes, then its deletion request."""
+        self._check_controller(fence)
+        self.kazoo.delete(znodes.topic_path(topic), recursive=True)
+        self.kazoo.delete(znodes.topic_config_path(topic), recursive=True)
+        self.kazoo.delete(f"{znodes.ADMIN_DELETE_TOPICS}/{topic}", recursive=True)
+
+    def _check_controller(self, fence: ControllerEpoch) -> None:
+        stat = self.kazoo.exists(znodes.CONTROLLER_EPOCH)
+        if stat is None or stat.version != fence.zk_version:
+            raise ControllerMovedError(f"controller epoch {fence.epoch} is stale")
 
     def partition_state(self, topic: str, partition: int) -> tuple[PartitionState, int] | None:
         """The partition's state and its partition epoch (the znode version), or None before the controller's first
