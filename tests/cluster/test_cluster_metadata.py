@@ -191,3 +191,64 @@ def test_create_partitions_and_delete_topic(cluster: list[samsa.Broker], zk_conn
         zk.close()
     with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PART"):
         client.delete_topics(["grown"], operation_timeout=20)["grown"].result(30)
+
+
+def test_topic_configs_live_in_zookeeper(cluster: list[samsa.Broker], zk_connect: str) -> None:
+    from confluent_kafka.admin import ConfigResource
+
+    client = admin(cluster[0])
+    wait_for("three brokers", lambda: len(client.list_topics(timeout=10).brokers) == 3)
+    new = NewTopic("configured", num_partitions=1, replication_factor=1, config={"retention.ms": "60000"})
+    client.create_topics([new])["configured"].result(30)
+    resource = ConfigResource("topic", "configured")
+    for broker in cluster:  # any broker describes it, hosting a replica or not
+        wait_for("the topic", lambda b=broker: describe(admin(b), "configured"))
+        other = admin(broker)
+        configs = other.describe_configs([resource])[resource].result(30)
+        assert (
+            configs["retention.ms"].value == "60000" and configs["retention.ms"].source == 1
+        )  # dynamic topic
+    altered = ConfigResource(
+        "topic", "configured", set_config={"retention.ms": "120000", "cleanup.policy": "compact"}
+    )
+    third = admin(cluster[2])
+    third.alter_configs([altered])[altered].result(30)
+    zk = ZkClient(zk_connect)
+    zk.start()
+    try:
+        assert zk.topic_config("configured") == {"retention.ms": "120000", "cleanup.policy": "compact"}
+        assert zk.config_changes()  # a change notification for the other brokers
+    finally:
+        zk.close()
+    second = admin(cluster[1])
+    configs = second.describe_configs([resource])[resource].result(30)
+    assert configs["cleanup.policy"].value == "compact"
+
+
+def test_samsa_topics_describe_like_kafkas_tool(cluster: list[samsa.Broker]) -> None:
+    import subprocess
+    import sys
+
+    bootstrap = cluster[0].bootstrap_servers
+    client = admin(cluster[0])
+    wait_for("three brokers", lambda: len(client.list_topics(timeout=10).brokers) == 3)
+    tool = [sys.executable, "-m", "samsa.cli", "topics", "--bootstrap-server", bootstrap]
+    created = subprocess.run(
+        [*tool, "--create", "--topic", "six", "--partitions", "6", "--replication-factor", "3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert created.returncode == 0, created.stderr
+    wait_for("leaders", lambda: (d := describe(client, "six")) and len(d) == 6)
+    out = subprocess.run([*tool, "--describe", "--topic", "six"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert (
+        lines[0].startswith("Topic: six\tTopicId: ") and "PartitionCount: 6\tReplicationFactor: 3" in lines[0]
+    )
+    state = describe(client, "six")
+    for p in range(6):
+        leader, replicas, isr = state[p]
+        expected = f"\tTopic: six\tPartition: {p}\tLeader: {leader}\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}"
+        assert any(line.startswith(expected) for line in lines), (expected, lines)

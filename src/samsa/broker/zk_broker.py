@@ -9,6 +9,9 @@ none of this exists. In order, as Kafka's broker starts:
 3. register ``/brokers/ids/<id>`` with the listeners' addresses; its czxid is this broker's epoch;
 4. start the controller module, which takes part in the controller election.
 
+Topic overrides are read from ``/config/topics/<topic>`` and written there with a ``/config/changes``
+notification; every broker watches the notifications and applies a changed topic's overrides to the logs it holds.
+
 Producer ids come from ``/latest_producer_id_block`` in blocks of 1000, unique across the cluster (each broker
 takes its next block with a compare-and-set, as Kafka's brokers did before KIP-730 moved that into the controller;
 the znode is the same).
@@ -28,7 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from samsa.cluster.controller import Controller
 from samsa.cluster.metadata_cache import MetadataCache
@@ -63,6 +67,7 @@ class ZkBroker:
         self.controller = Controller(self.zk, server.node_id, self.inter_broker_listener)
         self.broker_epoch = -1
         self._session_lost = False
+        self._last_config_change = ""
         self._closing = False
         self._registration: BrokerRegistration | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -99,6 +104,8 @@ class ZkBroker:
             loop.call_soon_threadsafe(self._session_state, state)
 
         self.zk.on_session_change(on_change)
+        self._last_config_change = max(await asyncio.to_thread(self.zk.config_changes), default="")
+        await self._config_changed()
         await self.controller.start()
 
     async def _register(self) -> None:
@@ -120,9 +127,7 @@ class ZkBroker:
             log.warning("ZooKeeper connection of broker %d lost; reconnecting", self.server.node_id)
         elif state == "connected" and self._session_lost:
             self._session_lost = False
-            task = asyncio.get_running_loop().create_task(self._rejoin())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._spawn(self._rejoin())
 
     async def _rejoin(self) -> None:
         try:
@@ -131,6 +136,43 @@ class ZkBroker:
             log.exception("broker %d could not register again after its session expired", self.server.node_id)
             return
         self.controller.session_renewed()
+        await self._config_changed()  # the watch went with the old session
+
+    async def topic_overrides(self, topic: str) -> dict[str, str]:
+        """The topic's overrides as ZooKeeper holds them (empty: none, or no such topic)."""
+        return await asyncio.to_thread(self.zk.topic_config, topic)
+
+    async def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        """Store the topic's overrides for the cluster; this broker applies them at once, the others on the
+        notification."""
+        await asyncio.to_thread(self.zk.set_topic_config, topic, overrides)
+        self._apply_overrides(topic, overrides)
+
+    async def _config_changed(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def watch(_: object) -> None:  # kazoo's thread
+            loop.call_soon_threadsafe(lambda: self._spawn(self._config_changed()))
+
+        names = await asyncio.to_thread(self.zk.config_changes, watch)
+        for name in names:
+            if name <= self._last_config_change:
+                continue
+            self._last_config_change = name
+            entity = await asyncio.to_thread(self.zk.config_change, name)
+            if entity is not None and entity.startswith("topics/"):
+                topic = entity.removeprefix("topics/")
+                self._apply_overrides(topic, await self.topic_overrides(topic))
+
+    def _apply_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        manager = self.server.log_manager
+        if manager.partitions_of(topic):
+            manager.update_topic_config(topic, overrides)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def next_producer_id(self) -> int:
         """A producer id no other broker of the cluster hands out."""

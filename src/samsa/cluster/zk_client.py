@@ -30,6 +30,7 @@ from . import znodes
 from .znodes import (
     BrokerRegistration,
     ClusterIdZNode,
+    ConfigChangeNotification,
     ControllerRegistration,
     PartitionState,
     ProducerIdBlock,
@@ -208,6 +209,28 @@ class ZkClient:
         except NoNodeError:
             return {}
         return TopicConfig.from_json(topic, data).config
+
+    def set_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
+        """Replace the topic's overrides and tell every broker (a ``/config/changes`` notification)."""
+        data = TopicConfig(dict(config)).to_json()
+        try:
+            self.kazoo.set(znodes.topic_config_path(topic), data)
+        except NoNodeError:
+            self.kazoo.create(znodes.topic_config_path(topic), data, makepath=True)
+        notification = ConfigChangeNotification(f"topics/{topic}").to_json()
+        self.kazoo.create(f"{znodes.CONFIG_CHANGES}/config_change_", notification, sequence=True)
+
+    def config_changes(self, watch: Callable[..., object] | None = None) -> list[str]:
+        """The change notifications' names (``config_change_<10-digit seq>``), oldest first."""
+        return sorted(self.kazoo.get_children(znodes.CONFIG_CHANGES, watch=watch))
+
+    def config_change(self, name: str) -> str | None:
+        """The entity path (``topics/<topic>``) a notification names; None when it was purged meanwhile."""
+        try:
+            data, _ = self.kazoo.get(f"{znodes.CONFIG_CHANGES}/{name}")
+        except NoNodeError:
+            return None
+        return ConfigChangeNotification.from_json(data).entity_path
 
     def mark_topic_for_deletion(self, topic: str) -> None:
         """``/admin/delete_topics/<topic>``: asks the controller to delete the topic (idempotent)."""
