@@ -180,10 +180,11 @@ class Broker:
         thread, self._thread = self._thread, None
         if thread is None:
             return
+        loop = self._loop
         self._request_stop()
         thread.join(timeout)
         if thread.is_alive():
-            raise RuntimeError(f"the broker thread did not stop within {timeout} s")
+            raise RuntimeError(f"the broker thread did not stop within {timeout} s; {_pending(loop)}")
 
     def __enter__(self) -> Broker:
         return self.start_in_thread()
@@ -362,6 +363,19 @@ class Injections:
         if injected is None or injected.error is None:
             return None
         return error_response(key, request, injected.error)
+
+
+def _pending(loop: asyncio.AbstractEventLoop | None) -> str:
+    """What a stuck broker loop is still running (its tasks and where each waits), for the error message."""
+    if loop is None or loop.is_closed():
+        return "its event loop is gone"
+    tasks = asyncio.all_tasks(loop)
+    where = []
+    for task in tasks:
+        frames = task.get_stack()
+        place = f"{frames[-1].f_code.co_filename}:{frames[-1].f_lineno}" if frames else "?"
+        where.append(f"{task.get_name()} at {place}")
+    return f"pending tasks: {', '.join(sorted(where)) or 'none'}"
 
 
 def _check_count(count: int | None) -> int | None:

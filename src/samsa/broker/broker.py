@@ -36,6 +36,8 @@ from .replica_manager import ReplicaManager
 if TYPE_CHECKING:
     from samsa.coordinator import CoordinatorConfig, GroupCoordinator
 
+    from .zk_broker import ZkBroker
+
 log = logging.getLogger(__name__)
 
 SCHEDULER_TICK_S = 1.0
@@ -88,11 +90,23 @@ class KafkaServer:
         self._scheduler: asyncio.Task[None] | None = None
         self._started = False
         self._coordinator_failure_logged = -TASK_FAILURE_LOG_INTERVAL_MS
+        self.zk_broker: ZkBroker | None = None
+        if config.get("zookeeper.connect"):
+            from .zk_broker import ZkBroker  # cluster mode only: the single broker never imports kazoo
+
+            self.zk_broker = ZkBroker(self)
 
     async def start(self) -> None:
+        if self.zk_broker is not None:
+            stored = _stored_cluster_id(self.config.log_dirs)
+            self.cluster_id = await self.zk_broker.connect(
+                stored, self.config.get("cluster.id") or self.cluster_id
+            )
+            self.log_manager.cluster_id = self.cluster_id
         self.log_manager.startup()
         self._started = True
-        self.replica_manager.startup()
+        if self.zk_broker is None:
+            self.replica_manager.startup()  # alone: lead every partition on disk; in a cluster the controller says
         if self._group_coordinator is None and self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC):
             self._group_coordinator = self._create_group_coordinator()  # to rebuild the groups stored there
         if self._group_coordinator is not None:
@@ -106,6 +120,8 @@ class KafkaServer:
             self._servers.append(server)
             self.bound_addresses.append((name, bound_host, bound_port))
         self._scheduler = asyncio.create_task(self._run_scheduler(), name="samsa-scheduler")
+        if self.zk_broker is not None:
+            await self.zk_broker.register()
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -135,6 +151,16 @@ class KafkaServer:
         _, host, port = self.bound_addresses[0]
         return host or "127.0.0.1", port
 
+    def registered_addresses(self) -> list[tuple[str, str, int]]:
+        """(listener, host, port) other brokers and clients are told: advertised.listeners, else what is bound
+        (a wildcard host as 127.0.0.1)."""
+        if self.config.get("advertised.listeners"):
+            return self.config.advertised_addresses
+        return [
+            (name, host if host not in ("", "0.0.0.0", "::") else "127.0.0.1", port)
+            for name, host, port in self.bound_addresses
+        ]
+
     async def stop(self) -> list[str]:
         """Stop listening, then flush, checkpoint and close every log. Returns what could not be made durable
         (empty: a clean shutdown, ``.kafka_cleanshutdown`` written); never raises for a failing disk."""
@@ -143,6 +169,11 @@ class KafkaServer:
             await asyncio.gather(self._scheduler, return_exceptions=True)
             self._scheduler = None
         problems: list[str] = []
+        if self.zk_broker is not None:
+            try:
+                await self.zk_broker.stop()  # the controller sees this broker leave at once
+            except Exception as exc:  # a lost ZooKeeper must not keep the logs from closing cleanly
+                log.warning("leaving ZooKeeper failed: %s", exc)
         try:
             if self._group_coordinator is not None:
                 self._group_coordinator.shutdown()

@@ -145,7 +145,16 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("broker.rack", S, None),
     ConfigKey("cluster.id", S, None),
     ConfigKey("zookeeper.connect", S, None),
-    ConfigKey("zookeeper.session.timeout.ms", INT, 18000),
+    ConfigKey("zookeeper.session.timeout.ms", INT, 18000, minimum=1),
+    ConfigKey(
+        "zookeeper.connection.timeout.ms", INT, None, minimum=1, doc="default: zookeeper.session.timeout.ms"
+    ),
+    ConfigKey(
+        "inter.broker.listener.name",
+        S,
+        None,
+        doc="the listener brokers reach each other on (default: the first)",
+    ),
     ConfigKey("log.segment.bytes", INT, 1073741824, minimum=14, topic_key="segment.bytes"),
     ConfigKey("log.roll.ms", L, None, minimum=1),
     ConfigKey("log.roll.hours", INT, 168, minimum=1),

@@ -37,13 +37,7 @@ def run_forever(config: KafkaConfig, *, use_uvloop: bool = False) -> int:
 
 
 def warn_unavailable_modes(config: KafkaConfig) -> None:
-    """Settings that ask for what this broker cannot do yet: it says so and runs as a single broker."""
-    if config.get("zookeeper.connect"):
-        log.warning(
-            "zookeeper.connect=%s is set, but cluster mode is not available yet: "
-            "this broker runs alone with its local metadata and does not connect to ZooKeeper",
-            config.get("zookeeper.connect"),
-        )
+    """Settings that ask for what this broker cannot do yet: it says so and runs without them."""
     controllers = sorted(
         name
         for name in config.controller_listener_names

@@ -40,6 +40,45 @@ def topic_id(topic: str) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_URL, "samsa-topic:" + topic)
 
 
+def check_new_topic(
+    broker: KafkaServer,
+    topic: str,
+    partitions: int,
+    replication_factor: int,
+    configs: Mapping[str, str],
+    brokers: int,
+) -> tuple[AdminResult, int, int]:
+    """Kafka's checks of a CreateTopics entry against ``brokers`` live brokers: the result (OK when it may be
+    created) with the partition count and replication factor after defaults (-1) are applied."""
+    try:
+        validate_topic(topic)
+    except InvalidTopicError as exc:
+        return AdminResult(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)), partitions, replication_factor
+    if partitions == -1:
+        partitions = int(broker.config.get("num.partitions"))
+    if replication_factor == -1:
+        replication_factor = int(broker.config.get("default.replication.factor"))
+    if partitions < 1:
+        result = AdminResult(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    elif replication_factor < 1:
+        result = AdminResult(
+            ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+        )
+    elif replication_factor > brokers:
+        result = AdminResult(
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
+            f"{replication_factor} cannot be reached because only {brokers} broker(s) are registered.",
+        )
+    else:
+        try:
+            broker.log_manager.default_config.with_overrides(configs)
+            result = OK
+        except InvalidConfigError as exc:
+            result = AdminResult(ErrorCode.INVALID_CONFIG, str(exc))
+    return result, partitions, replication_factor
+
+
 def create_topic(
     broker: KafkaServer,
     topic: str,
@@ -50,32 +89,13 @@ def create_topic(
     validate_only: bool = False,
 ) -> AdminResult:
     manager = broker.log_manager
-    try:
-        validate_topic(topic)
-    except InvalidTopicError as exc:
-        return AdminResult(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc))
     if manager.partitions_of(topic):
         return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
-    if partitions == -1:
-        partitions = int(broker.config.get("num.partitions"))
-    if replication_factor == -1:
-        replication_factor = int(broker.config.get("default.replication.factor"))
-    if partitions < 1:
-        return AdminResult(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-    if replication_factor < 1:
-        return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
-    if replication_factor > 1:
-        return AdminResult(
-            ErrorCode.INVALID_REPLICATION_FACTOR,
-            f"Unable to replicate the partition {replication_factor} time(s): The target replication factor of "
-            f"{replication_factor} cannot be reached because only 1 broker(s) are registered.",
-        )
-    try:
-        manager.default_config.with_overrides(configs)
-    except InvalidConfigError as exc:
-        return AdminResult(ErrorCode.INVALID_CONFIG, str(exc))
-    if validate_only:
-        return OK
+    checked, partitions, _ = check_new_topic(
+        broker, topic, partitions, replication_factor, configs, brokers=1
+    )
+    if not checked.ok or validate_only:
+        return checked
     try:
         logs = manager.create_topic(topic, partitions, dict(configs))
     except TopicExistsError as exc:

@@ -4,6 +4,9 @@ Each topic key is reported with its source, as Kafka reports it: DYNAMIC_TOPIC_C
 STATIC_BROKER_CONFIG when the broker's ``server.properties`` set the matching ``log.*`` key, DEFAULT_CONFIG
 otherwise. Changes are validated as a whole before any is stored, then applied to the topic's open logs at once
 (retention, segment size and the rest take effect on the next append or retention pass).
+
+In cluster mode a topic's overrides live in ZooKeeper (``/config/topics/<topic>``): any broker describes them from
+there, and a change is written there with a change notification that every broker applies to the logs it holds.
 """
 
 from __future__ import annotations
@@ -56,12 +59,30 @@ BROKER_KEY_FOR_TOPIC_KEY.update(
 )
 
 
-def describe_topic(broker: KafkaServer, topic: str) -> list[tuple[str, str | None, ConfigSource]]:
-    """(key, value, source) for every topic-level key, sorted by key."""
+async def topic_overrides(broker: KafkaServer, topic: str) -> dict[str, str] | None:
+    """The topic's own overrides; None when there is no such topic."""
+    zk_broker = broker.zk_broker
+    if zk_broker is None:
+        manager = broker.log_manager
+        return manager.topic_overrides(topic) if manager.partitions_of(topic) else None
+    if not zk_broker.metadata.partitions_of(topic):
+        return None
+    return await zk_broker.topic_overrides(topic)
+
+
+def effective_config(broker: KafkaServer, overrides: Mapping[str, str]) -> dict[str, str]:
+    """Every topic-level key's value for a topic with these overrides."""
     manager = broker.log_manager
-    overrides = manager.topic_overrides(topic)
+    config = manager.default_config.with_overrides(overrides) if overrides else manager.default_config
+    return config.to_properties()
+
+
+def describe_topic(
+    broker: KafkaServer, overrides: Mapping[str, str]
+) -> list[tuple[str, str | None, ConfigSource]]:
+    """(key, value, source) for every topic-level key of a topic with these overrides, sorted by key."""
     rows: list[tuple[str, str | None, ConfigSource]] = []
-    for key, value in sorted(manager.topic_config(topic).to_properties().items()):
+    for key, value in sorted(effective_config(broker, overrides).items()):
         if key in overrides:
             source = ConfigSource.DYNAMIC_TOPIC_CONFIG
         elif broker.config.is_explicit(BROKER_KEY_FOR_TOPIC_KEY.get(key, "")):
@@ -70,12 +91,6 @@ def describe_topic(broker: KafkaServer, topic: str) -> list[tuple[str, str | Non
             source = ConfigSource.DEFAULT_CONFIG
         rows.append((key, value, source))
     return rows
-
-
-def topic_overrides_and_effective(broker: KafkaServer, topic: str) -> tuple[dict[str, str], dict[str, str]]:
-    """A topic's own overrides, and every topic-level key's effective value."""
-    manager = broker.log_manager
-    return manager.topic_overrides(topic), manager.topic_config(topic).to_properties()
 
 
 def describe_broker(broker: KafkaServer) -> list[tuple[str, str | None, ConfigSource]]:
@@ -90,16 +105,20 @@ def describe_broker(broker: KafkaServer) -> list[tuple[str, str | None, ConfigSo
     return rows
 
 
-def replace_topic_overrides(
+async def replace_topic_overrides(
     broker: KafkaServer, topic: str, overrides: Mapping[str, str], *, validate_only: bool
 ) -> tuple[ErrorCode, str | None]:
-    manager = broker.log_manager
-    if not manager.partitions_of(topic):
+    if await topic_overrides(broker, topic) is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist."
+    manager = broker.log_manager
     try:
         manager.default_config.with_overrides(overrides)
     except InvalidConfigError as exc:
         return ErrorCode.INVALID_CONFIG, str(exc)
-    if not validate_only:
+    if validate_only:
+        return ErrorCode.NONE, None
+    if broker.zk_broker is not None:
+        await broker.zk_broker.set_topic_overrides(topic, dict(overrides))
+    else:
         manager.update_topic_config(topic, dict(overrides))
     return ErrorCode.NONE, None

@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "console-consumer": "console_consumer:console_consumer",
     "log-dirs": "log_dirs:log_dirs",
     "consumer-groups": "consumer_groups:consumer_groups",
+    "cluster": "cluster:cluster",
 }
 
 

@@ -184,8 +184,8 @@ class BrokerConnection:
         self._fail(KafkaError(f"connection to broker {self.address} was closed"))
         if self._read_task is not None:
             self._read_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._read_task
+            # wait() leaves the reader's own CancelledError in it, yet lets a cancellation of the caller through
+            await asyncio.wait([self._read_task])
         if self._writer is not None:
             self._writer.close()
             with contextlib.suppress(Exception):

@@ -46,6 +46,7 @@ HANDLERS: dict[int, Handler] = {
         _served(1, "fetch", 4, 12),
         _served(2, "list_offsets", 1, 7),
         _served(3, "metadata", 0, 12),
+        _served(6, "update_metadata", 0, 8),  # from the controller (cluster mode)
         _served(8, "offset_commit", 0, 8),
         _served(9, "offset_fetch", 0, 8),
         _served(10, "find_coordinator", 0, 4),
@@ -67,6 +68,7 @@ HANDLERS: dict[int, Handler] = {
         _served(42, "delete_groups", 0, 2),
         _served(44, "incremental_alter_configs", 0, 1),
         _served(47, "offset_delete", 0, 0),
+        _served(56, "alter_partition", 0, 3),  # to the controller (cluster mode)
         _served(60, "describe_cluster", 0, 1),
     )
 }

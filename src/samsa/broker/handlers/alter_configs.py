@@ -25,7 +25,7 @@ async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConf
             )
         else:
             overrides = {c.name: c.value for c in resource.configs if c.value is not None}
-            code, message = replace_topic_overrides(
+            code, message = await replace_topic_overrides(
                 ctx.broker, resource.resource_name, overrides, validate_only=request.validate_only
             )
         responses.append(

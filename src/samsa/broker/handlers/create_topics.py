@@ -55,6 +55,14 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             partitions = len(topic.assignments)
             replication = len(topic.assignments[0].broker_ids)
         configs = {c.name: c.value for c in topic.configs if c.value is not None}
+        if ctx.broker.zk_broker is not None:
+            placement = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
+            results.append(
+                await _create_in_cluster(
+                    ctx, request, topic.name, partitions, replication, configs, placement
+                )
+            )
+            continue
         outcome = topic_admin.create_topic(
             ctx.broker, topic.name, partitions, replication, configs, validate_only=request.validate_only
         )
@@ -70,6 +78,44 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             )
         )
     return CreateTopicsResponse(topics=results)
+
+
+async def _create_in_cluster(
+    ctx: RequestContext,
+    request: CreateTopicsRequest,
+    name: str,
+    partitions: int,
+    replication: int,
+    configs: dict[str, str],
+    placement: dict[int, list[int]] | None,
+) -> CreatableTopicResult:
+    """Cluster mode: write the topic to ZooKeeper, then wait (up to the request's timeout) for its leaders."""
+    from .. import cluster_admin  # cluster mode only
+
+    zk_broker = ctx.broker.zk_broker
+    assert zk_broker is not None
+    outcome = await cluster_admin.create_topic(
+        ctx.broker,
+        zk_broker,
+        name,
+        partitions,
+        replication,
+        configs,
+        placement=placement,
+        validate_only=request.validate_only,
+    )
+    waited = outcome.ok and not request.validate_only
+    if waited and not await cluster_admin.wait_for_leaders(zk_broker, name, request.timeout_ms):
+        outcome = topic_admin.AdminResult(ErrorCode.REQUEST_TIMED_OUT, "Leaders were not elected in time.")
+    known = zk_broker.metadata.partitions_of(name)
+    return CreatableTopicResult(
+        name=name,
+        topic_id=zk_broker.metadata.topic_ids.get(name, topic_admin.topic_id(name)),
+        error_code=outcome.error,
+        error_message=outcome.message,
+        num_partitions=len(known) if known else -1,
+        replication_factor=len(known[0].replicas) if known else -1,
+    )
 
 
 def _partitions_requested(ctx: RequestContext, request: CreateTopicsRequest) -> int:

@@ -20,6 +20,7 @@ from ..topic_configs import (
     ResourceType,
     describe_broker,
     describe_topic,
+    topic_overrides,
 )
 
 
@@ -29,7 +30,8 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
         rows: list[tuple[str, str | None, ConfigSource]]
         wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
         if resource.resource_type == ResourceType.TOPIC:
-            if not ctx.broker.replica_manager.partitions_of(resource.resource_name):
+            overrides = await topic_overrides(ctx.broker, resource.resource_name)
+            if overrides is None:
                 results.append(
                     _error(
                         resource.resource_type,
@@ -39,7 +41,7 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
                     )
                 )
                 continue
-            rows = list(describe_topic(ctx.broker, resource.resource_name))
+            rows = describe_topic(ctx.broker, overrides)
         elif resource.resource_type == ResourceType.BROKER:
             if resource.resource_name not in ("", str(ctx.broker.node_id)):
                 results.append(

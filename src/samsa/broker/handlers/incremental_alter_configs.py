@@ -11,7 +11,7 @@ from samsa.protocol.messages.incremental_alter_configs import (
 )
 
 from ..context import RequestContext
-from ..topic_configs import ResourceType, replace_topic_overrides, topic_overrides_and_effective
+from ..topic_configs import ResourceType, effective_config, replace_topic_overrides, topic_overrides
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LIST_KEYS = frozenset(
@@ -24,7 +24,7 @@ async def handle(
 ) -> IncrementalAlterConfigsResponse:
     responses = []
     for resource in request.resources:
-        code, message = _alter(
+        code, message = await _alter(
             ctx, resource.resource_type, resource.resource_name, resource.configs, request.validate_only
         )
         responses.append(
@@ -33,12 +33,15 @@ async def handle(
     return IncrementalAlterConfigsResponse(responses=responses)
 
 
-def _alter(
+async def _alter(
     ctx: RequestContext, resource_type: int, topic: str, configs: list[AlterableConfig], validate_only: bool
 ) -> tuple[ErrorCode, str | None]:
     if resource_type != ResourceType.TOPIC:
         return ErrorCode.INVALID_REQUEST, "only topic configurations can be altered on this broker"
-    overrides, effective = topic_overrides_and_effective(ctx.broker, topic)
+    overrides = await topic_overrides(ctx.broker, topic)
+    if overrides is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist."
+    effective = effective_config(ctx.broker, overrides)
     for config in configs:
         if config.config_operation == SET:
             if config.value is None:
@@ -58,4 +61,4 @@ def _alter(
             overrides[config.name] = ",".join(current)
         else:
             return ErrorCode.INVALID_REQUEST, f"unknown config operation {config.config_operation}"
-    return replace_topic_overrides(ctx.broker, topic, overrides, validate_only=validate_only)
+    return await replace_topic_overrides(ctx.broker, topic, overrides, validate_only=validate_only)

@@ -3,7 +3,8 @@
 Without a transactional id Kafka always answers with a fresh producer id at epoch 0, whatever id and epoch the
 request carries (a producer that wants a new epoch for the same id bumps it itself and starts its sequences at 0;
 the partition's producer state accepts that). Ids come from ``ProducerIdManager``: unique for this broker across
-restarts, so they never collide with producer ids still in the logs. Sequence checking per partition (duplicates,
+restarts, so they never collide with producer ids still in the logs; in cluster mode from ZooKeeper's
+``/latest_producer_id_block``, unique across the cluster. Sequence checking per partition (duplicates,
 gaps, stale epochs) is ``samsa.storage.producer_state``. Transactional ids are refused until transactions exist.
 """
 
@@ -18,6 +19,6 @@ from ..context import RequestContext
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         return InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    return InitProducerIdResponse(
-        error_code=ErrorCode.NONE, producer_id=ctx.broker.producer_ids.next_id(), producer_epoch=0
-    )
+    zk_broker = ctx.broker.zk_broker
+    producer_id = await zk_broker.next_producer_id() if zk_broker else ctx.broker.producer_ids.next_id()
+    return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)

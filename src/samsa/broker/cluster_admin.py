@@ -1,0 +1,172 @@
+"""Creating topics in cluster mode: any broker writes the new topic to ZooKeeper; the controller does the rest.
+
+As Kafka's ZooKeeper admin client: Kafka's checks (:func:`topic_admin.check_new_topic`, against the live brokers
+of the metadata cache), replicas placed by :func:`samsa.cluster.assignment.assign_replicas` (rack-aware when the
+brokers have racks), a random topic id, the config znode before the assignment znode. The controller sees the new
+topic, elects leaders and tells the replicas (LeaderAndIsr) and every broker (UpdateMetadata).
+:func:`wait_for_leaders` lets CreateTopics answer once the partitions have leaders, up to the request's timeout.
+
+Event-loop thread only; ZooKeeper calls run in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from samsa.cluster.assignment import AssignmentError, assign_replicas
+from samsa.cluster.zk_client import TopicExistsError
+from samsa.cluster.znodes import TopicAssignment
+from samsa.protocol import ErrorCode
+
+from .topic_admin import OK, AdminResult, check_new_topic
+
+if TYPE_CHECKING:
+    from .broker import KafkaServer
+    from .zk_broker import ZkBroker
+
+WAIT_STEP_S = 0.02
+
+
+async def create_topic(
+    broker: KafkaServer,
+    zk_broker: ZkBroker,
+    topic: str,
+    partitions: int,
+    replication_factor: int,
+    configs: Mapping[str, str],
+    *,
+    placement: Mapping[int, list[int]] | None = None,
+    validate_only: bool = False,
+) -> AdminResult:
+    """Write ``topic`` to ZooKeeper with Kafka's placement (or the request's own ``placement``: partition ->
+    broker ids), or say why not (Kafka's error codes)."""
+    if zk_broker.metadata.partitions_of(topic):
+        return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
+    alive = zk_broker.metadata.alive_brokers()
+    checked, partitions, replication_factor = check_new_topic(
+        broker, topic, partitions, replication_factor, configs, brokers=len(alive)
+    )
+    if not checked.ok:
+        return checked
+    if placement is not None:
+        wrong = _check_placement(placement, {node.broker_id for node in alive})
+        if wrong is not None:
+            return AdminResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT, wrong)
+    else:
+        try:
+            placement = assign_replicas(
+                {node.broker_id: node.rack for node in alive},
+                partitions,
+                replication_factor,
+                rng=broker.clock.random(),
+            )
+        except AssignmentError as exc:
+            return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
+    if validate_only:
+        return OK
+    topic_id = base64.urlsafe_b64encode(uuid.UUID(int=broker.clock.random().getrandbits(128)).bytes)
+    assignment = TopicAssignment(
+        {p: tuple(replicas) for p, replicas in placement.items()}, topic_id.decode().rstrip("=")
+    )
+    try:
+        await asyncio.to_thread(
+            zk_broker.zk.create_topic, topic, assignment, {k: str(v) for k, v in configs.items()}
+        )
+    except TopicExistsError as exc:
+        return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc))
+    return OK
+
+
+async def add_partitions(
+    broker: KafkaServer, zk_broker: ZkBroker, topic: str, total: int, *, validate_only: bool = False
+) -> AdminResult:
+    """Grow ``topic`` to ``total`` partitions, the new ones placed as Kafka places them (start index: where the
+    topic's partition 0 leads, numbering on from the existing partitions)."""
+    current = await asyncio.to_thread(zk_broker.zk.topic_assignment, topic)
+    if current is None:
+        return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
+    count = len(current.partitions)
+    if total <= count:
+        message = (
+            f"Topic already has {count} partitions."
+            if total == count
+            else f"Topic currently has {count} partitions, which is higher than the requested {total}."
+        )
+        return AdminResult(ErrorCode.INVALID_PARTITIONS, message)
+    alive = {node.broker_id: node.rack for node in zk_broker.metadata.alive_brokers()}
+    replication = len(current.partitions[0])
+    ordered = sorted(alive)
+    first = current.partitions[0][0]
+    start = ordered.index(first) if first in ordered else None
+    try:
+        added = assign_replicas(
+            alive,
+            total - count,
+            replication,
+            start_index=start,
+            first_partition=count,
+            rng=broker.clock.random(),
+        )
+    except AssignmentError as exc:
+        return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
+    if validate_only:
+        return OK
+    partitions = {**current.partitions, **{p: tuple(r) for p, r in added.items()}}
+    grown = TopicAssignment(partitions, current.topic_id, current.adding_replicas, current.removing_replicas)
+    await asyncio.to_thread(zk_broker.zk.set_topic_assignment, topic, grown)
+    await _wait(lambda: len(zk_broker.metadata.partitions_of(topic)) >= total, 5_000)
+    return OK
+
+
+async def delete_topic(broker: KafkaServer, zk_broker: ZkBroker, topic: str, timeout_ms: int) -> AdminResult:
+    """Ask the controller to delete ``topic``; wait up to ``timeout_ms`` for this broker to see it gone."""
+    if not zk_broker.metadata.partitions_of(topic):
+        return AdminResult(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        )
+    if not broker.config.get("delete.topic.enable"):
+        return AdminResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+    await asyncio.to_thread(zk_broker.zk.mark_topic_for_deletion, topic)
+    if not await _wait(lambda: not zk_broker.metadata.partitions_of(topic), timeout_ms):
+        return AdminResult(ErrorCode.REQUEST_TIMED_OUT, f"Topic '{topic}' is being deleted.")
+    return OK
+
+
+def _check_placement(placement: Mapping[int, list[int]], alive: set[int]) -> str | None:
+    """Why an explicit replica assignment cannot be used (None: it can)."""
+    if sorted(placement) != list(range(len(placement))):
+        return "Partitions of the replica assignment must be numbered 0 .. n-1."
+    sizes = {len(replicas) for replicas in placement.values()}
+    if len(sizes) != 1:
+        return "All partitions must have the same number of replicas."
+    for partition, replicas in placement.items():
+        if len(set(replicas)) != len(replicas):
+            return f"Duplicate brokers in the replica assignment of partition {partition}: {replicas}."
+        unknown = sorted(set(replicas) - alive)
+        if unknown:
+            return f"Unknown or offline brokers {unknown} in the replica assignment of partition {partition}."
+    return None
+
+
+async def wait_for_leaders(zk_broker: ZkBroker, topic: str, timeout_ms: int) -> bool:
+    """Whether every partition of ``topic`` has a leader in this broker's metadata within ``timeout_ms``."""
+
+    def elected() -> bool:
+        partitions = zk_broker.metadata.partitions_of(topic)
+        return bool(partitions) and all(p.leader >= 0 for p in partitions)
+
+    return await _wait(elected, timeout_ms)
+
+
+async def _wait(done: Callable[[], bool], timeout_ms: int) -> bool:
+    """Whether ``done()`` holds within ``timeout_ms`` (checked every few milliseconds on the event loop)."""
+    deadline = asyncio.get_running_loop().time() + max(timeout_ms, 0) / 1000
+    while not done():
+        if asyncio.get_running_loop().time() >= deadline:
+            return False
+        await asyncio.sleep(WAIT_STEP_S)
+    return True

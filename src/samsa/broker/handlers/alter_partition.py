@@ -1,0 +1,18 @@
+"""AlterPartition (56): a leader asks the controller to change a partition's ISR (cluster mode).
+
+Served by the controller; any other broker answers NOT_CONTROLLER so the leader retries with the new controller.
+"""
+
+from __future__ import annotations
+
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+
+from ..context import RequestContext
+
+
+async def handle(ctx: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
+    zk_broker = ctx.broker.zk_broker
+    if zk_broker is None or not zk_broker.controller.is_active:
+        return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
+    return await zk_broker.controller.alter_partition(request)

@@ -1,0 +1,54 @@
+"""UpdateMetadata (6): the controller tells this broker the live brokers and partition states (cluster mode).
+
+Fenced as Kafka does: an older controller epoch than the newest seen is STALE_CONTROLLER_EPOCH, a broker epoch
+older than this broker's registration STALE_BROKER_EPOCH (-1: any). A broker without ``zookeeper.connect`` has no
+controller and answers STALE_CONTROLLER_EPOCH to any.
+"""
+
+from __future__ import annotations
+
+from samsa.cluster.metadata_cache import BrokerNode, PartitionInfo
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.update_metadata import (
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+from samsa.topic_partition import TopicPartition
+
+from ..context import RequestContext
+
+
+async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+    zk_broker = ctx.broker.zk_broker
+    if zk_broker is None or request.controller_epoch < zk_broker.metadata.controller_epoch:
+        return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+    if 0 <= request.broker_epoch < zk_broker.broker_epoch:
+        return UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+    cache = zk_broker.metadata
+    cache.set_brokers(
+        request.controller_id,
+        request.controller_epoch,
+        [
+            BrokerNode(b.id, {e.listener: (e.host, e.port) for e in b.endpoints}, b.rack or None)
+            for b in request.live_brokers
+        ],
+    )
+    for state in request.ungrouped_partition_states:
+        cache.set_partition(_info(state.topic_name, state))
+    for topic in request.topic_states:
+        for state in topic.partition_states:
+            cache.set_partition(_info(topic.topic_name, state), topic.topic_id)
+    return UpdateMetadataResponse(error_code=ErrorCode.NONE)
+
+
+def _info(topic: str, state: UpdateMetadataPartitionState) -> PartitionInfo:
+    return PartitionInfo(
+        TopicPartition(topic, state.partition_index),
+        state.leader,
+        state.leader_epoch,
+        tuple(state.replicas),
+        tuple(state.isr),
+        tuple(state.offline_replicas),
+        state.zk_version,
+    )

@@ -1,0 +1,114 @@
+"""``samsa cluster up|down|status``: a ZooKeeper and N brokers on this machine (:mod:`samsa.cluster.local`).
+
+samsa cluster up --brokers 3          # prints the bootstrap servers; the processes keep running
+samsa cluster status                  # brokers, controller, partitions without a full ISR
+samsa cluster down
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+DEFAULT_DIR = Path("/tmp/samsa-cluster")
+
+dir_option = click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_DIR,
+    show_default=True,
+    help="where the cluster keeps its state, log dirs and ZooKeeper data",
+)
+
+
+@click.group()
+def cluster() -> None:
+    """Run a cluster of brokers over ZooKeeper on this machine."""
+
+
+@cluster.command()
+@click.option("--brokers", type=click.IntRange(1, 64), default=3, show_default=True)
+@click.option("--zookeeper", metavar="HOST:PORT[/CHROOT]", help="use this ZooKeeper instead of starting one")
+@click.option(
+    "--port",
+    "base_port",
+    type=click.IntRange(0, 65535),
+    default=9092,
+    show_default=True,
+    help="broker 1 listens on this port, broker 2 on the next... (0: free ports)",
+)
+@click.option(
+    "--override", "overrides", multiple=True, metavar="KEY=VALUE", help="a broker property (repeatable)"
+)
+@dir_option
+def up(
+    brokers: int, zookeeper: str | None, base_port: int, overrides: tuple[str, ...], directory: Path
+) -> None:
+    """Start ZooKeeper (unless --zookeeper) and the brokers; print the bootstrap servers."""
+    from samsa.cluster.local import STATE_FILE, ClusterError, LocalCluster
+
+    if (directory / STATE_FILE).exists():
+        raise click.ClickException(
+            f"a cluster is already up in {directory}: `samsa cluster down --dir {directory}`"
+        )
+    config = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--override")
+        config[key.strip()] = value
+    try:
+        local = LocalCluster(directory, zookeeper=zookeeper, broker_config=config).up(
+            brokers, base_port=base_port
+        )
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"ZooKeeper: {local.zookeeper_connect}")
+    for broker in local.brokers:
+        click.echo(
+            f"broker {broker.broker_id}: {broker.address} (pid {broker.pid}, logs in {directory}/broker-{broker.broker_id})"
+        )
+    click.echo(f"bootstrap servers: {local.bootstrap_servers}")
+
+
+@cluster.command()
+@dir_option
+def down(directory: Path) -> None:
+    """Stop the brokers (a clean stop), then ZooKeeper if `up` started it."""
+    from samsa.cluster.local import ClusterError, LocalCluster
+
+    try:
+        local = LocalCluster.find(directory)
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    started_zookeeper = local.started_zookeeper
+    local.down()
+    click.echo(f"stopped {len(local.brokers)} brokers" + (" and ZooKeeper" if started_zookeeper else ""))
+
+
+@cluster.command()
+@dir_option
+def status(directory: Path) -> None:
+    """Brokers, the controller, and partitions whose ISR is not every replica."""
+    from samsa.cluster.local import ClusterError, LocalCluster
+    from samsa.cluster.status import cluster_status
+
+    try:
+        local = LocalCluster.find(directory)
+        report = cluster_status(local.zookeeper_connect)
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    for broker in local.brokers:
+        alive = broker.broker_id in report.live
+        state = "up" if alive else ("down" if not broker.pid else "not registered")
+        marker = " (controller)" if broker.broker_id == report.controller else ""
+        click.echo(f"broker {broker.broker_id}: {broker.address} {state}{marker}")
+    click.echo(f"topics: {report.topics}, partitions: {report.partitions}")
+    if not report.under_replicated:
+        click.echo("every partition has its full ISR")
+    for tp, leader, replicas, isr in report.under_replicated:
+        click.echo(
+            f"\tTopic: {tp.topic}\tPartition: {tp.partition}\tLeader: {leader}\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}"
+        )

@@ -1,0 +1,692 @@
+"""The controller: one broker, elected through ZooKeeper, that decides leaders and ISRs and tells every broker.
+
+As Kafka's ZooKeeper-mode controller does:
+
+- **Election.** Every broker watches ``/controller``; when it is empty a broker tries to create it and bump
+  ``/controller_epoch`` in one transaction (:meth:`ZkClient.try_become_controller`). The winner's writes are fenced on
+  the epoch znode's version, so a controller that lost its session cannot overwrite its successor's decisions.
+- **Failover.** The new controller loads live brokers, assignments and partition states, sends UpdateMetadata to every
+  broker, then elects a leader for each partition without a live one and sends LeaderAndIsr to the live replicas.
+- **Brokers coming and going** (``/brokers/ids`` children): a dead broker's partitions get a new leader from the live
+  ISR (a clean election: unclean leader election is off), the dead broker leaves every ISR (never the last member:
+  with no live ISR member the partition is offline, leader -1), and each change bumps the leader epoch. A new or
+  restarted broker gets the full metadata and LeaderAndIsr for its replicas; offline partitions whose ISR member came
+  back are elected again.
+- **New topics** (``/brokers/topics`` children): each partition's leader is its first live replica in assignment
+  order, its ISR the live replicas; the state znodes are created, then LeaderAndIsr and UpdateMetadata sent.
+- **AlterPartition** from leaders: an ISR change is accepted when the leader epoch and the partition epoch (the state
+  znode's version) match the controller's; it is written with the partition epoch as the expected version.
+
+Concurrency: one event queue drained by one task on the broker's event loop (Kafka's controller-event thread).
+ZooKeeper calls block, so they run in worker threads; kazoo runs watch callbacks on its own thread and they only
+put events on the queue (``call_soon_threadsafe``). Requests to brokers go through one ordered channel per broker
+that reconnects and retries until that broker leaves the cluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kazoo.exceptions import BadVersionError
+
+from samsa.client.connection import BrokerConnection
+from samsa.client.errors import KafkaError
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResponsePartitionData,
+    AlterPartitionResponseTopicData,
+)
+from samsa.protocol.messages.leader_and_isr import (
+    LeaderAndIsrLiveLeader,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrTopicState,
+)
+from samsa.protocol.messages.stop_replica import (
+    StopReplicaPartitionState,
+    StopReplicaRequest,
+    StopReplicaTopicState,
+)
+from samsa.protocol.messages.update_metadata import (
+    UpdateMetadataBroker,
+    UpdateMetadataEndpoint,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataTopicState,
+)
+from samsa.topic_partition import TopicPartition
+
+from .metadata_cache import LEADER_DELETED, NO_LEADER
+from .zk_client import ControllerEpoch, ControllerMovedError, ZkClient
+from .znodes import BrokerRegistration, PartitionState, TopicAssignment
+
+__all__ = ["Controller", "topic_uuid"]
+
+log = logging.getLogger(__name__)
+
+LEADER_AND_ISR = 4
+STOP_REPLICA = 5
+UPDATE_METADATA = 6
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+CHANNEL_RETRY_BACKOFF_S = 0.1
+# The oldest versions the controller sends: partition states grouped by topic, with topic ids (Kafka 2.8+).
+MIN_LEADER_AND_ISR_VERSION = 5
+MIN_UPDATE_METADATA_VERSION = 7
+MIN_STOP_REPLICA_VERSION = 3
+
+_T = TypeVar("_T")
+
+
+def topic_uuid(topic_id: str | None) -> uuid.UUID:
+    """A topic id as ZooKeeper holds it (Kafka's URL-safe base64 of 16 bytes, unpadded) as a UUID; zero if none."""
+    if not topic_id:
+        return uuid.UUID(int=0)
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
+
+
+@dataclass(slots=True)
+class _Partition:
+    replicas: tuple[int, ...]
+    state: PartitionState | None = None
+    partition_epoch: int = -1
+
+
+def _at_least(message: Any, minimum: int) -> Callable[[int], Any]:
+    """A request builder for :class:`BrokerChannel`: ``message`` as it is, for any version from ``minimum`` on."""
+
+    def build(version: int) -> Any:
+        if version < minimum:
+            raise ValueError(
+                f"{type(message).__name__} needs version {minimum} or later, the broker has {version}"
+            )
+        return message
+
+    return build
+
+
+class BrokerChannel:
+    """Requests from the controller to one broker, sent in order; each is retried (reconnecting) until it is
+    answered or the channel is closed because the broker left. Event-loop thread only."""
+
+    def __init__(self, registration: BrokerRegistration, listener: str, client_id: str) -> None:
+        self.registration = registration
+        endpoint = next(
+            (e for e in registration.endpoints if e.listener == listener), registration.endpoints[0]
+        )
+        self.host, self.port = endpoint.host, endpoint.port
+        self._client_id = client_id
+        self._queue: asyncio.Queue[tuple[Callable[[int], Any], int]] = asyncio.Queue()
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"controller-channel-{self.host}"
+        )
+
+    def send(self, build: Callable[[int], Any], api_key: int) -> None:
+        """Queue a request; ``build(version)`` makes it for the version the broker and we share."""
+        self._queue.put_nowait((build, api_key))
+
+    async def _run(self) -> None:
+        connection: BrokerConnection | None = None
+        while True:
+            build, api_key = await self._queue.get()
+            while True:
+                try:
+                    if connection is None or connection.closed:
+                        connection = BrokerConnection(
+                            self.host, self.port, client_id=self._client_id, request_timeout_ms=30_000
+                        )
+                        await connection.open()
+                    try:
+                        version = connection.pick_version(api_key)
+                        message = build(version)
+                    except (KafkaError, ValueError) as exc:  # not served there: retrying cannot help
+                        log.error("controller request to %s:%d dropped: %s", self.host, self.port, exc)
+                        break
+                    await connection.request(message, api_key, version)
+                    break
+                except KafkaError as exc:
+                    log.debug("controller request to %s:%d failed (%s), retrying", self.host, self.port, exc)
+                    if connection is not None:
+                        await connection.close()
+                    connection = None
+                    await asyncio.sleep(CHANNEL_RETRY_BACKOFF_S)
+
+    async def close(self) -> None:
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+class Controller:
+    """This broker's controller module: takes part in the election and, while elected, runs the cluster (module
+    doc). Event-loop thread only; ``start`` and ``stop`` from the broker."""
+
+    def __init__(self, zk: ZkClient, broker_id: int, listener: str) -> None:
+        self.zk = zk
+        self.broker_id = broker_id
+        self.listener = listener
+        self.fence: ControllerEpoch | None = None
+        self.live: dict[int, tuple[BrokerRegistration, int]] = {}
+        self.topics: dict[str, TopicAssignment] = {}
+        self.partitions: dict[TopicPartition, _Partition] = {}
+        self._channels: dict[int, BrokerChannel] = {}
+        self._events: asyncio.Queue[Callable[[], Any]] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def is_active(self) -> bool:
+        return self.fence is not None
+
+    @property
+    def epoch(self) -> int:
+        return self.fence.epoch if self.fence is not None else -1
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = self._loop.create_task(self._run(), name="samsa-controller")
+        self._put(self._elect)
+
+    async def stop(self) -> None:
+        """Resign (the ephemeral ``/controller`` goes with the ZooKeeper session the broker closes after)."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        await self._resign()
+
+    def session_lost(self) -> None:
+        """The ZooKeeper session expired: ``/controller`` is gone with it, another broker may be elected now."""
+
+        async def lost() -> None:
+            if self.is_active:
+                log.info("controller %d lost its ZooKeeper session: resigning", self.broker_id)
+                await self._resign()
+
+        lost.__name__ = "session_lost"
+        self._put(lost)
+
+    def session_renewed(self) -> None:
+        """A new session after an expiry: watches are re-set and this broker stands for election again."""
+        self._put(self._elect)
+
+    # --- the event queue -------------------------------------------------------------------------------------
+
+    def _put(self, event: Callable[[], Any]) -> None:
+        self._events.put_nowait(event)
+
+    def _watch(self, event: Callable[[], Any]) -> Callable[[object], None]:
+        """A kazoo watch (run on kazoo's thread) that queues ``event`` on the event loop."""
+        loop = self._loop
+        assert loop is not None
+
+        def fire(_: object) -> None:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self._put, event)
+
+        return fire
+
+    async def _run(self) -> None:
+        while True:
+            event = await self._events.get()
+            try:
+                await event()
+            except ControllerMovedError as exc:
+                log.info("controller epoch %d fenced off (%s): resigning", self.epoch, exc)
+                await self._resign()
+                self._put(self._elect)
+            except Exception:
+                log.exception("controller event %s failed", getattr(event, "__name__", event))
+
+    async def _zk(self, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        return await asyncio.to_thread(call, *args, **kwargs)
+
+    # --- election and failover -------------------------------------------------------------------------------
+
+    async def _elect(self) -> None:
+        current = await self._zk(self.zk.controller, watch=self._watch(self._elect))
+        if current is not None:
+            if current != self.broker_id and self.is_active:
+                log.info("broker %d is controller now: broker %d resigns", current, self.broker_id)
+                await self._resign()
+            return
+        fence = await self._zk(self.zk.try_become_controller, self.broker_id)
+        if fence is None:
+            return  # another broker won; the watch set above brings its id
+        self.fence = fence
+        log.info("broker %d is the controller (epoch %d)", self.broker_id, fence.epoch)
+        await self._failover()
+
+    async def _failover(self) -> None:
+        self.live = await self._zk(self.zk.live_brokers, watch=self._watch(self._brokers_changed))
+        self._open_channels()
+        await self._load_topics(await self._zk(self.zk.topics, watch=self._watch(self._topics_changed)))
+        self._send_update_metadata(self.live, self.partitions)
+        gone = (
+            {
+                r
+                for e in self.partitions.values()
+                if e.state is not None
+                for r in (*e.state.isr, e.state.leader)
+            }
+            - set(self.live)
+            - {NO_LEADER}
+        )
+        changed = await self._on_brokers_failed(gone) if gone else {}
+        changed.update(await self._elect_offline(self.partitions))
+        self._send_leader_and_isr(self.partitions, is_new=False)
+        self._send_update_metadata(self.live, changed)
+        await self._deletions_changed()
+
+    async def _resign(self) -> None:
+        self.fence = None
+        self.topics.clear()
+        self.partitions.clear()
+        channels, self._channels = self._channels, {}
+        for channel in channels.values():
+            await channel.close()
+
+    async def _load_topics(self, names: Iterable[str]) -> list[TopicPartition]:
+        """Read assignments and states of topics not yet known; returns their partitions."""
+        added: list[TopicPartition] = []
+        for topic in names:
+            if topic in self.topics:
+                continue
+            assignment = await self._zk(
+                self.zk.topic_assignment, topic, self._watch(self._assignment_event(topic))
+            )
+            if assignment is None:
+                continue
+            self.topics[topic] = assignment
+            for partition, replicas in sorted(assignment.partitions.items()):
+                tp = TopicPartition(topic, partition)
+                found = await self._zk(self.zk.partition_state, topic, partition)
+                entry = _Partition(replicas)
+                if found is not None:
+                    entry.state, entry.partition_epoch = found
+                self.partitions[tp] = entry
+                added.append(tp)
+        return added
+
+    # --- events while active ---------------------------------------------------------------------------------
+
+    async def _brokers_changed(self) -> None:
+        now = await self._zk(self.zk.live_brokers, watch=self._watch(self._brokers_changed))
+        if not self.is_active:
+            self.live = now
+            return
+        before, self.live = self.live, now
+        dead = {b for b in before if b not in now or now[b][1] != before[b][1]}  # a bounced broker died too
+        born = {b for b in now if b not in before or now[b][1] != before[b][1]}
+        for broker_id in dead:
+            channel = self._channels.pop(broker_id, None)
+            if channel is not None:
+                await channel.close()
+        self._open_channels()
+        if dead:
+            log.info("controller: brokers %s left", sorted(dead))
+        if born:
+            log.info("controller: brokers %s joined", sorted(born))
+        changed = await self._on_brokers_failed(dead - born) if dead - born else {}
+        changed.update(await self._elect_offline(self.partitions))
+        if born:
+            self._send_update_metadata({b: now[b] for b in born}, self.partitions)
+            theirs = {tp: p for tp, p in self.partitions.items() if set(p.replicas) & born}
+            self._send_leader_and_isr(theirs, is_new=False, only=born)
+        self._send_leader_and_isr(changed, is_new=False)
+        self._send_update_metadata(self.live, changed)
+
+    async def _topics_changed(self) -> None:
+        names = await self._zk(self.zk.topics, watch=self._watch(self._topics_changed))
+        if not self.is_active:
+            return
+        added = await self._load_topics(names)
+        if not added:
+            return
+        new = {tp: self.partitions[tp] for tp in added}
+        changed = await self._elect_offline(new)
+        self._send_leader_and_isr(changed, is_new=True)
+        self._send_update_metadata(self.live, changed)
+
+    def _assignment_event(self, topic: str) -> Callable[[], Any]:
+        async def assignment_changed() -> None:
+            await self._assignment_changed(topic)
+
+        return assignment_changed
+
+    async def _assignment_changed(self, topic: str) -> None:
+        """Partitions added to a topic (CreatePartitions): elected and announced like a new topic's."""
+        watch = self._watch(self._assignment_event(topic))
+        assignment = await self._zk(self.zk.topic_assignment, topic, watch)
+        if not self.is_active or assignment is None or topic not in self.topics:
+            return
+        self.topics[topic] = assignment
+        new: dict[TopicPartition, _Partition] = {}
+        for partition, replicas in sorted(assignment.partitions.items()):
+            tp = TopicPartition(topic, partition)
+            if tp not in self.partitions:
+                new[tp] = self.partitions[tp] = _Partition(replicas)
+        if new:
+            changed = await self._elect_offline(new)
+            self._send_leader_and_isr(changed, is_new=True)
+            self._send_update_metadata(self.live, changed)
+
+    async def _deletions_changed(self) -> None:
+        """Topics asked to be deleted (``/admin/delete_topics``): replicas told to delete their logs
+        (StopReplica), brokers told the partitions are gone (UpdateMetadata, leader -2), then the znodes go."""
+        names = await self._zk(self.zk.topics_to_delete, watch=self._watch(self._deletions_changed))
+        if not self.is_active or not names:
+            return
+        assert self.fence is not None
+        for topic in names:
+            doomed = {tp: e for tp, e in self.partitions.items() if tp.topic == topic}
+            self._send_stop_replica(doomed)
+            for entry in doomed.values():
+                if entry.state is not None:
+                    entry.state = PartitionState(LEADER_DELETED, entry.state.leader_epoch, (), self.epoch)
+            self._send_update_metadata(self.live, doomed)
+            await self._zk(self.zk.delete_topic_znodes, self.fence, topic)
+            for tp in doomed:
+                del self.partitions[tp]
+            self.topics.pop(topic, None)
+            log.info("controller: topic %s deleted (%d partitions)", topic, len(doomed))
+
+    async def _on_brokers_failed(self, dead: set[int]) -> dict[TopicPartition, _Partition]:
+        """Move leadership off dead brokers and take them out of ISRs (each change bumps the leader epoch)."""
+        changed: dict[TopicPartition, _Partition] = {}
+        for tp, entry in self.partitions.items():
+            state = entry.state
+            if state is None or not (dead & (set(state.isr) | {state.leader})):
+                continue
+            live_isr = tuple(r for r in state.isr if r in self.live)
+            if state.leader in self.live:
+                leader, isr = state.leader, live_isr
+            elif live_isr:
+                leader = next(r for r in entry.replicas if r in live_isr)
+                isr = live_isr
+            else:  # no live ISR member: offline; the last ISR member is never removed
+                leader, isr = NO_LEADER, state.isr if len(state.isr) <= 1 else (state.isr[0],)
+            await self._write_state(
+                tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, self.epoch)
+            )
+            changed[tp] = entry
+        return changed
+
+    async def _elect_offline(
+        self, partitions: dict[TopicPartition, _Partition]
+    ) -> dict[TopicPartition, _Partition]:
+        """Elect a leader for each partition that has none alive: a new partition from its live replicas, an
+        offline one from its live ISR (clean election)."""
+        changed: dict[TopicPartition, _Partition] = {}
+        for tp, entry in partitions.items():
+            state = entry.state
+            live_replicas = tuple(r for r in entry.replicas if r in self.live)
+            if state is None:
+                if not live_replicas:
+                    continue  # stays new until a replica's broker is up
+                new = PartitionState(live_replicas[0], 0, live_replicas, self.epoch)
+            elif state.leader in self.live:
+                continue
+            else:
+                live_isr = tuple(r for r in state.isr if r in self.live)
+                if not live_isr:
+                    continue  # offline until an ISR member returns (unclean election is off)
+                leader = next(r for r in entry.replicas if r in live_isr)
+                new = PartitionState(leader, state.leader_epoch + 1, live_isr, self.epoch)
+            await self._write_state(tp, entry, new)
+            changed[tp] = entry
+        return changed
+
+    async def _write_state(self, tp: TopicPartition, entry: _Partition, state: PartitionState) -> None:
+        assert self.fence is not None
+        expected = entry.partition_epoch if entry.state is not None else None
+        try:
+            version = await self._zk(
+                self.zk.write_partition_state, self.fence, tp.topic, tp.partition, state, expected
+            )
+        except BadVersionError:  # changed under us (an earlier controller's late write): re-read, then retry
+            found = await self._zk(self.zk.partition_state, tp.topic, tp.partition)
+            if found is None:
+                raise
+            entry.state, entry.partition_epoch = found
+            version = await self._zk(
+                self.zk.write_partition_state,
+                self.fence,
+                tp.topic,
+                tp.partition,
+                state,
+                entry.partition_epoch,
+            )
+        entry.state, entry.partition_epoch = state, version
+
+    # --- AlterPartition --------------------------------------------------------------------------------------
+
+    async def alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+        """A leader's ISR change, queued behind the controller's other events (Kafka's AlterPartition)."""
+        done: asyncio.Future[AlterPartitionResponse] = asyncio.get_running_loop().create_future()
+
+        async def event() -> None:
+            try:
+                done.set_result(await self._alter_partition(request))
+            except BaseException as exc:
+                done.set_exception(exc)
+                raise
+
+        event.__name__ = "alter_partition"
+        self._put(event)
+        return await done
+
+    async def _alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
+        if not self.is_active:
+            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        known = self.live.get(request.broker_id)
+        if known is None or (request.broker_epoch != -1 and request.broker_epoch != known[1]):
+            return AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+        topics = []
+        changed: dict[TopicPartition, _Partition] = {}
+        for topic in request.topics:
+            name = topic.topic_name or self._topic_by_id(topic.topic_id)
+            answers = []
+            for data in topic.partitions:
+                tp = TopicPartition(name, data.partition_index)
+                answer = await self._alter_one(
+                    tp,
+                    request.broker_id,
+                    data.leader_epoch,
+                    data.partition_epoch,
+                    tuple(data.new_isr or [s.broker_id for s in data.new_isr_with_epochs]),
+                )
+                if answer.error_code == ErrorCode.NONE:
+                    changed[tp] = self.partitions[tp]
+                answers.append(answer)
+            topics.append(
+                AlterPartitionResponseTopicData(topic_name=name, topic_id=topic.topic_id, partitions=answers)
+            )
+        self._send_update_metadata(self.live, changed)
+        return AlterPartitionResponse(topics=topics)
+
+    async def _alter_one(
+        self,
+        tp: TopicPartition,
+        leader: int,
+        leader_epoch: int,
+        partition_epoch: int,
+        new_isr: tuple[int, ...],
+    ) -> AlterPartitionResponsePartitionData:
+        entry = self.partitions.get(tp)
+        if entry is None or entry.state is None:
+            return AlterPartitionResponsePartitionData(tp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        state = entry.state
+
+        def answer(error: ErrorCode) -> AlterPartitionResponsePartitionData:
+            current = entry.state
+            assert current is not None
+            return AlterPartitionResponsePartitionData(
+                partition_index=tp.partition,
+                error_code=error,
+                leader_id=current.leader,
+                leader_epoch=current.leader_epoch,
+                isr=list(current.isr),
+                partition_epoch=entry.partition_epoch,
+            )
+
+        if state.leader != leader or leader_epoch != state.leader_epoch:
+            return answer(ErrorCode.FENCED_LEADER_EPOCH)
+        if partition_epoch != entry.partition_epoch:
+            return answer(ErrorCode.INVALID_UPDATE_VERSION)
+        if any(r not in entry.replicas or r not in self.live for r in new_isr) or leader not in new_isr:
+            return answer(ErrorCode.INELIGIBLE_REPLICA)
+        await self._write_state(
+            tp, entry, PartitionState(state.leader, state.leader_epoch, new_isr, self.epoch)
+        )
+        return answer(ErrorCode.NONE)
+
+    def _topic_by_id(self, topic_id: uuid.UUID) -> str:
+        return next((t for t, a in self.topics.items() if topic_uuid(a.topic_id) == topic_id), "")
+
+    # --- requests to brokers ---------------------------------------------------------------------------------
+
+    def _open_channels(self) -> None:
+        for broker_id, (registration, _) in self.live.items():
+            if broker_id not in self._channels:
+                self._channels[broker_id] = BrokerChannel(
+                    registration, self.listener, f"controller-{self.broker_id}"
+                )
+
+    def _send(self, broker_id: int, build: Callable[[int], Any], api_key: int) -> None:
+        channel = self._channels.get(broker_id)
+        if channel is not None:
+            channel.send(build, api_key)
+
+    def _send_leader_and_isr(
+        self, partitions: dict[TopicPartition, _Partition], *, is_new: bool, only: set[int] | None = None
+    ) -> None:
+        """LeaderAndIsr to each live replica of each partition (``only``: to those brokers)."""
+        per_broker: dict[int, dict[str, list[LeaderAndIsrPartitionState]]] = {}
+        leaders: dict[int, set[int]] = {}
+        for tp, entry in sorted(partitions.items()):
+            state = entry.state
+            if state is None:
+                continue
+            wire = LeaderAndIsrPartitionState(
+                partition_index=tp.partition,
+                controller_epoch=state.controller_epoch,
+                leader=state.leader,
+                leader_epoch=state.leader_epoch,
+                isr=list(state.isr),
+                partition_epoch=entry.partition_epoch,
+                replicas=list(entry.replicas),
+                is_new=is_new,
+            )
+            for replica in entry.replicas:
+                if replica in self.live and (only is None or replica in only):
+                    per_broker.setdefault(replica, {}).setdefault(tp.topic, []).append(wire)
+                    if state.leader in self.live:
+                        leaders.setdefault(replica, set()).add(state.leader)
+        for broker_id, topics in per_broker.items():
+            request = LeaderAndIsrRequest(
+                controller_id=self.broker_id,
+                controller_epoch=self.epoch,
+                broker_epoch=self.live[broker_id][1],
+                topic_states=[
+                    LeaderAndIsrTopicState(
+                        topic_name=t, topic_id=topic_uuid(self.topics[t].topic_id), partition_states=s
+                    )
+                    for t, s in topics.items()
+                ],
+                live_leaders=[self._live_leader(b) for b in sorted(leaders.get(broker_id, ()))],
+            )
+            self._send(broker_id, _at_least(request, MIN_LEADER_AND_ISR_VERSION), LEADER_AND_ISR)
+
+    def _live_leader(self, broker_id: int) -> LeaderAndIsrLiveLeader:
+        channel_host, channel_port = self._address(broker_id)
+        return LeaderAndIsrLiveLeader(broker_id=broker_id, host_name=channel_host, port=channel_port)
+
+    def _address(self, broker_id: int) -> tuple[str, int]:
+        registration = self.live[broker_id][0]
+        endpoint = next(
+            (e for e in registration.endpoints if e.listener == self.listener), registration.endpoints[0]
+        )
+        return endpoint.host, endpoint.port
+
+    def _send_stop_replica(self, partitions: dict[TopicPartition, _Partition]) -> None:
+        """StopReplica with delete to every live replica of ``partitions`` (a deleted topic)."""
+        per_broker: dict[int, dict[str, list[StopReplicaPartitionState]]] = {}
+        for tp, entry in sorted(partitions.items()):
+            epoch = entry.state.leader_epoch if entry.state is not None else -1
+            wire = StopReplicaPartitionState(
+                partition_index=tp.partition, leader_epoch=epoch, delete_partition=True
+            )
+            for replica in entry.replicas:
+                if replica in self.live:
+                    per_broker.setdefault(replica, {}).setdefault(tp.topic, []).append(wire)
+        for broker_id, topics in per_broker.items():
+            request = StopReplicaRequest(
+                controller_id=self.broker_id,
+                controller_epoch=self.epoch,
+                broker_epoch=self.live[broker_id][1],
+                topic_states=[
+                    StopReplicaTopicState(topic_name=t, partition_states=s) for t, s in topics.items()
+                ],
+            )
+            self._send(broker_id, _at_least(request, MIN_STOP_REPLICA_VERSION), STOP_REPLICA)
+
+    def _send_update_metadata(
+        self, to: dict[int, tuple[BrokerRegistration, int]], partitions: dict[TopicPartition, _Partition]
+    ) -> None:
+        """UpdateMetadata with every live broker and the given partitions' states to each broker in ``to``."""
+        if not to:
+            return
+        by_topic: dict[str, list[UpdateMetadataPartitionState]] = {}
+        for tp, entry in sorted(partitions.items()):
+            state = entry.state
+            if state is None:
+                continue
+            by_topic.setdefault(tp.topic, []).append(
+                UpdateMetadataPartitionState(
+                    partition_index=tp.partition,
+                    controller_epoch=state.controller_epoch,
+                    leader=state.leader,
+                    leader_epoch=state.leader_epoch,
+                    isr=list(state.isr),
+                    zk_version=entry.partition_epoch,
+                    replicas=list(entry.replicas),
+                    offline_replicas=[r for r in entry.replicas if r not in self.live],
+                )
+            )
+        brokers = [
+            UpdateMetadataBroker(
+                id=broker_id,
+                endpoints=[
+                    UpdateMetadataEndpoint(
+                        port=e.port,
+                        host=e.host,
+                        listener=e.listener,
+                        security_protocol=SECURITY_PROTOCOLS.get(e.security_protocol, 0),
+                    )
+                    for e in registration.endpoints
+                ],
+                rack=registration.rack,
+            )
+            for broker_id, (registration, _) in sorted(self.live.items())
+        ]
+        for broker_id, (_, broker_epoch) in to.items():
+            request = UpdateMetadataRequest(
+                controller_id=self.broker_id,
+                controller_epoch=self.epoch,
+                broker_epoch=broker_epoch,
+                topic_states=[
+                    UpdateMetadataTopicState(
+                        topic_name=t, topic_id=topic_uuid(self.topics[t].topic_id), partition_states=s
+                    )
+                    for t, s in by_topic.items()
+                ],
+                live_brokers=brokers,
+            )
+            self._send(broker_id, _at_least(request, MIN_UPDATE_METADATA_VERSION), UPDATE_METADATA)

@@ -1,0 +1,291 @@
+"""A cluster on this machine: a ZooKeeper server and N ``samsa serve`` processes on loopback, each with its own
+log dir, as ``samsa cluster up`` starts it and the cluster tests use it.
+
+Layout under the cluster's directory::
+
+    cluster.json            what is running: ZooKeeper's address and pid, each broker's id, port and pid
+    zookeeper/              ZooKeeper's data, zoo.cfg and output (when this cluster started its own)
+    broker-<id>/            the broker's server.properties, log dir (data/) and output (broker.out)
+
+Brokers run in their own sessions (``start_new_session``), so they outlive the command that started them; ``down``
+stops them with SIGTERM (a clean stop), then ZooKeeper. Tests may ``kill`` (SIGKILL), ``pause`` (SIGSTOP) and
+``resume`` brokers, and ``start_broker`` one again on the same log dir and port.
+
+Not thread-safe: one owner at a time (the state file is not locked).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .zk_client import ZkClient
+from .zookeeper import ZooKeeperError, ZooKeeperServer, free_port
+
+__all__ = ["BrokerProcess", "ClusterError", "LocalCluster"]
+
+STATE_FILE = "cluster.json"
+BROKER_START_TIMEOUT_S = 60.0
+
+
+class ClusterError(RuntimeError):
+    """The local cluster could not be started, found or stopped (the reason in the message)."""
+
+
+@dataclass(slots=True)
+class BrokerProcess:
+    broker_id: int
+    port: int
+    pid: int = 0
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@dataclass(slots=True)
+class _State:
+    zookeeper: str
+    zookeeper_pid: int = 0  # 0: a ZooKeeper this cluster did not start
+    brokers: list[BrokerProcess] = field(default_factory=list)
+
+
+class LocalCluster:
+    """``brokers`` Samsa brokers (ids 1..N) over ZooKeeper, in ``directory`` (module doc)."""
+
+    def __init__(
+        self,
+        directory: Path | str,
+        *,
+        zookeeper: str | None = None,
+        broker_config: Mapping[str, str] | None = None,
+        session_timeout_ms: int = 6000,
+    ) -> None:
+        self.directory = Path(directory)
+        self.broker_config = dict(broker_config or {})
+        self.session_timeout_ms = session_timeout_ms
+        self._zookeeper_server: ZooKeeperServer | None = None
+        self._state = _State(zookeeper or "")
+        self._processes: dict[int, subprocess.Popen[bytes]] = {}
+
+    # --- state ----------------------------------------------------------------------------------------------
+
+    @classmethod
+    def find(cls, directory: Path | str) -> LocalCluster:
+        """The cluster ``samsa cluster up`` left in ``directory``."""
+        path = Path(directory) / STATE_FILE
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ClusterError(f"no cluster in {directory} ({exc})") from None
+        cluster = cls(directory, zookeeper=raw["zookeeper"])
+        cluster._state = _State(
+            raw["zookeeper"], raw["zookeeper_pid"], [BrokerProcess(**b) for b in raw["brokers"]]
+        )
+        return cluster
+
+    def _save(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / STATE_FILE).write_text(json.dumps(asdict(self._state), indent=2) + "\n")
+
+    @property
+    def started_zookeeper(self) -> bool:
+        """Whether this cluster started its ZooKeeper (and ``down`` stops it)."""
+        return bool(self._state.zookeeper_pid)
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return self._state.zookeeper
+
+    @property
+    def brokers(self) -> list[BrokerProcess]:
+        return list(self._state.brokers)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.address for b in self._state.brokers)
+
+    def broker(self, broker_id: int) -> BrokerProcess:
+        for broker in self._state.brokers:
+            if broker.broker_id == broker_id:
+                return broker
+        raise ClusterError(f"no broker {broker_id} in this cluster")
+
+    # --- start and stop -------------------------------------------------------------------------------------
+
+    def up(self, brokers: int, *, base_port: int = 0) -> LocalCluster:
+        """Start ZooKeeper (unless one was given) and ``brokers`` brokers; returns when all are registered."""
+        if brokers < 1:
+            raise ClusterError("a cluster needs at least one broker")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if not self._state.zookeeper:
+            self._zookeeper_server = ZooKeeperServer(self.directory / "zookeeper")
+            try:
+                self._zookeeper_server.start()
+            except ZooKeeperError as exc:
+                raise ClusterError(str(exc)) from None
+            self._state.zookeeper = self._zookeeper_server.connect_string
+            self._state.zookeeper_pid = self._zookeeper_server.pid or 0
+        for broker_id in range(1, brokers + 1):
+            port = base_port + broker_id - 1 if base_port else free_port()
+            self._state.brokers.append(BrokerProcess(broker_id, port))
+        self._save()
+        try:
+            for broker in self._state.brokers:
+                self.start_broker(broker.broker_id, wait=False)
+            self.wait_registered([b.broker_id for b in self._state.brokers])
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def properties(self, broker_id: int) -> dict[str, str]:
+        broker = self.broker(broker_id)
+        replication = str(min(3, len(self._state.brokers)))
+        return {
+            "node.id": str(broker_id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{broker.port}",
+            "log.dirs": str(self.directory / f"broker-{broker_id}" / "data"),
+            "zookeeper.connect": self._state.zookeeper,
+            "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
+            "offsets.topic.replication.factor": replication,
+            "transaction.state.log.replication.factor": replication,
+            "group.initial.rebalance.delay.ms": "0",
+            **self.broker_config,
+        }
+
+    def start_broker(self, broker_id: int, *, wait: bool = True) -> None:
+        """Start (or restart, on its log dir and port) one broker's ``samsa serve`` process."""
+        broker = self.broker(broker_id)
+        home = self.directory / f"broker-{broker_id}"
+        home.mkdir(parents=True, exist_ok=True)
+        props = home / "server.properties"
+        props.write_text("".join(f"{key}={value}\n" for key, value in self.properties(broker_id).items()))
+        with open(home / "broker.out", "ab") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "samsa.cli", "serve", str(props)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self._processes[broker_id] = process
+        broker.pid = process.pid
+        self._save()
+        if wait:
+            self.wait_registered([broker_id])
+
+    def wait_registered(self, broker_ids: list[int], timeout: float = BROKER_START_TIMEOUT_S) -> None:
+        """Until each broker accepts connections and is registered in ZooKeeper."""
+        deadline = time.monotonic() + timeout
+        zk = ZkClient(self._state.zookeeper)
+        zk.start()
+        try:
+            for broker_id in broker_ids:
+                broker = self.broker(broker_id)
+                while not (_accepts(broker.port) and broker_id in zk.live_brokers()):
+                    process = self._processes.get(broker_id)
+                    if process is not None and process.poll() is not None:
+                        raise ClusterError(f"broker {broker_id} exited at start: {self.output(broker_id)}")
+                    if time.monotonic() > deadline:
+                        raise ClusterError(f"broker {broker_id} did not start within {timeout:.0f} s")
+                    time.sleep(0.05)
+        finally:
+            zk.close()
+
+    def output(self, broker_id: int, limit: int = 3000) -> str:
+        try:
+            return (self.directory / f"broker-{broker_id}" / "broker.out").read_text(errors="replace")[
+                -limit:
+            ]
+        except OSError:
+            return "(no output)"
+
+    def signal(self, broker_id: int, signum: int) -> None:
+        pid = self.broker(broker_id).pid
+        if pid:
+            try:
+                os.killpg(pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def kill(self, broker_id: int) -> None:
+        """SIGKILL: the broker's ZooKeeper session ends only when it times out."""
+        self.signal(broker_id, signal.SIGKILL)
+        self._reap(broker_id, 10.0)
+
+    def pause(self, broker_id: int) -> None:
+        self.signal(broker_id, signal.SIGSTOP)
+
+    def resume(self, broker_id: int) -> None:
+        self.signal(broker_id, signal.SIGCONT)
+
+    def stop_broker(self, broker_id: int, timeout: float = 30.0) -> int | None:
+        """SIGTERM (a clean stop) and wait; the exit code when this process started it."""
+        self.signal(broker_id, signal.SIGCONT)
+        self.signal(broker_id, signal.SIGTERM)
+        return self._reap(broker_id, timeout)
+
+    def _reap(self, broker_id: int, timeout: float) -> int | None:
+        process = self._processes.pop(broker_id, None)
+        pid = self.broker(broker_id).pid
+        self.broker(broker_id).pid = 0
+        self._save()
+        if process is not None:
+            try:
+                return process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                return process.wait(timeout)
+        deadline = time.monotonic() + timeout
+        while pid and _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if pid and _alive(pid):
+            os.killpg(pid, signal.SIGKILL)
+        return None
+
+    def down(self) -> None:
+        """Stop every broker (SIGTERM), then the ZooKeeper this cluster started."""
+        for broker in self._state.brokers:
+            if broker.pid:
+                self.stop_broker(broker.broker_id)
+        if self._zookeeper_server is not None:
+            self._zookeeper_server.stop()
+        elif self._state.zookeeper_pid and _alive(self._state.zookeeper_pid):
+            os.killpg(self._state.zookeeper_pid, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while _alive(self._state.zookeeper_pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        self._state.zookeeper_pid = 0
+        (self.directory / STATE_FILE).unlink(missing_ok=True)
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # a zombie child of ours counts as gone
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    except ChildProcessError:
+        return True

@@ -1,0 +1,349 @@
+"""Kafka's ZooKeeper operations over kazoo: registration, cluster id, topics, controller election, producer-id blocks.
+
+What each znode holds is in :mod:`samsa.cluster.znodes`; this module is how brokers and the controller read and write
+them, with Kafka's rules:
+
+- a broker registers with an ephemeral ``/brokers/ids/<id>``; the znode's czxid is its broker epoch, new at every
+  registration; a node left by this broker's previous session is replaced, one held by another session is refused;
+- ``/cluster/id`` is created by the first broker and adopted by the others;
+- a topic's config znode is written before its assignment, so a broker that sees the topic sees its config;
+- the controller is elected by creating the ephemeral ``/controller`` and bumping ``/controller_epoch`` in one
+  transaction; every later controller write is checked against the epoch znode's version (fencing a stale
+  controller) and partition states are written on their own version (the partition epoch);
+- producer ids come in blocks of 1000 taken with a compare-and-set on ``/latest_producer_id_block``.
+
+Concurrency: calls block on ZooKeeper round trips; kazoo runs watch callbacks on its own thread. The caller (the
+broker's metadata store) runs these calls off its event loop and hands watch events back to it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.protocol.states import KazooState, ZnodeStat
+
+from . import znodes
+from .znodes import (
+    BrokerRegistration,
+    ClusterIdZNode,
+    ConfigChangeNotification,
+    ControllerRegistration,
+    PartitionState,
+    ProducerIdBlock,
+    TopicAssignment,
+    TopicConfig,
+)
+
+__all__ = [
+    "BrokerAlreadyRegisteredError",
+    "ControllerEpoch",
+    "ControllerMovedError",
+    "TopicExistsError",
+    "ZkClient",
+    "ZkError",
+]
+
+
+class ZkError(RuntimeError):
+    """A ZooKeeper operation Kafka's rules refuse (the reason in the message)."""
+
+
+class BrokerAlreadyRegisteredError(ZkError):
+    """Another live session holds ``/brokers/ids/<id>``: two brokers were given one ``broker.id``."""
+
+
+class TopicExistsError(ZkError):
+    """``/brokers/topics/<topic>`` already exists (Kafka: TOPIC_ALREADY_EXISTS)."""
+
+
+class ControllerMovedError(ZkError):
+    """A controller write fenced off: ``/controller_epoch`` moved on, another broker is controller now."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerEpoch:
+    """The epoch this broker won the controller election with, and the epoch znode's version to fence writes on."""
+
+    epoch: int
+    zk_version: int
+
+
+class ZkClient:
+    """Kafka's ZooKeeper data for one broker, over a kazoo session to ``connect`` (``host:port[,...][/chroot]``)."""
+
+    def __init__(
+        self, connect: str, *, session_timeout_ms: int = 18000, now_ms: Callable[[], int] | None = None
+    ):
+        self.connect = connect
+        self.kazoo = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        self._now_ms = now_ms or (lambda: int(time.time() * 1000))
+
+    def start(self, timeout_s: float = 15.0) -> None:
+        """Connect (creating a chroot path when one is given) and make the persistent paths Kafka expects."""
+        hosts, slash, chroot = self.connect.partition("/")
+        if slash and chroot:  # as Kafka does: make the chroot with a session outside it first
+            outside = KazooClient(hosts=hosts)
+            outside.start(timeout=timeout_s)
+            try:
+                outside.ensure_path("/" + chroot)
+            finally:
+                outside.stop()
+                outside.close()
+        self.kazoo.start(timeout=timeout_s)
+        for path in znodes.PERSISTENT_PATHS:
+            self.kazoo.ensure_path(path)
+        try:
+            self.kazoo.create(znodes.PRODUCER_ID_BLOCK, b"")
+        except NodeExistsError:
+            pass
+
+    def on_session_change(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback`` (on kazoo's thread) with "lost" when the session expires, "suspended" when the
+        connection drops, "connected" when one is (re)established."""
+
+        def listener(state: str) -> None:  # a true return value would unregister it
+            callback({KazooState.LOST: "lost", KazooState.SUSPENDED: "suspended"}.get(state, "connected"))
+
+        self.kazoo.add_listener(listener)
+
+    def close(self) -> None:
+        """End the session: this broker's ephemeral znodes vanish at once (a clean stop is seen immediately)."""
+        self.kazoo.stop()
+        self.kazoo.close()
+
+    # --- cluster id and brokers ------------------------------------------------------------------------------
+
+    def get_or_create_cluster_id(self, proposed: str) -> str:
+        """The cluster's id: ``proposed`` when this broker is the first, else the one already stored."""
+        self.kazoo.ensure_path("/cluster")
+        try:
+            self.kazoo.create(znodes.CLUSTER_ID, ClusterIdZNode(proposed).to_json())
+            return proposed
+        except NodeExistsError:
+            data, _ = self.kazoo.get(znodes.CLUSTER_ID)
+            return ClusterIdZNode.from_json(data).cluster_id
+
+    def register_broker(self, registration: BrokerRegistration) -> int:
+        """Create ``/brokers/ids/<id>`` for this session; the broker epoch (the znode's czxid) is returned."""
+        path = znodes.broker_path(registration.broker_id)
+        data = BrokerRegistration(
+            registration.broker_id,
+            registration.endpoints,
+            registration.rack,
+            self._now_ms(),
+            registration.features,
+        ).to_json()
+        session_id = self.kazoo.client_id[0] if self.kazoo.client_id else None
+        for _ in range(3):
+            try:
+                self.kazoo.create(path, data, ephemeral=True)
+            except NodeExistsError:
+                stat = self.kazoo.exists(path)
+                if stat is None:
+                    continue  # gone meanwhile: try again
+                if stat.ephemeralOwner != session_id:
+                    raise BrokerAlreadyRegisteredError(
+                        f"broker.id {registration.broker_id} is registered by another live broker "
+                        f"(session 0x{stat.ephemeralOwner:x}): every broker needs its own broker.id"
+                    ) from None
+                self.kazoo.set(path, data)
+            stat = self.kazoo.exists(path)
+            if stat is not None:
+                return int(stat.czxid)
+        raise ZkError(f"could not register {path}")
+
+    def live_brokers(
+        self, watch: Callable[..., object] | None = None
+    ) -> dict[int, tuple[BrokerRegistration, int]]:
+        """Each registered broker with its epoch; ``watch`` fires once when the set of brokers changes."""
+        out: dict[int, tuple[BrokerRegistration, int]] = {}
+        for child in self.kazoo.get_children(znodes.BROKER_IDS, watch=watch):
+            broker_id = int(child)
+            try:
+                data, stat = self.kazoo.get(znodes.broker_path(broker_id))
+            except NoNodeError:
+                continue  # its session ended between the two reads
+            out[broker_id] = (BrokerRegistration.from_json(broker_id, data), int(stat.czxid))
+        return out
+
+    # --- topics ---------------------------------------------------------------------------------------------
+
+    def create_topic(self, topic: str, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
+        """Write the topic's config, then its assignment; TopicExistsError when the topic is there already."""
+        if self.kazoo.exists(znodes.topic_path(topic)) is not None:
+            raise TopicExistsError(f"topic '{topic}' already exists")
+        config_data = TopicConfig(dict(config)).to_json()
+        try:
+            self.kazoo.create(znodes.topic_config_path(topic), config_data)
+        except NodeExistsError:
+            self.kazoo.set(znodes.topic_config_path(topic), config_data)  # left by a creation cut short
+        try:
+            self.kazoo.create(znodes.topic_path(topic), assignment.to_json())
+        except NodeExistsError:
+            raise TopicExistsError(f"topic '{topic}' already exists") from None
+
+    def topics(self, watch: Callable[..., object] | None = None) -> list[str]:
+        return sorted(self.kazoo.get_children(znodes.BROKER_TOPICS, watch=watch))
+
+    def topic_assignment(
+        self, topic: str, watch: Callable[..., object] | None = None
+    ) -> TopicAssignment | None:
+        """The topic's replicas per partition (None: no such topic); ``watch`` fires when they change."""
+        try:
+            data, _ = self.kazoo.get(znodes.topic_path(topic), watch=watch)
+        except NoNodeError:
+            return None
+        return TopicAssignment.from_json(topic, data)
+
+    def set_topic_assignment(self, topic: str, assignment: TopicAssignment) -> None:
+        """Replace a topic's assignment (CreatePartitions adds partitions this way)."""
+        self.kazoo.set(znodes.topic_path(topic), assignment.to_json())
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        try:
+            data, _ = self.kazoo.get(znodes.topic_config_path(topic))
+        except NoNodeError:
+            return {}
+        return TopicConfig.from_json(topic, data).config
+
+    def set_topic_config(self, topic: str, config: Mapping[str, str]) -> None:
+        """Replace the topic's overrides and tell every broker (a ``/config/changes`` notification)."""
+        data = TopicConfig(dict(config)).to_json()
+        try:
+            self.kazoo.set(znodes.topic_config_path(topic), data)
+        except NoNodeError:
+            self.kazoo.create(znodes.topic_config_path(topic), data, makepath=True)
+        notification = ConfigChangeNotification(f"topics/{topic}").to_json()
+        self.kazoo.create(f"{znodes.CONFIG_CHANGES}/config_change_", notification, sequence=True)
+
+    def config_changes(self, watch: Callable[..., object] | None = None) -> list[str]:
+        """The change notifications' names (``config_change_<10-digit seq>``), oldest first."""
+        return sorted(self.kazoo.get_children(znodes.CONFIG_CHANGES, watch=watch))
+
+    def config_change(self, name: str) -> str | None:
+        """The entity path (``topics/<topic>``) a notification names; None when it was purged meanwhile."""
+        try:
+            data, _ = self.kazoo.get(f"{znodes.CONFIG_CHANGES}/{name}")
+        except NoNodeError:
+            return None
+        return ConfigChangeNotification.from_json(data).entity_path
+
+    def mark_topic_for_deletion(self, topic: str) -> None:
+        """``/admin/delete_topics/<topic>``: asks the controller to delete the topic (idempotent)."""
+        try:
+            self.kazoo.create(f"{znodes.ADMIN_DELETE_TOPICS}/{topic}", b"")
+        except NodeExistsError:
+            pass
+
+    def topics_to_delete(self, watch: Callable[..., object] | None = None) -> list[str]:
+        return sorted(self.kazoo.get_children(znodes.ADMIN_DELETE_TOPICS, watch=watch))
+
+    def delete_topic_znodes(self, fence: ControllerEpoch, topic: str) -> None:
+        """The controller's last step of a deletion: the topic's znodes, then its deletion request."""
+        self._check_controller(fence)
+        self.kazoo.delete(znodes.topic_path(topic), recursive=True)
+        self.kazoo.delete(znodes.topic_config_path(topic), recursive=True)
+        self.kazoo.delete(f"{znodes.ADMIN_DELETE_TOPICS}/{topic}", recursive=True)
+
+    def _check_controller(self, fence: ControllerEpoch) -> None:
+        stat = self.kazoo.exists(znodes.CONTROLLER_EPOCH)
+        if stat is None or stat.version != fence.zk_version:
+            raise ControllerMovedError(f"controller epoch {fence.epoch} is stale")
+
+    def partition_state(self, topic: str, partition: int) -> tuple[PartitionState, int] | None:
+        """The partition's state and its partition epoch (the znode version), or None before the controller's first
+        election for it."""
+        try:
+            data, stat = self.kazoo.get(znodes.partition_state_path(topic, partition))
+        except NoNodeError:
+            return None
+        return PartitionState.from_json(topic, partition, data), int(stat.version)
+
+    # --- controller -----------------------------------------------------------------------------------------
+
+    def controller(self, watch: Callable[..., object] | None = None) -> int | None:
+        """The controller's broker id, or None while there is none; ``watch`` fires when that changes."""
+        stat = self.kazoo.exists(znodes.CONTROLLER, watch=watch)
+        if stat is None:
+            return None
+        try:
+            data, _ = self.kazoo.get(znodes.CONTROLLER)
+        except NoNodeError:
+            return None
+        return ControllerRegistration.from_json(data).broker_id
+
+    def try_become_controller(self, broker_id: int) -> ControllerEpoch | None:
+        """Kafka's election: create ``/controller`` and bump ``/controller_epoch`` in one transaction.
+
+        Returns the new epoch when this broker won, None when another broker is controller.
+        """
+        epoch, version = self._controller_epoch()
+        registration = ControllerRegistration(broker_id, self._now_ms()).to_json()
+        transaction = self.kazoo.transaction()
+        transaction.create(znodes.CONTROLLER, registration, ephemeral=True)
+        transaction.set_data(znodes.CONTROLLER_EPOCH, str(epoch + 1).encode(), version=version)
+        results = transaction.commit()
+        if not any(isinstance(result, Exception) for result in results):
+            stat = results[1]
+            assert isinstance(stat, ZnodeStat)
+            return ControllerEpoch(epoch + 1, int(stat.version))
+        # An earlier attempt of ours may have landed before a lost connection: it counts if both znodes say so.
+        if self.controller() == broker_id:
+            now_epoch, now_version = self._controller_epoch()
+            if now_epoch == epoch + 1:
+                return ControllerEpoch(now_epoch, now_version)
+        return None
+
+    def _controller_epoch(self) -> tuple[int, int]:
+        try:
+            self.kazoo.create(znodes.CONTROLLER_EPOCH, b"0")
+        except NodeExistsError:
+            pass
+        data, stat = self.kazoo.get(znodes.CONTROLLER_EPOCH)
+        return int(data.decode()), int(stat.version)
+
+    def write_partition_state(
+        self,
+        fence: ControllerEpoch,
+        topic: str,
+        partition: int,
+        state: PartitionState,
+        partition_epoch: int | None,
+    ) -> int:
+        """The controller's write of a partition's state, fenced on the controller epoch and the partition epoch
+        (None: create it). Returns the new partition epoch; ControllerMovedError when fenced off, BadVersionError
+        (kazoo's) when the partition moved on and must be re-read."""
+        path = znodes.partition_state_path(topic, partition)
+        transaction = self.kazoo.transaction()
+        transaction.check(znodes.CONTROLLER_EPOCH, fence.zk_version)
+        if partition_epoch is None:
+            self.kazoo.ensure_path(path.rsplit("/", 1)[0])
+            transaction.create(path, state.to_json())
+        else:
+            transaction.set_data(path, state.to_json(), version=partition_epoch)
+        results = transaction.commit()
+        # A failed transaction reports the failing operation's error and RolledBackError for the others.
+        if isinstance(results[0], BadVersionError | NoNodeError):
+            raise ControllerMovedError(f"controller epoch {fence.epoch} is stale: {path} not written")
+        if isinstance(results[1], BadVersionError | NodeExistsError):
+            raise BadVersionError(path)
+        if isinstance(results[1], Exception):
+            raise results[1]
+        return 0 if partition_epoch is None else int(results[1].version)
+
+    # --- producer ids ---------------------------------------------------------------------------------------
+
+    def allocate_producer_ids(self, broker_id: int) -> ProducerIdBlock:
+        """The next free block of 1000 producer ids, unique across the cluster (compare-and-set, retried)."""
+        while True:
+            data, stat = self.kazoo.get(znodes.PRODUCER_ID_BLOCK)
+            block = ProducerIdBlock.after(ProducerIdBlock.from_json(data), broker_id)
+            try:
+                self.kazoo.set(znodes.PRODUCER_ID_BLOCK, block.to_json(), version=stat.version)
+                return block
+            except BadVersionError:
+                continue  # another broker took a block meanwhile

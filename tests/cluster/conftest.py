@@ -1,0 +1,32 @@
+"""A real ZooKeeper server for the cluster tests: one per test module, on a free loopback port, stopped after."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from samsa.cluster.zookeeper import ZooKeeperServer
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    server = ZooKeeperServer(tmp_path_factory.mktemp("zookeeper"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def zk_connect(zookeeper: ZooKeeperServer) -> str:
+    """A connect string with a chroot of its own, so tests sharing the server never see each other's znodes."""
+    return f"{zookeeper.connect_string}/samsa-test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def zk_data_dir(zookeeper: ZooKeeperServer) -> Path:
+    return zookeeper.data_dir

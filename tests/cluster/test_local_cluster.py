@@ -1,0 +1,128 @@
+"""`samsa cluster up|status|down` and the brokers' life in a cluster: a killed broker's leadership moves after its
+session times out, a paused broker rejoins with a new epoch, a restarted broker is back in the metadata."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from samsa.cluster.local import LocalCluster
+from samsa.cluster.zk_client import ZkClient
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.slow, pytest.mark.clients]
+
+
+def samsa_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "samsa.cli", *args], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def cluster_dir(tmp_path: Path) -> Iterator[Path]:
+    directory = tmp_path / "cluster"
+    try:
+        yield directory
+    finally:
+        if (directory / "cluster.json").exists():
+            LocalCluster.find(directory).down()
+
+
+def leaders(client: AdminClient, topic: str) -> dict[int, tuple[int, list[int]]]:
+    found = client.list_topics(topic, timeout=10).topics[topic]
+    return (
+        {p.id: (p.leader, sorted(p.isrs)) for p in found.partitions.values()} if found.error is None else {}
+    )
+
+
+def test_up_status_kill_pause_down(cluster_dir: Path) -> None:
+    up = samsa_cli("cluster", "up", "--brokers", "3", "--port", "0", "--dir", str(cluster_dir))
+    assert up.returncode == 0, up.stderr
+    bootstrap = up.stdout.splitlines()[-1].removeprefix("bootstrap servers: ")
+    assert len(bootstrap.split(",")) == 3
+    local = LocalCluster.find(cluster_dir)
+    client = AdminClient({"bootstrap.servers": bootstrap})
+    client.create_topics([NewTopic("spread", num_partitions=3, replication_factor=3)])["spread"].result(30)
+    before = wait_for("leaders", lambda: (s := leaders(client, "spread")) and len(s) == 3 and s)
+    assert sorted(leader for leader, _ in before.values()) == [1, 2, 3]
+
+    status = samsa_cli("cluster", "status", "--dir", str(cluster_dir))
+    assert status.returncode == 0, status.stderr
+    assert "every partition has its full ISR" in status.stdout and status.stdout.count(" up") == 3
+
+    # kill -9 the leader of partition 0: after its session times out, the others take over
+    victim = before[0][0]
+    local.kill(victim)
+    killed_at = time.monotonic()
+    after = wait_for(
+        "leadership off the killed broker",
+        lambda: (
+            (s := leaders(client, "spread"))
+            and all(ld not in (-1, victim) and victim not in i for ld, i in s.values())
+            and s
+        ),
+    )
+    assert time.monotonic() - killed_at < 20  # session 6 s, then an election
+    assert set(after) == {0, 1, 2}
+    status = samsa_cli("cluster", "status", "--dir", str(cluster_dir))
+    assert f"broker {victim}: " in status.stdout and "Partition: " in status.stdout  # under-replicated listed
+
+    # restarted on its log dir, it registers again and is back in the metadata
+    local.start_broker(victim)
+    wait_for("three brokers again", lambda: len(client.list_topics(timeout=10).brokers) == 3)
+
+    # paused past its session: it leaves; resumed, it re-registers with a new broker epoch
+    paused = next(b for b in (1, 2, 3) if b != victim)
+    zk = ZkClient(local.zookeeper_connect)
+    zk.start()
+    try:
+        epoch = zk.live_brokers()[paused][1]
+        local.pause(paused)
+        wait_for("the paused broker's session to expire", lambda: paused not in zk.live_brokers(), timeout=30)
+        local.resume(paused)
+        wait_for(
+            "the paused broker back",
+            lambda: paused in (live := zk.live_brokers()) and live[paused][1] > epoch,
+        )
+    finally:
+        zk.close()
+
+    down = samsa_cli("cluster", "down", "--dir", str(cluster_dir))
+    assert down.returncode == 0 and "stopped 3 brokers and ZooKeeper" in down.stdout
+    assert not (cluster_dir / "cluster.json").exists()
+    for broker in local.brokers:  # gone (a zombie child of this test counts as gone)
+        assert not broker.pid or not running(broker.pid)
+
+
+def test_up_refuses_a_second_cluster_in_one_dir(cluster_dir: Path) -> None:
+    assert (
+        samsa_cli("cluster", "up", "--brokers", "1", "--port", "0", "--dir", str(cluster_dir)).returncode == 0
+    )
+    again = samsa_cli("cluster", "up", "--brokers", "1", "--port", "0", "--dir", str(cluster_dir))
+    assert again.returncode == 1 and "already up" in again.stderr
