@@ -57,6 +57,7 @@ def primitive_names() -> list[str]:
     names += [
         t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
     ]
+    names.append("ZERO_UUID")  # made on first use by the module's __getattr__
     return [n for n in names if not n.startswith("_")]
 
 
@@ -551,7 +552,7 @@ class Emitter:
         self.emit()
         self.emit("from __future__ import annotations")
         self.emit()
-        self.emit("import uuid")
+        uuid_at = len(self.lines)
         self.emit("from dataclasses import dataclass, field")
         self.emit("from typing import Callable, ClassVar")
         self.emit()
@@ -585,6 +586,11 @@ class Emitter:
         text = "\n".join(self.lines)
         used = sorted(n for n in primitive_names() if re.search(rf"(?<![.\w]){n}\b", text))
         self.lines.insert(imports_at, f"from ..primitives import {', '.join(used)}")
+        if "uuid.UUID" in text:
+            # uuid fields appear only in annotations (their default is primitives' lazy ZERO_UUID), so `uuid`, which
+            # imports `platform`, is imported for the type checker only: it stays out of start-up.
+            self.lines[uuid_at + 1] = "from typing import TYPE_CHECKING, Callable, ClassVar"
+            self.lines[imports_at + 2 : imports_at + 2] = ["", "if TYPE_CHECKING:", "    import uuid"]
         return "\n".join(self.lines)
 
 

@@ -103,3 +103,27 @@ def test_samsa_serve_runs_without_click_or_rich(tmp_path: Path) -> None:
     assert "samsa.broker.config" in loaded
     assert not {name for name in loaded if name.split(".")[0] in ("click", "rich")}
     assert not samsa_modules(loaded, "samsa.cli.") - {"samsa.cli.serve"}
+
+
+ANSWER_API_VERSIONS = """
+import json, socket, struct, sys
+import samsa
+
+with samsa.Broker() as broker:
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(struct.pack(">ihhih", 10, 18, 0, 1, 0))  # ApiVersions v0, correlation id 1, null client
+        answer = sock.makefile("rb").read(8)
+    print(json.dumps({"answer": answer.hex(), "modules": sorted(sys.modules)}))
+"""
+
+
+def test_a_fresh_broker_answers_api_versions_without_uuid() -> None:
+    """``uuid`` (and the ``platform`` it imports) waits for the first uuid field or topic id: not at start, not for
+    the cluster id of a fresh log dir, not for ApiVersions."""
+    out = subprocess.run(
+        [sys.executable, "-c", ANSWER_API_VERSIONS], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded = json.loads(out.stdout.splitlines()[-1])
+    assert loaded["answer"][8:] == "00000001"  # the size, then correlation id 1
+    assert "uuid" not in loaded["modules"]

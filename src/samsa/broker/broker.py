@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import uuid
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -232,4 +232,8 @@ def _stored_cluster_id(log_dirs: list[str]) -> str | None:
 
 def _new_cluster_id() -> str:
     """A random id in Kafka's form (a UUID as unpadded URL-safe base64), written once to meta.properties."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # A version-4 UUID's bytes, made here rather than with `uuid` (which imports `platform`) to keep it out of start-up.
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")

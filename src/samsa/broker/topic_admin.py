@@ -9,7 +9,6 @@ Event-loop thread only.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,6 +19,8 @@ from samsa.storage.log_manager import InvalidPartitionsError, TopicExistsError, 
 from samsa.storage.topic import InvalidTopicError, TopicPartition, is_internal, validate_topic
 
 if TYPE_CHECKING:
+    import uuid
+
     from .broker import KafkaServer
 
 
@@ -37,6 +38,8 @@ OK = AdminResult(ErrorCode.NONE)
 
 
 def topic_id(topic: str) -> uuid.UUID:
+    import uuid  # start-up time: imported at the first request that names a topic id
+
     return uuid.uuid5(uuid.NAMESPACE_URL, "samsa-topic:" + topic)
 
 

@@ -34,11 +34,15 @@ per-field checks beyond what Python does anyway. Writers append to a ``bytearray
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import DecodeError, EncodeError
+
+if TYPE_CHECKING:
+    import uuid
+
+    ZERO_UUID: uuid.UUID
 
 T = TypeVar("T")
 Reader = Callable[[memoryview, int], tuple[Any, int]]
@@ -52,7 +56,17 @@ U16 = struct.Struct(">H")
 U32 = struct.Struct(">I")
 F64 = struct.Struct(">d")
 
-ZERO_UUID = uuid.UUID(int=0)
+
+def __getattr__(name: str) -> Any:
+    """``ZERO_UUID``, made when a message module with a uuid field first asks for it: ``uuid`` (which imports
+    ``platform``) is not imported at start-up."""
+    if name == "ZERO_UUID":
+        import uuid  # start-up time: see the docstring
+
+        zero = uuid.UUID(int=0)
+        globals()["ZERO_UUID"] = zero
+        return zero
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class FileRegionLike(Protocol):
@@ -111,6 +125,8 @@ def read_uuid(buf: memoryview, pos: int) -> tuple[uuid.UUID, int]:
     end = pos + 16
     if end > len(buf):
         raise DecodeError("uuid truncated", pos)
+    import uuid  # start-up time: imported at the first uuid read (see __getattr__)
+
     return uuid.UUID(bytes=bytes(buf[pos:end])), end
 
 

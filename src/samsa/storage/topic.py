@@ -16,7 +16,6 @@ at the last ``-`` (topics may contain ``-`` and ``.``). Topic names: 1 to 249 ch
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
@@ -137,7 +136,11 @@ def suffixed_dir_name(tp: TopicPartition, kind: DirKind, unique_id: str | None =
     """``<topic>-<partition>.<uuid><suffix>``, the topic cut so the name fits 255 characters (delete, stray)."""
     if kind is DirKind.LIVE:
         return log_dir_name(tp)
-    uid = unique_id if unique_id is not None else uuid.uuid4().hex
+    if unique_id is None:
+        import uuid  # start-up time: only renames for deletion or quarantine need a fresh id
+
+        unique_id = uuid.uuid4().hex
+    uid = unique_id
     tail = f"-{tp.partition}.{uid}{kind.value}"
     topic = tp.topic
     if kind is not DirKind.FUTURE:

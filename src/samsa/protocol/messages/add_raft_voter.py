@@ -4,9 +4,8 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import TYPE_CHECKING, Callable, ClassVar
 
 from ..errors import DecodeError, EncodeError
 from ..primitives import (
@@ -25,6 +24,9 @@ from ..primitives import (
     write_uuid,
 )
 from ..schema import FieldSpec
+
+if TYPE_CHECKING:
+    import uuid
 
 
 @dataclass(frozen=True, slots=True)

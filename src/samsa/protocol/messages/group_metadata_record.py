@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar
 
