@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from samsa.records import (
     CompressionType,
     CorruptRecordError,
+    InflatedTooLargeError,
     UnsupportedCompressionError,
     compress,
     decompress,
@@ -135,3 +136,63 @@ def test_zstd_is_refused_for_legacy_magics() -> None:
     for magic in (0, 1):
         with pytest.raises(UnsupportedCompressionError, match=f"magic {magic}"):
             decompress(CompressionType.ZSTD, stream, magic=magic)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    codec=st.sampled_from(CODECS),
+    magic=st.sampled_from([0, 1, 2]),
+    data=st.one_of(st.binary(max_size=300), st.builds(bytes, st.integers(0, 200_000))),
+    slack=st.integers(-50, 50),
+)
+def test_bounded_inflation_matches_unbounded_or_refuses(
+    codec: CompressionType, magic: int, data: bytes, slack: int
+) -> None:
+    if codec is CompressionType.ZSTD and magic < 2:
+        return
+    stream = compress(codec, data, magic=magic)
+    limit = max(0, len(data) + slack)
+    if len(data) <= limit:
+        assert decompress(codec, stream, magic=magic, max_size=limit) == data
+    else:
+        with pytest.raises(InflatedTooLargeError, match=f"past {limit} bytes"):
+            decompress(codec, stream, magic=magic, max_size=limit)
+
+
+@pytest.mark.parametrize(
+    ("codec", "stream"),
+    [
+        (CompressionType.GZIP, gzip.compress(b"ab") + gzip.compress(b"cd")),
+        (CompressionType.ZSTD, bytes(cramjam.zstd.compress(b"ab")) + bytes(cramjam.zstd.compress(b"cd"))),
+        (CompressionType.SNAPPY, bytes(cramjam.snappy.compress_raw(b"abcd"))),
+    ],
+)
+def test_bounded_inflation_of_multi_member_and_raw_streams(codec: CompressionType, stream: bytes) -> None:
+    assert decompress(codec, stream, max_size=4) == b"abcd"
+    with pytest.raises(InflatedTooLargeError):
+        decompress(codec, stream, max_size=3)
+
+
+def test_zstd_frame_without_content_size_is_bounded() -> None:
+    compressor = cramjam.zstd.Compressor()
+    compressor.compress(b"x" * 100_000)
+    stream = bytes(compressor.finish())
+    assert decompress(CompressionType.ZSTD, stream, max_size=100_000) == b"x" * 100_000
+    with pytest.raises(InflatedTooLargeError):
+        decompress(CompressionType.ZSTD, stream, max_size=99_999)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_bounded_inflation_of_garbage_is_still_corrupt(codec: CompressionType) -> None:
+    for garbage in (b"", random.Random(7).randbytes(64)):
+        if codec is CompressionType.SNAPPY and garbage == b"":
+            continue
+        with pytest.raises(CorruptRecordError):
+            decompress(codec, garbage, max_size=1_000)
+
+
+def test_a_gzip_bomb_is_refused() -> None:
+    bomb = compress(CompressionType.GZIP, bytes(50_000_000))
+    assert len(bomb) < 100_000
+    with pytest.raises(InflatedTooLargeError):
+        decompress(CompressionType.GZIP, bomb, max_size=1_000_000)

@@ -23,6 +23,7 @@ from .control import (
 )
 from .errors import (
     CorruptRecordError,
+    InflatedTooLargeError,
     InvalidRecordError,
     RecordsError,
     UnsupportedCompressionError,
@@ -56,6 +57,7 @@ __all__ = [
     "CorruptRecordError",
     "DecodedBatch",
     "EndTransactionMarker",
+    "InflatedTooLargeError",
     "InvalidRecordError",
     "Record",
     "RecordsError",

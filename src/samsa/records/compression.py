@@ -24,18 +24,21 @@ LZ4 frame as Kafka's ``KafkaLZ4BlockOutputStream`` writes it, little-endian:
     6       1     HC  (xxHash32(FLG, BD) >> 8) & 0xFF; for magic 0 Kafka hashed magic+FLG+BD (KAFKA-3160)
     7       ...   blocks: uint32 size (high bit set = stored uncompressed), then the block; uint32 0 ends the frame
 
-Every failure to decompress becomes CorruptRecordError; an unknown id becomes UnsupportedCompressionError.
+Every failure to decompress becomes CorruptRecordError; an unknown id becomes UnsupportedCompressionError; data
+that inflates past a caller's bound becomes InflatedTooLargeError, found without inflating it whole.
 All codecs run in C (``cramjam``); only the 7-byte LZ4 frame header is built in Python.
 """
 
 from __future__ import annotations
 
 import struct
+import zlib
 from enum import IntEnum
+from typing import Any
 
 import cramjam
 
-from .errors import CorruptRecordError, UnsupportedCompressionError
+from .errors import CorruptRecordError, InflatedTooLargeError, UnsupportedCompressionError
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
@@ -103,23 +106,35 @@ def compress(codec: CompressionType | int, data: bytes | bytearray | memoryview,
 
 
 def decompress(
-    codec: CompressionType | int, data: bytes | bytearray | memoryview, *, magic: int = 2
+    codec: CompressionType | int,
+    data: bytes | bytearray | memoryview,
+    *,
+    magic: int = 2,
+    max_size: int | None = None,
 ) -> bytes:
-    """The records (or inner message set) inside a compressed stream; CorruptRecordError when it is damaged."""
+    """The records (or inner message set) inside a compressed stream; CorruptRecordError when it is damaged.
+
+    With ``max_size``, a stream that inflates past it raises InflatedTooLargeError having produced at most
+    ``max_size + 1`` bytes (and held no more in memory): gzip through zlib's ``max_length``, snappy by each
+    block's declared length before inflating it, lz4 and zstd into a buffer of that size.
+    """
     codec = CompressionType.from_id(codec)
     if codec is CompressionType.ZSTD and magic < 2:
         raise UnsupportedCompressionError(f"zstd is not allowed in a message of magic {magic}")
+    limit = max_size if max_size is not None else -1
     try:
         if codec is CompressionType.NONE:
             return bytes(data)
         if codec is CompressionType.GZIP:
-            return bytes(cramjam.gzip.decompress(data))
+            return bytes(cramjam.gzip.decompress(data)) if limit < 0 else _gzip_bounded(data, limit)
         if codec is CompressionType.SNAPPY:
-            return _snappy_decompress(data)
-        if codec is CompressionType.LZ4:
-            return bytes(cramjam.lz4.decompress(_lz4_fix_header_checksum(data) if magic == 0 else data))
-        return bytes(cramjam.zstd.decompress(data))
-    except (cramjam.DecompressionError, ValueError, OSError) as exc:
+            return _snappy_decompress(data, limit)
+        frame = _lz4_fix_header_checksum(data) if codec is CompressionType.LZ4 and magic == 0 else data
+        module = cramjam.lz4 if codec is CompressionType.LZ4 else cramjam.zstd
+        return bytes(module.decompress(frame)) if limit < 0 else _into_bounded(module, frame, limit)
+    except InflatedTooLargeError:
+        raise
+    except (cramjam.DecompressionError, ValueError, OSError, zlib.error) as exc:
         raise CorruptRecordError(
             f"failed to decompress {codec.kafka_name} data ({len(data)} bytes): {exc}"
         ) from exc
@@ -138,11 +153,13 @@ def _xerial_compress(data: bytes | bytearray | memoryview) -> bytes:
     return b"".join(out)
 
 
-def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
+def _snappy_decompress(data: bytes | bytearray | memoryview, limit: int) -> bytes:
     view = memoryview(data)
     if len(view) < len(XERIAL_HEADER) or view[: len(XERIAL_MAGIC)] != XERIAL_MAGIC:
+        _check_inflated(cramjam.snappy.decompress_raw_len(view) if limit >= 0 else 0, limit)
         return bytes(cramjam.snappy.decompress_raw(view))
     out = []
+    total = 0
     position = len(XERIAL_HEADER)
     while position < len(view):
         if position + 4 > len(view):
@@ -151,9 +168,51 @@ def _snappy_decompress(data: bytes | bytearray | memoryview) -> bytes:
         position += 4
         if length < 0 or position + length > len(view):
             raise ValueError(f"xerial block of {length} bytes at byte {position} runs past the stream")
-        out.append(bytes(cramjam.snappy.decompress_raw(view[position : position + length])))
+        block = view[position : position + length]
+        if limit >= 0:
+            total += cramjam.snappy.decompress_raw_len(block)
+            _check_inflated(total, limit)
+        out.append(bytes(cramjam.snappy.decompress_raw(block)))
         position += length
     return b"".join(out)
+
+
+# --- bounded inflation -------------------------------------------------------------------------------------
+
+
+def _check_inflated(size: int, limit: int) -> None:
+    if limit >= 0 and size > limit:
+        raise InflatedTooLargeError(f"compressed data inflates past {limit} bytes")
+
+
+def _gzip_bounded(data: bytes | bytearray | memoryview, limit: int) -> bytes:
+    """Every gzip member in turn, never asking zlib for more than one byte past ``limit`` in all."""
+    out = bytearray()
+    rest = bytes(data)
+    if not rest:
+        raise ValueError("no gzip member")
+    while rest:
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out += inflater.decompress(rest, limit + 1 - len(out))
+        _check_inflated(len(out), limit)
+        if not inflater.eof:
+            raise ValueError("gzip stream is truncated")
+        rest = inflater.unused_data
+    return bytes(out)
+
+
+def _into_bounded(module: Any, frame: bytes | bytearray | memoryview, limit: int) -> bytes:
+    """lz4 or zstd frames inflated into a buffer one byte larger than ``limit``: a full buffer, or cramjam
+    refusing to write past its end, means the data inflates past the limit."""
+    buffer = bytearray(limit + 1)
+    try:
+        written = int(module.decompress_into(frame, buffer))
+    except cramjam.DecompressionError as exc:
+        if "whole buffer" in str(exc):
+            raise InflatedTooLargeError(f"compressed data inflates past {limit} bytes") from None
+        raise
+    _check_inflated(written, limit)
+    return bytes(memoryview(buffer)[:written])
 
 
 # --- lz4 frame ---------------------------------------------------------------------------------------------

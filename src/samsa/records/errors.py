@@ -2,6 +2,7 @@
 
 RecordsError                      base of this layer
 ├── CorruptRecordError            bytes that fail a size or CRC check (Kafka: CorruptRecordException)
+├── InflatedTooLargeError         compressed data that inflates past the caller's bound (Kafka: RecordTooLarge)
 └── InvalidRecordError            well-formed bytes that break a format rule (Kafka: InvalidRecordException)
     ├── UnsupportedCompressionError   an unknown or disallowed codec id
     └── VarintError                   a varint longer than 5 (varlong: 10) bytes, or cut short
@@ -16,6 +17,10 @@ class RecordsError(Exception):
 
 class CorruptRecordError(RecordsError):
     """A batch or message whose size or checksum is wrong."""
+
+
+class InflatedTooLargeError(RecordsError):
+    """Compressed records that would inflate past the bound their reader set."""
 
 
 class InvalidRecordError(RecordsError):
