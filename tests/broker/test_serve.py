@@ -60,7 +60,7 @@ def test_properties_file_and_override(tmp_path: Path) -> None:
     assert "node.id=7" in (tmp_path / "logs" / "meta.properties").read_text()
 
 
-def test_zookeeper_connect_warns_and_a_controller_listener_is_not_served(tmp_path: Path) -> None:
+def test_a_controller_listener_is_not_served(tmp_path: Path) -> None:
     import socket
 
     from tests.clients.harness import free_port
@@ -74,7 +74,6 @@ def test_zookeeper_connect_warns_and_a_controller_listener_is_not_served(tmp_pat
             "--override", f"log.dirs={tmp_path}",
             "--override", f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
             "--override", "controller.listener.names=CONTROLLER",
-            "--override", "zookeeper.connect=127.0.0.1:2181",
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -92,7 +91,6 @@ def test_zookeeper_connect_warns_and_a_controller_listener_is_not_served(tmp_pat
         proc.terminate()
         _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 0
-    assert "zookeeper.connect=127.0.0.1:2181 is set, but cluster mode is not available yet" in stderr
     assert "listener CONTROLLER is a KRaft controller listener: it is not opened" in stderr
 
 
