@@ -85,6 +85,7 @@ class KafkaServer:
             per_ip_overrides=ConnectionLimits.parse_overrides(
                 str(config.get("max.connections.per.ip.overrides"))
             ),
+            backlog=int(config.get("socket.listen.backlog.size")),
         )
         self.bound_addresses: list[tuple[str, str, int]] = []
         self._scheduler: asyncio.Task[None] | None = None
