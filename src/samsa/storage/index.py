@@ -183,13 +183,17 @@ class AbstractIndex:
     def _add_entry(self, entry: bytes, write: bool) -> None:
         """Add one packed entry: written to its slot first (``write``), kept in memory once that succeeded, so
         a failed write leaves the index as it was. Without ``write`` it waits for ``persist``."""
-        data = self._buf()
+        data = self._data
+        if data is None:
+            data = self._buf()
+        entries = self._entries
         if write:
-            self.persist()
-            os.pwrite(self._fd, entry, self._entries * self.entry_size)
-            self._persisted = self._entries + 1
+            if self._persisted < entries:
+                self.persist()
+            os.pwrite(self._fd, entry, entries * self.entry_size)
+            self._persisted = entries + 1
         data += entry
-        self._entries += 1
+        self._entries = entries + 1
 
     def persist(self) -> None:
         """Write the entries added with ``write=False`` since the last ``persist`` to their slots, with one
@@ -354,12 +358,18 @@ class OffsetIndex(AbstractIndex):
     def append(self, offset: int, position: int, write: bool = True) -> None:
         """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError, and
         OSError when the write fails (the index is then unchanged). ``write=False``: see ``persist``."""
-        self._ensure_writable()
-        if self.is_full():
+        if not self.writable:
+            self._ensure_writable()
+        if not self._loaded:
+            self._load()
+        if self._entries >= self._length // self.entry_size:  # full
             raise IndexFullError(self.path, self.entries, self.max_entries)
         if self._entries and offset <= self._last_offset:
             raise InvalidOffsetError(self.path, offset, self._last_offset)
-        self._add_entry(_OFFSET_ENTRY.pack(self.relative_offset(offset), position), write)
+        relative = offset - self.base_offset
+        if not 0 <= relative <= INT_MAX:
+            raise IndexOffsetOverflowError(self.path, self.base_offset, offset)
+        self._add_entry(_OFFSET_ENTRY.pack(relative, position), write)
         self._last_offset = offset
 
     def lookup(self, target_offset: int) -> OffsetPosition:
@@ -445,10 +455,13 @@ class TimeIndex(AbstractIndex):
         ValueError for a timestamp going back, OSError when the write fails (the index is then unchanged).
         ``write=False``: see ``persist``.
         """
-        self._ensure_writable()
-        if not skip_full_check and self.is_full():
+        if not self.writable:
+            self._ensure_writable()
+        if not self._loaded:
+            self._load()
+        if not skip_full_check and self._entries >= self._length // self.entry_size - 1:  # full
             raise IndexFullError(self.path, self.entries, self.max_entries)
-        last = self.last_entry
+        last = self._last_entry
         if self._entries and offset < last.offset:
             raise InvalidOffsetError(self.path, offset, last.offset)
         if self._entries and timestamp < last.timestamp:
