@@ -1,14 +1,24 @@
 """``lone_v2_batch`` and ``stamp_v2_batch``: the produce path's one-batch check and stamp, against BatchView (which
-reads the same fields one property at a time) and against every way a buffer can fail to be one valid v2 batch."""
+reads the same fields one property at a time) and against every way a buffer can fail to be one valid v2 batch;
+``keyless_records``, a compacted topic's key check, against the full decoder and with its inflation bound."""
 
 from __future__ import annotations
 
 import struct
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from samsa.records import Record, build_batch
+from samsa.records import (
+    CompressionType,
+    InflatedTooLargeError,
+    InvalidRecordError,
+    Record,
+    build_batch,
+    decode_batch,
+)
+from samsa.records.batch import keyless_records
 from samsa.records.view import BatchView, lone_v2_batch, stamp_v2_batch
 
 
@@ -56,3 +66,36 @@ def test_stamping_sets_the_base_offset_and_epoch_and_keeps_the_crc_valid() -> No
     assert view.last_offset == 1_000_004
     assert view.is_valid()
     assert lone_v2_batch(raw, len(raw)) is not None
+
+
+# --- keyless_records: a compacted topic's key check, without a record object each ---------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.none() | st.binary(max_size=5), st.binary(max_size=40)), min_size=1, max_size=30),
+    st.sampled_from(list(CompressionType)),
+)
+def test_keyless_records_are_the_decoded_records_without_a_key(
+    records: list[tuple[bytes | None, bytes]], codec: CompressionType
+) -> None:
+    raw = build_batch(
+        [Record(i, 1_700_000_000_000, key, value) for i, (key, value) in enumerate(records)],
+        compression=codec,
+    )
+    expected = [i for i, record in enumerate(decode_batch(raw).records) if record.key is None]
+    assert keyless_records(raw) == expected
+    assert keyless_records(raw, max_inflated=1 << 20) == expected
+
+
+def test_keyless_records_refuses_what_inflates_past_the_bound_and_a_malformed_batch() -> None:
+    value = bytes(1 << 20)
+    raw = build_batch([Record(i, 0, b"k", value) for i in range(4)], compression=CompressionType.GZIP)
+    assert len(raw) < 20_000
+    assert keyless_records(raw, max_inflated=5 << 20) == []
+    with pytest.raises(InflatedTooLargeError):
+        keyless_records(raw, max_inflated=1 << 20)
+    short = bytearray(build_batch([Record(0, 0, b"k", b"v")]))
+    struct.pack_into(">i", short, 57, 2)  # recordsCount 2, one record present
+    with pytest.raises(InvalidRecordError):
+        keyless_records(short)

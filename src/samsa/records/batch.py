@@ -496,6 +496,55 @@ def decode_records(
     return records
 
 
+def keyless_records(
+    batch: BatchView | bytes | bytearray | memoryview, *, max_inflated: int | None = None
+) -> list[int]:
+    """The positions in a v2 batch (0 for its first record) of the records without a key: what a compacted
+    topic refuses. Reads each record's length and key length only, so the memory it takes is the inflated
+    records, never a record object each; with ``max_inflated``, compressed records that would inflate past it
+    raise InflatedTooLargeError having inflated at most that much. Raises as ``decode_batch`` for a malformed
+    batch (the CRC is not checked: the caller has)."""
+    view = as_view(batch)
+    if view.size_in_bytes < RECORD_BATCH_OVERHEAD or view.magic != MAGIC_V2:
+        return [i for i, r in enumerate(decode_batch(view, verify_crc=False).records) if r.key is None]
+    header = view.v2_header()
+    count = header.records_count
+    if count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
+    codec = CompressionType.from_id(header.attributes & COMPRESSION_MASK)
+    payload = view.buf[view.position + RECORD_BATCH_OVERHEAD : view.end]
+    data = (
+        payload
+        if codec is CompressionType.NONE
+        else decompress(codec, payload, magic=MAGIC_V2, max_size=max_inflated)
+    )
+    keyless: list[int] = []
+    end = len(data)
+    pos = 0
+    try:
+        for i in range(count):
+            length, pos = decode_varint(data, pos)
+            body_end = pos + length
+            if length < 0 or body_end > end:
+                raise InvalidRecordError(
+                    f"Invalid record size: expected {length} bytes in record payload, but instead the buffer "
+                    f"has only {end - pos} remaining bytes."
+                )
+            _, pos = decode_varlong(data, pos + 1)  # after the attributes: timestampDelta
+            _, pos = decode_varint(data, pos)  # offsetDelta
+            key_length, pos = decode_varint(data, pos)
+            if key_length < 0:
+                keyless.append(i)
+            if pos > body_end:
+                raise InvalidRecordError(f"record {i} ends inside its own header")
+            pos = body_end
+    except VarintError as exc:
+        raise InvalidRecordError(f"Found invalid record structure: {exc}") from exc
+    if pos != end:
+        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
+    return keyless
+
+
 def _decode_headers(data: bytes, pos: int, body_end: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
     count, pos = decode_varint(data, pos)
     if count < 0:

@@ -74,7 +74,8 @@ from pathlib import Path
 from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from samsa.clock import Clock
-from samsa.records import InvalidRecordError, iter_records
+from samsa.records import InflatedTooLargeError, InvalidRecordError
+from samsa.records.batch import keyless_records
 from samsa.records.legacy import decode_legacy, set_legacy_timestamp
 from samsa.records.record import TimestampType
 from samsa.records.view import (
@@ -89,6 +90,7 @@ from .config import LogConfig
 from .errors import (
     AppendRollbackError,
     IllegalRollError,
+    InflatedBatchTooLargeError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     OffsetsOutOfOrderError,
@@ -540,9 +542,18 @@ class Log:
 
     def _validate_keys(self, batches: list[BatchView]) -> None:
         """A compacted topic refuses records without a key (Kafka's ``LogValidator.validateKey``). The only
-        per-record work of a leader append, done for compacted topics alone."""
+        per-record work of a leader append, done for compacted topics alone; compressed records inflate to
+        ``max_inflated_bytes`` at most (InflatedBatchTooLargeError past it)."""
+        limit = self.config.max_inflated_bytes
         for batch in batches:
-            missing = [i for i, r in enumerate(iter_records(batch, verify_crc=False)) if r.key is None]
+            try:
+                if batch.magic >= 2:
+                    missing = keyless_records(batch, max_inflated=limit)
+                else:
+                    records = decode_legacy(batch, verify_crc=False, max_inflated=limit)
+                    missing = [i for i, r in enumerate(records) if r.key is None]
+            except InflatedTooLargeError:
+                raise InflatedBatchTooLargeError(batch.size_in_bytes, limit, batch.position) from None
             if missing:
                 message = f"Compacted topic cannot accept message without key in topic partition {self.directory.name}."
                 raise RecordValidationError([(i, message) for i in missing])
@@ -557,7 +568,11 @@ class Log:
                 f"a compressed magic 0 message set at position {batch.position} needs re-compression to get "
                 "offsets, which this log does not do"
             )
-        return len(decode_legacy(batch, verify_crc=False))
+        limit = self.config.max_inflated_bytes
+        try:
+            return len(decode_legacy(batch, verify_crc=False, max_inflated=limit))
+        except InflatedTooLargeError:
+            raise InflatedBatchTooLargeError(batch.size_in_bytes, limit, batch.position) from None
 
     def _check_segment_size(self, size: int) -> None:
         if size > self.config.segment_bytes:
