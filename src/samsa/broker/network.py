@@ -23,8 +23,8 @@ not asyncio's ``start_server``, which accepts a whole burst before any admission
 socket is admitted or closed before the next ``accept``, and a connection that would leave fewer than
 ``descriptor_reserve()`` descriptors free under RLIMIT_NOFILE is closed at once (free descriptors are counted from
 ``/proc/self/fd`` now and then, not per connection). The broker so keeps descriptors for its segments and
-checkpoints, and existing clients are served throughout. Should ``accept`` itself fail for want of resources
-(EMFILE, ENFILE, ENOBUFS, ENOMEM), the listener stops accepting for a second. Refusals of either kind are logged
+checkpoints, and existing clients are served throughout. Should ``accept`` itself fail (for want of resources:
+EMFILE, ENFILE, ENOBUFS, ENOMEM; or otherwise), the listener stops accepting for a second. Refusals of either kind are logged
 once a minute, with the count of those not logged.
 
 Event-loop thread only.
@@ -167,7 +167,6 @@ def descriptor_reserve(soft_limit: int) -> int:
 
 
 ACCEPT_PAUSE_S = 1.0  # how long a listener stops accepting after accept() itself failed for want of resources
-_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 _STREAM_LIMIT = 2**16
 
 
@@ -263,7 +262,10 @@ def _listening_sockets(host: str, port: int, backlog: int) -> list[socket.socket
     sockets: list[socket.socket] = []
     try:
         for family, kind, proto, _, address in dict.fromkeys(infos):
-            sock = socket.socket(family, kind, proto)
+            try:
+                sock = socket.socket(family, kind, proto)
+            except OSError:
+                continue  # a family this host does not have (IPv6 turned off), as asyncio skips it
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if family == socket.AF_INET6:
@@ -277,6 +279,8 @@ def _listening_sockets(host: str, port: int, backlog: int) -> list[socket.socket
         for sock in sockets:
             sock.close()
         raise
+    if not sockets:
+        raise OSError(f"no socket could be opened for {host or '*'}:{port}")
     return sockets
 
 
@@ -327,13 +331,12 @@ class Server:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                if exc.errno in _OUT_OF_RESOURCES:
-                    self._log_refusal(f"accept() failed: {exc}")
-                    self._pause(listening)
-                    return
                 if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EPERM):
                     continue  # the client gave up before it was accepted
-                raise
+                # out of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM) or anything else: not at once again
+                self._log_refusal(f"accept() failed: {exc}")
+                self._pause(listening)
+                return
             host = str(peer[0])
             refused = self._limits.admit(host, loop.time())
             if refused is not None:
