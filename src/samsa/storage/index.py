@@ -23,9 +23,18 @@ Memory, not a mapping: Kafka maps index files; Samsa keeps the valid entries in 
 file when a lookup first needs them). Nothing ever touches the file through a mapping, so a full disk or a sparse
 (preallocated) region can only ever surface as an ``OSError`` from a write, never as SIGBUS.
 
-Each new entry is written to its slot with one ``pwrite`` before it is kept, so other readers of the file (Kafka's
-dump tool on a live segment) see it at once, and a failed write (a full disk) leaves the index unchanged.
-Recovery builds a whole index in memory (``write=False``) and writes it with one ``pwrite`` (``persist``).
+New entries are kept in memory at once and written behind: the first at once (a preallocated file's zero slot 0
+would otherwise read as an entry at the base offset), then every ``WRITE_BEHIND`` (32) entries with one ``pwrite``
+of them all, and always at a flush, a resize, a roll (``trim_to_valid_size``) and a close, before anything that
+needs the file (the clean-shutdown marker, the start-up check, a roll's final entry) can look. One ``pwrite`` per entry cost
+a leader about 1.1 us per 16 KiB append (7% of it; ``bench/bench_storage.py``, 2026-11-25). So other readers of a
+live segment's file (Kafka's dump tool, samsa-segments) may miss its last 31 entries: an index is a sparse hint,
+they find the same batches from an earlier entry, and samsa-segments prunes by the last time-index entry of
+inactive segments only, which a roll has written. A crash loses at most those entries, and recovery rebuilds the
+active segment's indexes anyway. A write that fails (a full disk) drops the entry that triggered it and raises (its
+append is undone); the earlier entries stay pending for the next write. ``WRITE_BEHIND = 1`` writes each entry
+before it is kept. Recovery builds a whole index in memory (``write=False``) and writes it with one ``pwrite``
+(``persist``).
 
 Concurrency contract: not thread-safe; the owning ``LogSegment`` serialises calls.
 """
@@ -58,6 +67,10 @@ class TimestampOffset:
 
     timestamp: int
     offset: int
+
+
+WRITE_BEHIND = 32
+"""Entries kept in memory before they are written to the file (module doc)."""
 
 
 class AbstractIndex:
@@ -181,19 +194,22 @@ class AbstractIndex:
         return relative
 
     def _add_entry(self, entry: bytes, write: bool) -> None:
-        """Add one packed entry: written to its slot first (``write``), kept in memory once that succeeded, so
-        a failed write leaves the index as it was. Without ``write`` it waits for ``persist``."""
+        """Add one packed entry, kept in memory at once; with ``write`` the pending entries are written when
+        ``WRITE_BEHIND`` of them wait (a failed write drops this entry again and raises, so the index is as it
+        was). Without ``write`` it waits for ``persist``."""
         data = self._data
         if data is None:
             data = self._buf()
         entries = self._entries
-        if write:
-            if self._persisted < entries:
-                self.persist()
-            os.pwrite(self._fd, entry, entries * self.entry_size)
-            self._persisted = entries + 1
         data += entry
         self._entries = entries + 1
+        if write and (entries + 1 - self._persisted >= WRITE_BEHIND or self._persisted == 0):
+            try:
+                self.persist()
+            except BaseException:
+                del data[-len(entry) :]
+                self._entries = entries
+                raise
 
     def persist(self) -> None:
         """Write the entries added with ``write=False`` since the last ``persist`` to their slots, with one
@@ -210,9 +226,11 @@ class AbstractIndex:
     # --- resizing ------------------------------------------------------------------------------------------
 
     def resize(self, new_size: int) -> bool:
-        """Set the file length to ``new_size`` rounded down to whole entries; False when already that long."""
+        """Set the file length to ``new_size`` rounded down to whole entries (the pending ones written first);
+        False when already that long."""
         self._ensure_writable()
         self._load()
+        self.persist()
         rounded = new_size - new_size % self.entry_size
         if rounded == self._length:
             return False
