@@ -6,7 +6,7 @@ request buffer would be; the baseline appends the same copies to a plain file wi
 ceiling: what the disk and the system call cost with no log around them). Then reads single-batch slices at random
 offsets; the baseline is an ``os.pread`` of a batch at a known position. Batches of ~1 KiB (10 records of 100 bytes)
 and ~16 KiB (160 records), as producers with little and some lingering send them. Prints MB/s, records/s,
-microseconds per read and the ratios; the append ratio also in process CPU time (best of interleaved rounds),
+microseconds per read and the ratios; the append ratio also in process CPU time (best of 15 interleaved rounds of 2,000 calls),
 steadier than the wall clock on a shared machine. The wall-clock append loops take turns (250 calls each), so
 both meet the same page-cache writeback (until 2026-11-25 the baseline ran first for its whole time and the log
 after it, throttled by the baseline's dirty pages). Runs in about fifteen seconds.
@@ -49,8 +49,8 @@ def timed_interleaved(seconds: float, steps: tuple[Callable[[], object], ...]) -
     return list(zip(done, spent, strict=True))
 
 
-CPU_ROUNDS = 5
-CPU_CALLS = 3000
+CPU_ROUNDS = 15
+CPU_CALLS = 2000
 
 
 def cpu_per_call(ours: Callable[[], object], baseline: Callable[[], object]) -> tuple[float, float]:
