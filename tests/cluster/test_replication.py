@@ -222,7 +222,11 @@ def test_paused_follower_leaves_the_isr_and_min_isr_refuses_acks_all(cluster: Lo
     for broker_id in others:
         cluster.stop_broker(broker_id)
     wait_for("the leader alone in the ISR", lambda: partitions(admin, "paused")[0][2] == [leader], timeout=40)
-    refused = Acked(cluster.bootstrap_servers, "paused", **{"message.timeout.ms": 3000, "retries": 0})
+    refused = Acked(
+        cluster.bootstrap_servers,
+        "paused",
+        **{"message.timeout.ms": 3000, "retries": 0, "enable.idempotence": False},
+    )
     refused.producer.produce("paused", b"refused", on_delivery=refused._report)
     refused.producer.flush(20)
     assert refused.errors and "NOT_ENOUGH_REPLICAS" in refused.errors[0], refused.errors
