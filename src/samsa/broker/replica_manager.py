@@ -17,14 +17,12 @@ import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from samsa.clock import Clock
 from samsa.protocol.errors import ErrorCode
 from samsa.records import CorruptRecordError, InvalidRecordError
 from samsa.storage import (
-    FetchIsolation,
-    FileSlice,
-    Log,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
@@ -40,6 +38,9 @@ from samsa.storage.producer_state import (
 from samsa.storage.topic import TopicPartition
 
 from .purgatory import Purgatory
+
+if TYPE_CHECKING:  # start-up time: samsa.storage.log is loaded with the first log
+    from samsa.storage import FetchIsolation, FileSlice, Log
 
 log = logging.getLogger(__name__)
 

@@ -49,11 +49,15 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from samsa.records.view import BatchView, crc32c
+from typing import TYPE_CHECKING
 
 from .errors import StorageError
-from .segment import offset_from_file_name
+
+if TYPE_CHECKING:
+    from samsa.records.view import BatchView
+
+# samsa.records.view and .segment are imported where used: the broker imports this module at start for its
+# error types, before any log exists (start-up time)
 
 NUM_BATCHES_TO_RETAIN = 5
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
@@ -338,6 +342,8 @@ class ProducerStateManager:
             names = os.listdir(self.directory)
         except FileNotFoundError:
             return []
+        from .segment import offset_from_file_name
+
         for name in names:
             offset = offset_from_file_name(name)
             if offset is not None and name.endswith(SNAPSHOT_SUFFIX) and name.count(".") == 1:
@@ -405,6 +411,8 @@ class ProducerStateManager:
 
 
 def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
+    from samsa.records.view import crc32c
+
     body = bytearray()
     count = 0
     for entry in entries:
@@ -425,6 +433,8 @@ def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
 
 
 def decode_snapshot(data: bytes, path: Path) -> list[ProducerStateEntry]:
+    from samsa.records.view import crc32c
+
     if len(data) < _HEADER.size:
         raise CorruptSnapshotError(path, f"{len(data)} bytes, shorter than the {_HEADER.size}-byte header")
     version, crc, count = _HEADER.unpack_from(data)
