@@ -44,7 +44,7 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from samsa.broker.broker import KafkaServer
 from samsa.broker.config import KafkaConfig
@@ -53,8 +53,10 @@ from samsa.broker.topic_admin import create_topic as _create_topic
 from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.protocol import ErrorCode, RequestHeader
 from samsa.protocol.messages._registry import APIS
-from samsa.storage import Log
 from samsa.storage.topic import TopicPartition
+
+if TYPE_CHECKING:
+    from samsa.storage import Log  # loaded with the broker's first log (start-up time)
 
 __all__ = ["Broker", "BrokerControlError", "error_response"]
 
