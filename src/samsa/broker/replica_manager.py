@@ -29,12 +29,12 @@ from samsa.storage import (
     RecordValidationError,
     StorageError,
 )
-from samsa.storage.log_manager import LogManager
-from samsa.storage.producer_state import (
+from samsa.storage.errors import (
     InvalidProducerEpochError,
     InvalidSequenceError,
     OutOfOrderSequenceError,
 )
+from samsa.storage.log_manager import LogManager
 from samsa.storage.topic import TopicPartition
 
 from .purgatory import Purgatory

@@ -16,7 +16,7 @@ A log's offsets, for the cleaner::
   ``min.cleanable.dirty.ratio``, or when its first dirty segment is older than ``max.compaction.lag.ms`` and there is
   something dirty. The filthiest cleanable log is cleaned first.
 
-One cleaning (``clean``):
+One cleaning (``plan``, ``clean`` and ``commit``, in ``cleaning``):
 
 1. **Offset map**: key -> offset of its latest record in the dirty range, at most ``max_map_entries`` keys (Kafka's
    dedupe buffer); batches are mapped whole (the first one even beyond the limit, so a round always progresses);
@@ -50,26 +50,24 @@ retention or truncation meanwhile cannot pull data from under it) and writes onl
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Collection, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from samsa.clock import Clock
 
-from .config import LogConfig
 from .errors import CleaningAbortedError
 from .topic import TopicPartition
 
 if TYPE_CHECKING:
-    from .file_records import FileRecords
-    from .log import Log
-    from .segment import LogSegment
+    from concurrent.futures import ThreadPoolExecutor
 
-# The work of one cleaning (``cleaning``: the offset map, grouping, filtering into new segments, with
+    from .cleaning import CleaningPlan, CleaningResult
+    from .log import Log
+
+# One cleaning (``cleaning``: its plan, the offset map, grouping, filtering into new segments, with
 # samsa.records) is imported when the first cleaning starts: a broker creates its LogCleaner at start, before
 # any log exists (start-up time).
 
@@ -166,173 +164,6 @@ def filthiest_log(
     return best
 
 
-# --- one cleaning --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSegment:
-    """An old segment as ``plan`` saw it: the object (for ``commit``'s checks), a read-only ``FileRecords`` of
-    its own over the same file, and the sizes and mtime the grouping and the new segment need."""
-
-    segment: LogSegment
-    records: FileRecords
-    base_offset: int
-    size: int
-    offset_index_bytes: int
-    time_index_bytes: int
-    last_modified: int
-
-
-@dataclass(frozen=True, slots=True)
-class CleaningPlan:
-    """Everything ``clean`` needs, taken from the log on its owner's thread."""
-
-    tp: TopicPartition
-    log: Log
-    directory: Path
-    config: LogConfig
-    clock: Clock
-    now: int
-    first_dirty_offset: int
-    first_uncleanable_offset: int
-    sources: tuple[SourceSegment, ...]  # log start .. first uncleanable, oldest first
-    producer_last_offsets: Mapping[int, int]  # producer id -> offset of its last data record
-    legacy_delete_horizon_ms: int
-    max_map_entries: int
-
-    def close(self) -> None:
-        for source in self.sources:
-            source.records.close_handlers()
-
-
-@dataclass(slots=True)
-class CleanerStats:
-    """What one cleaning read and wrote."""
-
-    bytes_read: int = 0
-    bytes_written: int = 0
-    records_read: int = 0
-    records_kept: int = 0
-    invalid_records: int = 0
-
-
-@dataclass(slots=True)
-class CleaningResult:
-    """New ``.cleaned`` segments, each with the old segments it replaces, and the checkpoint to record."""
-
-    plan: CleaningPlan
-    end_offset: int
-    groups: list[tuple[list[SourceSegment], LogSegment]] = field(default_factory=list)
-    stats: CleanerStats = field(default_factory=CleanerStats)
-
-    def abandon(self) -> None:
-        """Delete the new ``.cleaned`` files and release the plan's file descriptors."""
-        for _, segment in self.groups:
-            segment.delete()
-        self.groups.clear()
-        self.plan.close()
-
-
-def plan(to_clean: LogToClean, clock: Clock, max_map_entries: int, now: int | None = None) -> CleaningPlan:
-    """Take what a cleaning of ``to_clean`` needs from its log (owner's thread)."""
-    from .file_records import FileRecords
-
-    log = to_clean.log
-    now = clock.milliseconds() if now is None else now
-    sources: list[SourceSegment] = []
-    try:
-        for segment in log.segments.values(log.log_start_offset, to_clean.first_uncleanable_offset):
-            fd = os.open(segment.log.path, os.O_RDONLY)
-            sources.append(
-                SourceSegment(
-                    segment,
-                    FileRecords(segment.log.path, fd, segment.size),
-                    segment.base_offset,
-                    segment.size,
-                    segment.offset_index.entries * 8,
-                    segment.time_index.entries * 12,
-                    segment.last_modified,
-                )
-            )
-    except BaseException:
-        for source in sources:
-            source.records.close_handlers()
-        raise
-    clean_part = [s for s in sources if s.base_offset < to_clean.first_dirty_offset]
-    legacy_horizon = clean_part[-1].last_modified - log.config.delete_retention_ms if clean_part else 0
-    producers = {
-        pid: entry.last_data_offset
-        for pid, entry in log.producer_state.producers.items()
-        if entry.last_data_offset >= 0
-    }
-    return CleaningPlan(
-        to_clean.tp,
-        log,
-        log.directory,
-        log.config,
-        clock,
-        now,
-        to_clean.first_dirty_offset,
-        to_clean.first_uncleanable_offset,
-        tuple(sources),
-        producers,
-        legacy_horizon,
-        max_map_entries,
-    )
-
-
-def clean(cleaning: CleaningPlan, abort: threading.Event | None = None) -> CleaningResult:
-    """Build the offset map and write the new ``.cleaned`` segments (any thread; module doc).
-
-    Raises CleaningAbortedError when ``abort`` is set; the new files are removed then, as on any error.
-    """
-    from .cleaning import build_offset_map, clean_group, group_segments_by_size
-
-    offsets, end_offset = build_offset_map(cleaning, abort)
-    result = CleaningResult(cleaning, end_offset)
-    try:
-        sources = [s for s in cleaning.sources if s.base_offset < end_offset]
-        for group in group_segments_by_size(sources, cleaning.config, cleaning.first_uncleanable_offset):
-            result.groups.append(
-                (group, clean_group(cleaning, group, offsets, end_offset, result.stats, abort))
-            )
-    except BaseException:
-        result.abandon()
-        raise
-    return result
-
-
-def commit(result: CleaningResult) -> None:
-    """Swap the new segments in (owner's thread). Raises CleaningAbortedError, after removing the new files, when
-    the log changed since ``plan``: an old segment is no longer in it, has another size, or became active."""
-    cleaning = result.plan
-    log = cleaning.log
-    for group, _ in result.groups:
-        for source in group:
-            current = log.segments.get(source.base_offset)
-            if current is not source.segment or current.size != source.size or current is log.active_segment:
-                result.abandon()
-                raise CleaningAbortedError(
-                    cleaning.directory, f"the segment at {source.base_offset} changed during the cleaning"
-                )
-    new_segments = [segment for _, segment in result.groups]
-    old_segments = [source.segment for group, _ in result.groups for source in group]
-    result.groups.clear()
-    try:
-        log.replace_segments(new_segments, old_segments)
-    finally:
-        cleaning.close()
-
-
-def clean_log(
-    to_clean: LogToClean, clock: Clock, max_map_entries: int, now: int | None = None
-) -> CleaningResult:
-    """Plan, clean and commit on the calling thread; returns the result (its ``end_offset`` is the checkpoint)."""
-    result = clean(plan(to_clean, clock, max_map_entries, now))
-    commit(result)
-    return result
-
-
 # --- scheduling ---------------------------------------------------------------------------------------------------
 
 
@@ -383,6 +214,8 @@ class LogCleaner:
         if to_clean is None:
             self._next_attempt = now + self.config.backoff_ms
             return False
+        from .cleaning import clean, plan
+
         try:
             cleaning = plan(to_clean, self.clock, self.config.max_map_entries, now)
         except OSError as exc:
@@ -392,6 +225,8 @@ class LogCleaner:
             self._running = (cleaning, _done(cleaning, self._abort))
             return self._finish(logs, on_cleaned, block=True)
         if self._executor is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="samsa-log-cleaner")
         self._running = (cleaning, self._executor.submit(clean, cleaning, self._abort))
         return False
@@ -414,6 +249,8 @@ class LogCleaner:
         if logs.get(cleaning.tp) is not cleaning.log:
             result.abandon()
             return False
+        from .cleaning import commit
+
         try:
             commit(result)
         except CleaningAbortedError:
@@ -457,6 +294,8 @@ class LogCleaner:
 
 
 def _done(cleaning: CleaningPlan, abort: threading.Event) -> Future[CleaningResult]:
+    from .cleaning import clean
+
     future: Future[CleaningResult] = Future()
     try:
         future.set_result(clean(cleaning, abort))

@@ -1,23 +1,192 @@
-"""One cleaning's work on the old segments (Kafka's ``Cleaner``): the offset map of the dirty range, the grouping
-of old segments into new ones, and the filter that writes each group into a new ``.cleaned`` segment. The rules
-are in ``cleaner``'s module doc; ``cleaner.clean`` calls these, on whatever thread runs it.
-
-Not thread-safe: one cleaning's calls run on one thread, over file descriptors of its own (``cleaner.plan``).
+"""One cleaning of a compacted log (Kafka's ``Cleaner``): ``plan`` takes what it needs from the log, ``clean``
+builds the offset map of the dirty range, groups the old segments and filters each group into a new ``.cleaned``
+segment, ``commit`` swaps them in. The rules and the threads each step runs on are in ``cleaner``'s module doc;
+``cleaner.LogCleaner`` schedules the cleanings.
 """
 
 from __future__ import annotations
 
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from samsa.clock import Clock
 from samsa.records import Record, build_batch, build_legacy_message_set, decode_batch, decode_legacy
 from samsa.records.record import TimestampType
 from samsa.records.view import BatchView
 
-from .cleaner import INT_MAX, CleanerStats, CleaningPlan, SourceSegment
+from .cleaner import INT_MAX, LogToClean
 from .config import LogConfig
 from .errors import CleaningAbortedError
+from .file_records import FileRecords
+from .log import Log
 from .segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_file
+from .topic import TopicPartition
+
+# --- one cleaning --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SourceSegment:
+    """An old segment as ``plan`` saw it: the object (for ``commit``'s checks), a read-only ``FileRecords`` of
+    its own over the same file, and the sizes and mtime the grouping and the new segment need."""
+
+    segment: LogSegment
+    records: FileRecords
+    base_offset: int
+    size: int
+    offset_index_bytes: int
+    time_index_bytes: int
+    last_modified: int
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningPlan:
+    """Everything ``clean`` needs, taken from the log on its owner's thread."""
+
+    tp: TopicPartition
+    log: Log
+    directory: Path
+    config: LogConfig
+    clock: Clock
+    now: int
+    first_dirty_offset: int
+    first_uncleanable_offset: int
+    sources: tuple[SourceSegment, ...]  # log start .. first uncleanable, oldest first
+    producer_last_offsets: Mapping[int, int]  # producer id -> offset of its last data record
+    legacy_delete_horizon_ms: int
+    max_map_entries: int
+
+    def close(self) -> None:
+        for source in self.sources:
+            source.records.close_handlers()
+
+
+@dataclass(slots=True)
+class CleanerStats:
+    """What one cleaning read and wrote."""
+
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_read: int = 0
+    records_kept: int = 0
+    invalid_records: int = 0
+
+
+@dataclass(slots=True)
+class CleaningResult:
+    """New ``.cleaned`` segments, each with the old segments it replaces, and the checkpoint to record."""
+
+    plan: CleaningPlan
+    end_offset: int
+    groups: list[tuple[list[SourceSegment], LogSegment]] = field(default_factory=list)
+    stats: CleanerStats = field(default_factory=CleanerStats)
+
+    def abandon(self) -> None:
+        """Delete the new ``.cleaned`` files and release the plan's file descriptors."""
+        for _, segment in self.groups:
+            segment.delete()
+        self.groups.clear()
+        self.plan.close()
+
+
+def plan(to_clean: LogToClean, clock: Clock, max_map_entries: int, now: int | None = None) -> CleaningPlan:
+    """Take what a cleaning of ``to_clean`` needs from its log (owner's thread)."""
+    log = to_clean.log
+    now = clock.milliseconds() if now is None else now
+    sources: list[SourceSegment] = []
+    try:
+        for segment in log.segments.values(log.log_start_offset, to_clean.first_uncleanable_offset):
+            fd = os.open(segment.log.path, os.O_RDONLY)
+            sources.append(
+                SourceSegment(
+                    segment,
+                    FileRecords(segment.log.path, fd, segment.size),
+                    segment.base_offset,
+                    segment.size,
+                    segment.offset_index.entries * 8,
+                    segment.time_index.entries * 12,
+                    segment.last_modified,
+                )
+            )
+    except BaseException:
+        for source in sources:
+            source.records.close_handlers()
+        raise
+    clean_part = [s for s in sources if s.base_offset < to_clean.first_dirty_offset]
+    legacy_horizon = clean_part[-1].last_modified - log.config.delete_retention_ms if clean_part else 0
+    producers = {
+        pid: entry.last_data_offset
+        for pid, entry in log.producer_state.producers.items()
+        if entry.last_data_offset >= 0
+    }
+    return CleaningPlan(
+        to_clean.tp,
+        log,
+        log.directory,
+        log.config,
+        clock,
+        now,
+        to_clean.first_dirty_offset,
+        to_clean.first_uncleanable_offset,
+        tuple(sources),
+        producers,
+        legacy_horizon,
+        max_map_entries,
+    )
+
+
+def clean(cleaning: CleaningPlan, abort: threading.Event | None = None) -> CleaningResult:
+    """Build the offset map and write the new ``.cleaned`` segments (any thread; module doc).
+
+    Raises CleaningAbortedError when ``abort`` is set; the new files are removed then, as on any error.
+    """
+    offsets, end_offset = build_offset_map(cleaning, abort)
+    result = CleaningResult(cleaning, end_offset)
+    try:
+        sources = [s for s in cleaning.sources if s.base_offset < end_offset]
+        for group in group_segments_by_size(sources, cleaning.config, cleaning.first_uncleanable_offset):
+            result.groups.append(
+                (group, clean_group(cleaning, group, offsets, end_offset, result.stats, abort))
+            )
+    except BaseException:
+        result.abandon()
+        raise
+    return result
+
+
+def commit(result: CleaningResult) -> None:
+    """Swap the new segments in (owner's thread). Raises CleaningAbortedError, after removing the new files, when
+    the log changed since ``plan``: an old segment is no longer in it, has another size, or became active."""
+    cleaning = result.plan
+    log = cleaning.log
+    for group, _ in result.groups:
+        for source in group:
+            current = log.segments.get(source.base_offset)
+            if current is not source.segment or current.size != source.size or current is log.active_segment:
+                result.abandon()
+                raise CleaningAbortedError(
+                    cleaning.directory, f"the segment at {source.base_offset} changed during the cleaning"
+                )
+    new_segments = [segment for _, segment in result.groups]
+    old_segments = [source.segment for group, _ in result.groups for source in group]
+    result.groups.clear()
+    try:
+        log.replace_segments(new_segments, old_segments)
+    finally:
+        cleaning.close()
+
+
+def clean_log(
+    to_clean: LogToClean, clock: Clock, max_map_entries: int, now: int | None = None
+) -> CleaningResult:
+    """Plan, clean and commit on the calling thread; returns the result (its ``end_offset`` is the checkpoint)."""
+    result = clean(plan(to_clean, clock, max_map_entries, now))
+    commit(result)
+    return result
+
 
 # --- the offset map ---------------------------------------------------------------------------------------------
 

@@ -51,13 +51,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .errors import InvalidProducerEpochError as InvalidProducerEpochError
+from .errors import InvalidSequenceError as InvalidSequenceError
+from .errors import OutOfOrderSequenceError as OutOfOrderSequenceError
+from .errors import ProducerStateError as ProducerStateError
 from .errors import StorageError
 
 if TYPE_CHECKING:
     from samsa.records.view import BatchView
 
-# samsa.records.view and .segment are imported where used: the broker imports this module at start for its
-# error types, before any log exists (start-up time)
+# samsa.records.view and .segment are imported where used, with the first log (start-up time)
 
 NUM_BATCHES_TO_RETAIN = 5
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
@@ -70,46 +73,6 @@ INT32_MAX = 2**31 - 1
 _HEADER = struct.Struct(">hIi")  # version, crc, entry count
 _ENTRY = struct.Struct(">qhiqiqiq")
 _CRC_START = 6
-
-
-class ProducerStateError(StorageError):
-    """A client batch refused by the producer-state rules; names the producer and the values compared."""
-
-
-class OutOfOrderSequenceError(ProducerStateError):
-    """A batch's first sequence does not follow the producer's last one (Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER)."""
-
-    def __init__(self, producer_id: int, epoch: int, first_sequence: int, expected: int | None) -> None:
-        wanted = "0 (a new epoch starts at 0)" if expected is None else str(expected)
-        super().__init__(
-            f"out of order sequence number for producer {producer_id} at epoch {epoch}: "
-            f"{first_sequence} (incoming first sequence), {wanted} (expected)"
-        )
-        self.producer_id = producer_id
-        self.epoch = epoch
-        self.first_sequence = first_sequence
-        self.expected = expected
-
-
-class InvalidProducerEpochError(ProducerStateError):
-    """A batch from an epoch older than the producer's current one (Kafka: INVALID_PRODUCER_EPOCH)."""
-
-    def __init__(self, producer_id: int, epoch: int, current_epoch: int) -> None:
-        super().__init__(
-            f"epoch {epoch} of producer {producer_id} is older than its current epoch {current_epoch}: fenced"
-        )
-        self.producer_id = producer_id
-        self.epoch = epoch
-        self.current_epoch = current_epoch
-
-
-class InvalidSequenceError(ProducerStateError):
-    """A batch with a producer id but no sequence (Kafka refuses it as an invalid record)."""
-
-    def __init__(self, producer_id: int, sequence: int) -> None:
-        super().__init__(f"invalid sequence number {sequence} in a batch with producer id {producer_id}")
-        self.producer_id = producer_id
-        self.sequence = sequence
 
 
 class CorruptSnapshotError(StorageError):
