@@ -46,7 +46,6 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -410,6 +409,10 @@ class LogManager:
         """Remove ``-delete`` directories whose delay has passed (all of them with ``force``)."""
         due = [p for p in self._pending_deletes if force or p.due_ms <= now]
         self._pending_deletes = [p for p in self._pending_deletes if p not in due]
+        if not due:
+            return []
+        import shutil  # start-up time: most starts delete nothing
+
         for pending in due:
             shutil.rmtree(pending.path, ignore_errors=True)
             fsync_directory(pending.path.parent)
