@@ -180,8 +180,8 @@ sys.exit(main(["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{PORT}",
 
 def test_samsa_serve_on_a_fresh_log_dir_answers_api_versions_without_the_log_modules(tmp_path: Path) -> None:
     """``samsa serve`` as it runs (the CLI, the runner, SIGTERM), on a fresh log dir: its first ApiVersions
-    answer needs no log, segment, cleaning or record module, nor json, random or uuid (shutil comes with
-    argparse's help formatter); then it stops cleanly."""
+    answer needs no log, segment, cleaning or record module, nor argparse (its usual command lines are read
+    without it), shutil, json, random or uuid; then it stops cleanly."""
     from tests.clients.harness import free_port
 
     code = f"PORT = {free_port()}\nLOG_DIR = {str(tmp_path / 'logs')!r}\n" + SERVE_AND_ASK_API_VERSIONS
@@ -192,7 +192,7 @@ def test_samsa_serve_on_a_fresh_log_dir_answers_api_versions_without_the_log_mod
     modules = set(loaded["modules"])
     assert "samsa.broker.handlers.api_versions" in modules
     assert not modules & LOADED_WITH_THE_FIRST_LOG
-    assert not modules & {"json", "random", "uuid", "click", "rich"}
+    assert not modules & {"argparse", "shutil", "json", "random", "uuid", "click", "rich"}
     assert (tmp_path / "logs" / ".kafka_cleanshutdown").exists()
 
 
