@@ -411,7 +411,7 @@ class LogManager:
         self._pending_deletes = [p for p in self._pending_deletes if p not in due]
         if not due:
             return []
-        import shutil  # start-up time: most starts delete nothing
+        import shutil  # start-up time: a broker that deletes nothing never imports it
 
         for pending in due:
             shutil.rmtree(pending.path, ignore_errors=True)
