@@ -6,14 +6,15 @@ Event-loop thread only.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from samsa.protocol.errors import ErrorCode
-from samsa.records import iter_batches
-from samsa.storage import FetchIsolation
-from samsa.storage.log_manager import LogManager
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 
-from .replica_manager import ReplicaManager
+if TYPE_CHECKING:
+    from samsa.storage.log_manager import LogManager
+
+    from .replica_manager import ReplicaManager
 
 READ_CHUNK = 16 * 1024 * 1024
 
@@ -60,6 +61,9 @@ class ReplicaOffsetsLog:
         return plog.log_start_offset, self._chunks(tp, plog.log_start_offset)
 
     def _chunks(self, tp: TopicPartition, position: int) -> Iterator[bytes]:
+        from samsa.records.view import iter_batches  # start-up time: loaded with the first log
+        from samsa.storage.log import FetchIsolation
+
         partition = self._replicas.partition(tp)
         while partition is not None and position < partition.log.log_end_offset:
             data = partition.log.read(position, READ_CHUNK, FetchIsolation.LOG_END, True).records.read_bytes()

@@ -30,31 +30,31 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from samsa.clock import Clock
 from samsa.cluster.follower import FetchPosition
 from samsa.protocol.errors import ErrorCode
 from samsa.records import CorruptRecordError, InvalidRecordError
 from samsa.storage import (
-    FetchIsolation,
-    FileSlice,
-    Log,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
     RecordValidationError,
     StorageError,
 )
-from samsa.storage.log_manager import LogManager
-from samsa.storage.producer_state import (
+from samsa.storage.errors import (
     InvalidProducerEpochError,
     InvalidSequenceError,
     OutOfOrderSequenceError,
 )
+from samsa.storage.log_manager import LogManager
 from samsa.storage.topic import TopicPartition
 
 from .purgatory import Purgatory
+
+if TYPE_CHECKING:  # start-up time: samsa.storage.log is loaded with the first log
+    from samsa.storage import FetchIsolation, FileSlice, Log
 
 log = logging.getLogger(__name__)
 
