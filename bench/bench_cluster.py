@@ -169,7 +169,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=300_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--kills", type=int, default=10)
-    parser.add_argument("--rate", type=int, default=1000, help="records/s for the latency phase")
+    parser.add_argument("--rate", type=int, default=200, help="records/s for the latency phase")
     args = parser.parse_args()
     print(f"machine: {os.cpu_count()} cores; {args.records} x 100 B per throughput phase")
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:

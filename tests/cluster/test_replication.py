@@ -325,3 +325,50 @@ def test_committed_offsets_survive_the_coordinators_death(cluster: LocalCluster)
     finally:
         again.close()
     assert found == committed
+
+
+def test_kafka_python_and_aiokafka_through_a_leader_change(cluster: LocalCluster) -> None:
+    import asyncio
+
+    import aiokafka
+    import kafka
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    create(admin, "moving", 1, 3)
+    producer = kafka.KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", retries=20)
+    for i in range(100):
+        producer.send("moving", f"kp-{i}".encode())
+    producer.flush(30)
+    leader = partitions(admin, "moving")[0][0]
+    cluster.stop_broker(leader)  # a leader change; the clients must follow it
+    wait_for("a new leader", lambda: partitions(admin, "moving")[0][0] not in (-1, leader), timeout=40)
+    futures = [producer.send("moving", f"kp-{i}".encode()) for i in range(100, 200)]
+    producer.flush(60)
+    assert all(f.get(30).offset >= 100 for f in futures)
+    producer.close()
+
+    async def with_aiokafka() -> list[bytes]:
+        sender = aiokafka.AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
+        await sender.start()
+        try:
+            for i in range(100):
+                await sender.send_and_wait("moving", f"aio-{i}".encode())
+        finally:
+            await sender.stop()
+        reader = aiokafka.AIOKafkaConsumer(
+            "moving", bootstrap_servers=cluster.bootstrap_servers, auto_offset_reset="earliest"
+        )
+        await reader.start()
+        values: list[bytes] = []
+        try:
+            while len(values) < 300:
+                batch = await asyncio.wait_for(reader.getmany(timeout_ms=1000), 30)
+                values += [m.value for records in batch.values() for m in records]
+        finally:
+            await reader.stop()
+        return values
+
+    values = asyncio.run(with_aiokafka())
+    expected = [f"kp-{i}".encode() for i in range(200)] + [f"aio-{i}".encode() for i in range(100)]
+    assert values == expected
+    cluster.start_broker(leader)
