@@ -21,8 +21,9 @@ Start-up is CPU-bound, so on a shared machine the wall-clock figures grow with t
 time until the same moment (user + system, interpreter start included) is printed too, as the figure that load
 moves least.
 
-Generated protocol modules and handlers are imported when their API's first request comes, so these figures are
-for a broker's start and its first ApiVersions, not for every API. Bytecode: ``make`` compiles ``src`` after the
+Generated protocol modules and handlers are imported when their API's first request comes, and the log, segment
+and record modules with the first log (the log dir here is fresh), so these figures are for a broker's start and
+its first ApiVersions, not for every API nor for the first topic. Bytecode: ``make`` compiles ``src`` after the
 editable install (this machine sets PYTHONDONTWRITEBYTECODE=1, so nothing else would write it).
 """
 

@@ -6,10 +6,12 @@ sleeping. ``SystemClock`` is the real one; ``ManualClock`` is the test double (K
 
 from __future__ import annotations
 
-import random
 import threading
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import random
 
 
 class Clock(Protocol):
@@ -23,10 +25,13 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """The real clock. Thread-safe."""
+    """The real clock. Thread-safe. Its random source is made at the first ``random()`` (``random`` costs about
+    1 ms to import, and a broker's start draws nothing)."""
 
     def __init__(self, seed: int | None = None) -> None:
-        self._random = random.Random(seed)
+        self._seed = seed
+        self._random: random.Random | None = None
+        self._lock = threading.Lock()
 
     def milliseconds(self) -> int:
         return time.time_ns() // 1_000_000
@@ -35,7 +40,15 @@ class SystemClock:
         return time.monotonic_ns() // 1_000_000
 
     def random(self) -> random.Random:
-        return self._random
+        rng = self._random
+        if rng is None:
+            with self._lock:
+                if self._random is None:
+                    from random import Random
+
+                    self._random = Random(self._seed)
+                rng = self._random
+        return rng
 
 
 class ManualClock:
@@ -45,7 +58,9 @@ class ManualClock:
         self._now = start_ms
         self._mono = 0
         self._lock = threading.Lock()
-        self._random = random.Random(seed)
+        from random import Random  # not at module level, which SystemClock keeps cheap to import
+
+        self._random = Random(seed)
 
     def milliseconds(self) -> int:
         with self._lock:

@@ -44,17 +44,18 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from samsa.broker.broker import KafkaServer
 from samsa.broker.config import KafkaConfig
 from samsa.broker.error_response import error_response
-from samsa.broker.topic_admin import create_topic as _create_topic
 from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.protocol import ErrorCode, RequestHeader
 from samsa.protocol.messages._registry import APIS
-from samsa.storage import Log
 from samsa.storage.topic import TopicPartition
+
+if TYPE_CHECKING:
+    from samsa.storage import Log  # loaded with the broker's first log (start-up time)
 
 __all__ = ["Broker", "BrokerControlError", "error_response"]
 
@@ -244,6 +245,8 @@ class Broker:
         return self._log_dir
 
     def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
+        from samsa.broker.topic_admin import create_topic as _create_topic  # start-up time: first use
+
         result = self._call(lambda: _create_topic(self.core, name, partitions, 1, dict(config or {})))
         if not result.ok:
             raise BrokerControlError(result.error, result.message or f"cannot create topic {name!r}")

@@ -1,6 +1,8 @@
 """What a broker's start imports: handlers and their generated messages come with their API's first request, the
-group coordinator with the first group request (or a stored ``__consumer_offsets``), and ``samsa serve`` runs
-without click or rich. Each check runs in a fresh interpreter, since this one has imported everything."""
+group coordinator with the first group request (or a stored ``__consumer_offsets``), the log, segment, cleaning and
+record modules with the first log, and ``samsa serve`` runs without click or rich. Each check runs in a fresh
+interpreter, since this one has imported everything. (How long a start takes is measured by
+``bench/bench_embedded.py``, never here.)"""
 
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ def test_a_started_broker_has_imported_no_handler_and_no_coordinator() -> None:
     assert samsa_modules(before, "samsa.broker.handlers.") == set()
     assert samsa_modules(before, "samsa.protocol.messages.") <= {"samsa.protocol.messages._registry"}
     assert samsa_modules(before, "samsa.coordinator") == set()
-    assert "crc32c._crc32c" in before and "crc32c" not in before  # its C module without the package's init
+    assert "crc32c._crc32c" not in before  # comes with the first log (samsa.records.view)
     # librdkafka's first requests: ApiVersions, then Metadata; nothing else is loaded for them
     assert samsa_modules(after, "samsa.broker.handlers.") == {
         "samsa.broker.handlers.api_versions",
@@ -127,3 +129,93 @@ def test_a_fresh_broker_answers_api_versions_without_uuid() -> None:
     loaded = json.loads(out.stdout.splitlines()[-1])
     assert loaded["answer"][8:] == "00000001"  # the size, then correlation id 1
     assert "uuid" not in loaded["modules"]
+    assert not set(loaded["modules"]) & LOADED_WITH_THE_FIRST_LOG
+
+
+# A broker with no logs yet (a fresh log dir) loads none of these to start and answer ApiVersions: they come with
+# the first log (created, or found at start), the first cleaning, the first records read or written.
+LOADED_WITH_THE_FIRST_LOG = {
+    "samsa.storage.log",
+    "samsa.storage.log_loader",
+    "samsa.storage.segment",
+    "samsa.storage.segments",
+    "samsa.storage.index",
+    "samsa.storage.file_records",
+    "samsa.storage.producer_state",
+    "samsa.storage.leader_epoch",
+    "samsa.storage.cleaning",
+    "samsa.records.batch",
+    "samsa.records.view",
+    "samsa.records.compression",
+    "cramjam",
+}
+
+SERVE_AND_ASK_API_VERSIONS = """
+import os, signal, socket, struct, sys, threading, time
+
+def ask():
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            sock = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+    with sock:
+        sock.sendall(struct.pack(">ihhih", 10, 18, 0, 1, 0))  # ApiVersions v0, correlation id 1, null client
+        answer = sock.makefile("rb").read(8)
+    modules = sorted(sys.modules)
+    import json  # after the list is taken
+
+    print(json.dumps({"answer": answer.hex(), "modules": modules}), flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+threading.Thread(target=ask, daemon=True).start()
+from samsa.cli import main
+sys.exit(main(["serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{PORT}", "--override", f"log.dirs={LOG_DIR}"]))
+"""
+
+
+def test_samsa_serve_on_a_fresh_log_dir_answers_api_versions_without_the_log_modules(tmp_path: Path) -> None:
+    """``samsa serve`` as it runs (the CLI, the runner, SIGTERM), on a fresh log dir: its first ApiVersions
+    answer needs no log, segment, cleaning or record module, nor argparse (its usual command lines are read
+    without it), shutil, json, random or uuid; then it stops cleanly."""
+    from tests.clients.harness import free_port
+
+    code = f"PORT = {free_port()}\nLOG_DIR = {str(tmp_path / 'logs')!r}\n" + SERVE_AND_ASK_API_VERSIONS
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    loaded = json.loads(next(line for line in out.stdout.splitlines() if line.startswith("{")))
+    assert loaded["answer"][8:] == "00000001"  # the size, then correlation id 1
+    modules = set(loaded["modules"])
+    assert "samsa.broker.handlers.api_versions" in modules
+    assert not modules & LOADED_WITH_THE_FIRST_LOG
+    assert not modules & {"argparse", "shutil", "json", "random", "uuid", "click", "rich"}
+    assert (tmp_path / "logs" / ".kafka_cleanshutdown").exists()
+
+
+def test_the_log_modules_come_with_the_first_log_and_it_is_served() -> None:
+    """The other side of the laziness: the first topic loads them, and the broker serves it."""
+    code = """
+import json, sys
+import samsa
+from confluent_kafka import Producer
+
+with samsa.Broker() as broker:
+    before = set(sys.modules)
+    broker.create_topic("t", partitions=1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    producer.produce("t", b"v", key=b"k")
+    assert producer.flush(30) == 0
+print(json.dumps({"before": sorted(before), "after": sorted(sys.modules)}))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    loaded = json.loads(out.stdout.splitlines()[-1])
+    assert not set(loaded["before"]) & LOADED_WITH_THE_FIRST_LOG
+    after = set(loaded["after"])
+    assert LOADED_WITH_THE_FIRST_LOG - {"samsa.storage.cleaning"} <= after
+    assert "crc32c._crc32c" in after and "crc32c" not in after  # its C module without the package's init

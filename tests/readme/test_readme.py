@@ -153,7 +153,18 @@ def test_serve_lines(block: Block, tmp_path: Path) -> None:
 def test_shell_block(block: Block, broker: BrokerProcess, tmp_path: Path) -> None:
     if "kcat " in block.code and shutil.which("kcat") is None:
         pytest.skip("kcat is not installed (`make test` installs it)")
-    output = run(["bash", "-eu", "-c", substituted(block.code, broker, tmp_path)], ROOT)
+    try:
+        output = run(["bash", "-eu", "-c", substituted(block.code, broker, tmp_path)], ROOT)
+    finally:
+        if (
+            tmp_path / "ck" / "cluster" / "cluster.json"
+        ).exists():  # a failed cluster block leaves none running
+            from samsa.cluster.local import LocalCluster
+
+            LocalCluster.find(tmp_path / "ck" / "cluster").down()
+    if "cluster up" in block.code:
+        assert "bootstrap servers: " in output and "every partition has its full ISR" in output
+        assert "Topic: payments\tPartition: 5" in output and "stopped 3 brokers and ZooKeeper" in output
     if "kcat " in block.code:
         assert "0  hello" in output.splitlines()
     if "console-producer" in block.code:

@@ -17,16 +17,8 @@ from storage_helpers import decode_all
 from samsa.clock import ManualClock
 from samsa.records import CompressionType, Record, build_batch, build_legacy_message_set, iter_batches
 from samsa.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, offset_checkpoint
-from samsa.storage.cleaner import (
-    CleanerConfig,
-    clean,
-    clean_log,
-    cleanable_offsets,
-    commit,
-    filthiest_log,
-    log_to_clean,
-    plan,
-)
+from samsa.storage.cleaner import CleanerConfig, cleanable_offsets, filthiest_log, log_to_clean
+from samsa.storage.cleaning import clean, clean_log, commit, plan
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import CleaningAbortedError, RecordValidationError
 from samsa.storage.log import FetchIsolation, Log

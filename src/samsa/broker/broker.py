@@ -73,7 +73,12 @@ class KafkaServer:
                 io_buffer_load_factor=float(config.get("log.cleaner.io.buffer.load.factor")),
             ),
         )
-        self.replica_manager = ReplicaManager(self.log_manager, self.node_id, clock)
+        self.replica_manager = ReplicaManager(
+            self.log_manager,
+            self.node_id,
+            clock,
+            replica_lag_time_max_ms=int(config.get("replica.lag.time.max.ms")),
+        )
         self.producer_ids = ProducerIdManager(Path(config.log_dirs[0]))
         self._group_coordinator: GroupCoordinator | None = None
         self.dispatcher = RequestDispatcher(self)
@@ -124,6 +129,12 @@ class KafkaServer:
         if self.zk_broker is not None:
             await self.zk_broker.register()
 
+    def partitions_changed(self) -> None:
+        """Leadership of hosted partitions changed (cluster mode): the group coordinator loads the groups of the
+        ``__consumer_offsets`` partitions this broker now leads and drops the others'."""
+        if self._group_coordinator is not None:
+            self._group_coordinator.leadership_changed()
+
     @property
     def group_coordinator(self) -> GroupCoordinator:
         """The group coordinator, created (and ``samsa.coordinator`` imported) when first needed: at start when
@@ -139,7 +150,7 @@ class KafkaServer:
         from samsa.coordinator import GroupCoordinator
 
         return GroupCoordinator(
-            ReplicaOffsetsLog(self.replica_manager, self.log_manager),
+            ReplicaOffsetsLog(self.replica_manager, self.log_manager, clustered=self.zk_broker is not None),
             self.clock,
             _coordinator_config(self.config),
         )

@@ -6,14 +6,15 @@ Event-loop thread only.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING
 
 from samsa.protocol.errors import ErrorCode
-from samsa.records import iter_batches
-from samsa.storage import FetchIsolation
-from samsa.storage.log_manager import LogManager
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 
-from .replica_manager import ReplicaManager
+if TYPE_CHECKING:
+    from samsa.storage.log_manager import LogManager
+
+    from .replica_manager import ReplicaManager
 
 READ_CHUNK = 16 * 1024 * 1024
 
@@ -21,16 +22,24 @@ READ_CHUNK = 16 * 1024 * 1024
 class ReplicaOffsetsLog:
     """``OffsetsLog`` over this broker's replica manager (topic creation through the log manager)."""
 
-    def __init__(self, replica_manager: ReplicaManager, log_manager: LogManager) -> None:
+    def __init__(
+        self, replica_manager: ReplicaManager, log_manager: LogManager, *, clustered: bool = False
+    ) -> None:
         self._replicas = replica_manager
         self._logs = log_manager
+        self._clustered = clustered
 
     def offsets_partitions(self) -> list[TopicPartition]:
-        return self._logs.partitions_of(CONSUMER_OFFSETS_TOPIC)
+        if not self._clustered:
+            return self._logs.partitions_of(CONSUMER_OFFSETS_TOPIC)
+        return [tp for tp in self._replicas.partitions_of(CONSUMER_OFFSETS_TOPIC) if self._leads(tp)]
 
     def create_offsets_topic(self, partitions: int, config: Mapping[str, str | int]) -> None:
         """Create the topic, or the partitions a creation cut short (a full disk) left missing, and lead every
-        partition not hosted yet, even when creating fails half-way."""
+        partition not hosted yet, even when creating fails half-way. In a cluster the topic is created through
+        ZooKeeper by FindCoordinator and led as the controller says: nothing to do here."""
+        if self._clustered:
+            return
         try:
             existing = len(self._logs.partitions_of(CONSUMER_OFFSETS_TOPIC))
             if existing == 0:
@@ -52,6 +61,9 @@ class ReplicaOffsetsLog:
         return plog.log_start_offset, self._chunks(tp, plog.log_start_offset)
 
     def _chunks(self, tp: TopicPartition, position: int) -> Iterator[bytes]:
+        from samsa.records.view import iter_batches  # start-up time: loaded with the first log
+        from samsa.storage.log import FetchIsolation
+
         partition = self._replicas.partition(tp)
         while partition is not None and position < partition.log.log_end_offset:
             data = partition.log.read(position, READ_CHUNK, FetchIsolation.LOG_END, True).records.read_bytes()
@@ -65,4 +77,12 @@ class ReplicaOffsetsLog:
         return self._replicas.append(tp, records, acks=-1).error
 
     def is_hosted(self, tp: TopicPartition) -> bool:
-        return self._replicas.partition(tp) is not None
+        """Whether ``tp`` exists: hosted here, or (in a cluster) known to the metadata cache."""
+        return self._replicas.partition(tp) is not None or self._replicas.knows_partition(tp)
+
+    def coordinates(self, tp: TopicPartition) -> bool:
+        return not self._clustered or self._leads(tp)
+
+    def _leads(self, tp: TopicPartition) -> bool:
+        partition = self._replicas.partition(tp)
+        return partition is not None and partition.leader_id == self._replicas.node_id

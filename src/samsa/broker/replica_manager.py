@@ -1,9 +1,22 @@
-"""Partitions this broker hosts, and the produce, fetch and list-offsets paths over their logs.
+"""Partitions this broker hosts, as leader or follower, and the produce, fetch and list-offsets paths over them.
 
-A ``Partition`` is a log plus its replication state: leader, leader epoch, replicas and the in-sync set. The
-high watermark is kept apart from the log end offset: it advances to the smallest log end offset over the ISR, so
-with followers it trails the leader's log, and with a single in-sync replica (the embedded default) it follows the
-leader's log end offset as soon as an append lands. Consumers read only below it.
+A ``Partition`` is a log plus its replication state: leader, leader epoch, replicas, the in-sync set (ISR) and the
+partition epoch (the version of its state znode). As Kafka's ``Partition``:
+
+- **High watermark.** On the leader it is the smallest log end offset over the leader and every follower of the
+  maximal ISR (the committed ISR plus a pending expansion), where a follower's log end offset is the offset of its
+  last fetch; it never goes down, and it does not move while the ISR is smaller than
+  ``min(min.insync.replicas, replicas)`` (Kafka 3.7+). Alone (the single-broker default, or replication factor 1)
+  it follows the log end offset as soon as an append lands. Consumers read only below it; followers read to the end.
+- **ISR.** Each follower fetch updates that follower's state (log end offset, when it was last caught up). A
+  follower that caught up to the high watermark and to the start of the leader's epoch is added; one that has not
+  been caught up for ``replica.lag.time.max.ms`` is removed. Changes go to the controller (AlterPartition, through
+  ``isr_changes``); one change per partition is in flight, and the committed ISR changes only when it answers.
+- **acks=all.** ``append`` answers NOT_ENOUGH_REPLICAS (nothing appended) when the committed ISR is smaller than
+  the effective ``min.insync.replicas``; otherwise the produce waits (``wait_for_acks``) until the high watermark
+  passes its records, the request's timeout passes, or this broker stops leading the partition.
+- **Followers** fetch from the leader through ``fetchers`` (a ``samsa.cluster.replica_fetcher`` manager) and
+  append with the leader's offsets; their high watermark is the leader's, bounded by their own log end.
 
 The replica manager never raises for one partition's trouble: each partition's answer carries a Kafka error code,
 so one bad partition does not fail the others in the same request.
@@ -14,32 +27,34 @@ Event-loop thread only: storage calls are synchronous and short (one write, or s
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from samsa.clock import Clock
+from samsa.cluster.follower import FetchPosition
 from samsa.protocol.errors import ErrorCode
 from samsa.records import CorruptRecordError, InvalidRecordError
 from samsa.storage import (
-    FetchIsolation,
-    FileSlice,
-    Log,
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
     RecordTooLargeError,
     RecordValidationError,
     StorageError,
 )
-from samsa.storage.log_manager import LogManager
-from samsa.storage.producer_state import (
+from samsa.storage.errors import (
     InvalidProducerEpochError,
     InvalidSequenceError,
     OutOfOrderSequenceError,
 )
+from samsa.storage.log_manager import LogManager
 from samsa.storage.topic import TopicPartition
 
 from .purgatory import Purgatory
+
+if TYPE_CHECKING:  # start-up time: samsa.storage.log is loaded with the first log
+    from samsa.storage import FetchIsolation, FileSlice, Log
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +62,42 @@ NO_LEADER_EPOCH = -1
 
 
 @dataclass(slots=True)
+class FollowerState:
+    """What the leader knows of one follower from its fetches (Kafka's replica state on the leader)."""
+
+    log_end_offset: int = -1  # the offset of its last fetch; -1: none since this broker became leader
+    last_caught_up_ms: int = 0
+    last_fetch_leader_leo: int = -1
+    last_fetch_ms: int = 0
+
+    def fetched(self, fetch_offset: int, leader_leo: int, now_ms: int) -> None:
+        """A fetch from ``fetch_offset`` at ``now_ms``, the leader's log end being ``leader_leo`` before it."""
+        if fetch_offset >= leader_leo:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_leo:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.last_fetch_leader_leo = max(self.last_fetch_leader_leo, leader_leo)
+        self.last_fetch_ms = now_ms
+        self.log_end_offset = fetch_offset
+
+    def caught_up(self, leader_leo: int, now_ms: int, lag_max_ms: int) -> bool:
+        return self.log_end_offset == leader_leo or now_ms - self.last_caught_up_ms <= lag_max_ms
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    """A partition's state as the controller sends it (LeaderAndIsr)."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    partition_epoch: int
+
+
+@dataclass(slots=True)
 class Partition:
-    """One hosted partition: its log and replication state. Event-loop thread only."""
+    """One hosted partition: its log and replication state (module doc). Event-loop thread only."""
 
     tp: TopicPartition
     log: Log
@@ -56,16 +105,46 @@ class Partition:
     leader_epoch: int = 0
     replicas: tuple[int, ...] = ()
     isr: set[int] = field(default_factory=set)
+    partition_epoch: int = 0
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    leader_epoch_start_offset: int = 0
+    pending_isr: frozenset[int] | None = None  # sent to the controller, not answered yet
 
-    def maybe_increment_high_watermark(self, follower_leos: Mapping[int, int] | None = None) -> bool:
-        """Move the HW to the smallest LEO over the ISR (only the leader's own LEO when it is alone)."""
-        if follower_leos is None:  # no follower positions known: only the leader's own log end counts
-            return self.log.maybe_increment_high_watermark(self.log.log_end_offset)
-        leos = [self.log.log_end_offset]
-        for replica in self.isr:
-            if replica != self.leader_id and follower_leos is not None and replica in follower_leos:
-                leos.append(follower_leos[replica])
-        return self.log.maybe_increment_high_watermark(min(leos))
+    def maximal_isr(self) -> set[int]:
+        """The committed ISR plus a pending change (a pending shrink still counts the leaving replicas)."""
+        return self.isr | self.pending_isr if self.pending_isr is not None else self.isr
+
+    def effective_min_isr(self) -> int:
+        return min(self.log.config.min_insync_replicas, max(len(self.replicas), 1))
+
+    def maybe_increment_high_watermark(self) -> bool:
+        """Move the HW to the smallest log end offset over the maximal ISR; True when it moved."""
+        plog = self.log
+        if not self.followers:  # alone: only the leader's own log end counts
+            return plog.maybe_increment_high_watermark(plog.log_end_offset)
+        if len(self.isr) < self.effective_min_isr():
+            return False  # frozen under min.insync.replicas (Kafka 3.7+)
+        high_watermark = plog.log_end_offset
+        for replica in self.maximal_isr():
+            if replica == self.leader_id:
+                continue
+            state = self.followers.get(replica)
+            if state is None or state.log_end_offset < 0:
+                return False  # a member whose position is not known yet holds it back
+            high_watermark = min(high_watermark, state.log_end_offset)
+        return plog.maybe_increment_high_watermark(high_watermark)
+
+
+class FollowerFetchers(Protocol):
+    """The replica fetchers (``samsa.cluster.replica_fetcher.ReplicaFetcherManager``) as the replica manager
+    drives them."""
+
+    def add(self, tp: TopicPartition, leader_id: int, host: str, port: int) -> None: ...
+
+    def remove(self, tp: TopicPartition) -> None: ...
+
+
+IsrChangeSender = Callable[[Partition, frozenset[int]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +155,7 @@ class ProduceResult:
     log_start_offset: int = -1
     message: str | None = None
     record_errors: tuple[tuple[int, str], ...] = ()  # (index of the record in its batch, message)
+    last_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +164,8 @@ class FetchRequestPartition:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = NO_LEADER_EPOCH
+    replica_id: int = -1
+    last_fetched_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +175,7 @@ class FetchResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: FileSlice | None = None
+    diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower that must truncate
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,12 +189,21 @@ class ListOffsetResult:
 class ReplicaManager:
     """The hosted partitions of this broker (module doc). Event-loop thread only."""
 
-    def __init__(self, log_manager: LogManager, node_id: int, clock: Clock) -> None:
+    def __init__(
+        self, log_manager: LogManager, node_id: int, clock: Clock, *, replica_lag_time_max_ms: int = 30_000
+    ) -> None:
         self.log_manager = log_manager
         self.node_id = node_id
         self.clock = clock
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.partitions: dict[TopicPartition, Partition] = {}
         self.fetch_purgatory = Purgatory()
+        self.produce_purgatory = Purgatory()
+        # Cluster mode sets these (``ZkBroker``); the single-broker default has no followers and no controller.
+        self.fetchers: FollowerFetchers | None = None
+        self.isr_changes: IsrChangeSender | None = None
+        self.is_alive: Callable[[int], bool] = lambda broker_id: True
+        self.knows_partition: Callable[[TopicPartition], bool] = lambda tp: False
 
     # --- hosting -----------------------------------------------------------------------------------------------
 
@@ -123,6 +215,7 @@ class ReplicaManager:
     def become_leader(
         self, tp: TopicPartition, partition_log: Log, leader_epoch: int | None = None
     ) -> Partition:
+        """Lead ``tp`` alone (the single-broker default)."""
         latest = partition_log.leader_epoch_cache.latest_epoch()
         epoch = leader_epoch if leader_epoch is not None else (latest if latest is not None else 0)
         partition = Partition(tp, partition_log, self.node_id, epoch, (self.node_id,), {self.node_id})
@@ -130,12 +223,101 @@ class ReplicaManager:
         partition.maybe_increment_high_watermark()
         return partition
 
+    def make_leader(self, tp: TopicPartition, partition_log: Log, state: ReplicaState) -> None:
+        """Lead ``tp`` as the controller says (LeaderAndIsr): no truncation; a new epoch starts at the log end."""
+        if self.fetchers is not None:
+            self.fetchers.remove(tp)
+        partition = self.partitions.get(tp)
+        was_leader = partition is not None and partition.leader_id == self.node_id
+        if partition is None:
+            partition = Partition(tp, partition_log, self.node_id, state.leader_epoch)
+            self.partitions[tp] = partition
+            new_epoch = True
+        else:
+            new_epoch = state.leader_epoch > partition.leader_epoch or not was_leader
+        partition.leader_id = self.node_id
+        partition.leader_epoch = state.leader_epoch
+        partition.replicas = state.replicas
+        partition.isr = set(state.isr)
+        partition.partition_epoch = state.partition_epoch
+        partition.pending_isr = None
+        now = self.clock.monotonic_ms()
+        if new_epoch:
+            leo = partition_log.log_end_offset
+            partition_log.leader_epoch_cache.assign(state.leader_epoch, leo)
+            partition.leader_epoch_start_offset = leo
+            partition.followers = {
+                r: FollowerState(last_caught_up_ms=now if r in state.isr else 0)
+                for r in state.replicas
+                if r != self.node_id
+            }
+        else:
+            for r in state.replicas:
+                if r != self.node_id:
+                    partition.followers.setdefault(r, FollowerState())
+            for r in list(partition.followers):
+                if r not in state.replicas:
+                    del partition.followers[r]
+        self._high_watermark_check(partition)
+        self.fetch_purgatory.notify(tp)
+
+    def make_follower(
+        self,
+        tp: TopicPartition,
+        partition_log: Log,
+        state: ReplicaState,
+        leader_address: tuple[str, int] | None,
+    ) -> None:
+        """Follow ``state.leader`` (LeaderAndIsr): fetch from it from this log's end; produces waiting here
+        are answered NOT_LEADER_OR_FOLLOWER."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            partition = Partition(tp, partition_log, state.leader, state.leader_epoch)
+            self.partitions[tp] = partition
+        partition.leader_id = state.leader
+        partition.leader_epoch = state.leader_epoch
+        partition.replicas = state.replicas
+        partition.isr = set()  # a follower does not track the ISR
+        partition.partition_epoch = state.partition_epoch
+        partition.pending_isr = None
+        partition.followers = {}
+        self.produce_purgatory.notify(tp)
+        self.fetch_purgatory.notify(tp)
+        if self.fetchers is None:
+            return
+        self.fetchers.remove(tp)
+        if leader_address is not None and state.leader >= 0:
+            self.fetchers.add(tp, state.leader, *leader_address)
+
+    def stop_replica(self, tp: TopicPartition, delete: bool) -> None:
+        """Stop hosting ``tp`` (StopReplica): its fetcher stops, waiting requests are answered; ``delete``
+        removes its log too."""
+        if self.fetchers is not None:
+            self.fetchers.remove(tp)
+        self.remove(tp)
+        if delete and self.log_manager.get_log(tp) is not None:
+            self.log_manager.delete_log(tp)
+
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
         self.fetch_purgatory.notify(tp)
+        self.produce_purgatory.notify(tp)
 
     def partition(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
+
+    def leader_partition(self, tp: TopicPartition) -> Partition | ErrorCode:
+        """The partition when this broker leads it, else the error a client is told."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return (
+                ErrorCode.NOT_LEADER_OR_FOLLOWER
+                if self.knows_partition(tp)
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+        if partition.leader_id != self.node_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return partition
 
     def topics(self) -> set[str]:
         """The topics with a partition hosted here."""
@@ -156,15 +338,89 @@ class ReplicaManager:
         """Whether a log in ``log_dir`` went offline (a failed append that could not be undone)."""
         return bool(self.log_manager.offline_logs(log_dir))
 
+    # --- high watermark and ISR --------------------------------------------------------------------------------
+
+    def _high_watermark_check(self, partition: Partition) -> None:
+        if partition.maybe_increment_high_watermark():
+            self.produce_purgatory.notify(partition.tp)
+            self.fetch_purgatory.notify(partition.tp)
+
+    def _follower_fetched(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
+        """A follower fetch from ``fetch_offset``: its state, an ISR expansion if it caught up, the HW."""
+        state = partition.followers.get(replica_id)
+        if state is None:
+            return
+        state.fetched(fetch_offset, partition.log.log_end_offset, self.clock.monotonic_ms())
+        if (
+            partition.pending_isr is None
+            and replica_id not in partition.isr
+            and fetch_offset >= partition.log.high_watermark
+            and fetch_offset >= partition.leader_epoch_start_offset
+            and self.is_alive(replica_id)
+        ):
+            self._change_isr(partition, frozenset(partition.isr | {replica_id}))
+        self._high_watermark_check(partition)
+
+    def maybe_shrink_isr(self) -> None:
+        """Take followers that have not been caught up for ``replica.lag.time.max.ms`` out of the ISR."""
+        now = self.clock.monotonic_ms()
+        for partition in self.partitions.values():
+            if (
+                partition.leader_id != self.node_id
+                or partition.pending_isr is not None
+                or not partition.followers
+            ):
+                continue
+            leo = partition.log.log_end_offset
+            lagging = {
+                r
+                for r in partition.isr
+                if r != self.node_id
+                and not (
+                    (state := partition.followers.get(r)) is not None
+                    and state.caught_up(leo, now, self.replica_lag_time_max_ms)
+                )
+            }
+            if lagging:
+                log.info(
+                    "%s: ISR shrinks from %s, followers %s lag",
+                    partition.tp,
+                    sorted(partition.isr),
+                    sorted(lagging),
+                )
+                self._change_isr(partition, frozenset(partition.isr - lagging))
+
+    def _change_isr(self, partition: Partition, new_isr: frozenset[int]) -> None:
+        if self.isr_changes is None:
+            return
+        partition.pending_isr = new_isr
+        self.isr_changes(partition, new_isr)
+
+    def isr_change_answered(
+        self, tp: TopicPartition, leader_epoch: int, isr: Iterable[int] | None, partition_epoch: int
+    ) -> None:
+        """The controller's answer to an ISR change: ``isr`` committed (None: refused, wait for LeaderAndIsr)."""
+        partition = self.partitions.get(tp)
+        if partition is None or partition.leader_id != self.node_id or partition.leader_epoch != leader_epoch:
+            return
+        partition.pending_isr = None
+        if isr is None:
+            return
+        partition.isr = set(isr)
+        partition.partition_epoch = partition_epoch
+        self._high_watermark_check(partition)
+
     # --- produce -----------------------------------------------------------------------------------------------
 
     def append(self, tp: TopicPartition, records: memoryview, acks: int) -> ProduceResult:
         """Append as leader and advance the high watermark; per-partition errors as Kafka reports them."""
         partition = self.partitions.get(tp)
-        if partition is None:
-            return ProduceResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if partition is None or partition.leader_id != self.node_id:
+            found = self.leader_partition(tp)
+            assert isinstance(found, ErrorCode)
+            return ProduceResult(found)
         plog = partition.log
-        if acks == -1 and len(partition.isr) < plog.config.min_insync_replicas:
+        if acks == -1 and len(partition.isr) < partition.effective_min_isr():
             return ProduceResult(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 message=f"the ISR of {tp} has {len(partition.isr)} replicas, fewer than min.insync.replicas "
@@ -195,11 +451,52 @@ class ReplicaManager:
             return ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR, message=str(exc))
         if info.duplicate:  # a retry of a batch already in the log: answered with its original offsets
             return ProduceResult(
-                ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset
+                ErrorCode.NONE,
+                info.first_offset,
+                info.log_append_time,
+                info.log_start_offset,
+                last_offset=info.last_offset,
             )
-        partition.maybe_increment_high_watermark()
+        self._high_watermark_check(partition)
         self.fetch_purgatory.notify(tp)
-        return ProduceResult(ErrorCode.NONE, info.first_offset, info.log_append_time, info.log_start_offset)
+        return ProduceResult(
+            ErrorCode.NONE,
+            info.first_offset,
+            info.log_append_time,
+            info.log_start_offset,
+            last_offset=info.last_offset,
+        )
+
+    def acks_pending(self, tp: TopicPartition, result: ProduceResult) -> bool:
+        """Whether an acks=all append that succeeded still waits for the ISR (its records above the HW)."""
+        partition = self.partitions.get(tp)
+        return partition is not None and partition.log.high_watermark <= result.last_offset
+
+    async def wait_for_acks(
+        self, pending: list[tuple[TopicPartition, int]], timeout_ms: int
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Wait until the HW of each ``(tp, last offset)`` passes it (acks=all, Kafka's delayed produce)."""
+        deadline = self.clock.monotonic_ms() + max(timeout_ms, 0)
+        answers: dict[TopicPartition, ErrorCode] = {}
+        waiting = dict(pending)
+        while True:
+            for tp, last_offset in list(waiting.items()):
+                partition = self.partitions.get(tp)
+                if partition is None or partition.leader_id != self.node_id:
+                    answers[tp] = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                elif partition.log.high_watermark > last_offset:
+                    short = len(partition.maximal_isr()) < partition.effective_min_isr()
+                    answers[tp] = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND if short else ErrorCode.NONE
+                else:
+                    continue
+                del waiting[tp]
+            remaining_ms = deadline - self.clock.monotonic_ms()
+            if not waiting:
+                return answers
+            if remaining_ms <= 0:
+                answers.update(dict.fromkeys(waiting, ErrorCode.REQUEST_TIMED_OUT))
+                return answers
+            await self.produce_purgatory.wait(list(waiting), remaining_ms / 1000)
 
     # --- fetch -------------------------------------------------------------------------------------------------
 
@@ -207,8 +504,10 @@ class ReplicaManager:
         self, request: FetchRequestPartition, isolation: FetchIsolation, min_one_message: bool, budget: int
     ) -> FetchResult:
         partition = self.partitions.get(request.tp)
-        if partition is None:
-            return FetchResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if partition is None or partition.leader_id != self.node_id:
+            found = self.leader_partition(request.tp)
+            assert isinstance(found, ErrorCode)
+            return FetchResult(found)
         plog = partition.log
         if request.current_leader_epoch not in (NO_LEADER_EPOCH, partition.leader_epoch):
             error = (
@@ -217,6 +516,10 @@ class ReplicaManager:
                 else ErrorCode.UNKNOWN_LEADER_EPOCH
             )
             return FetchResult(error, plog.high_watermark, plog.high_watermark, plog.log_start_offset)
+        if request.replica_id >= 0 and request.last_fetched_epoch >= 0:
+            diverging = self._diverging(plog, request)
+            if diverging is not None:
+                return diverging
         try:
             info = plog.read(request.fetch_offset, min(request.max_bytes, budget), isolation, min_one_message)
         except OffsetOutOfRangeError:
@@ -231,6 +534,25 @@ class ReplicaManager:
             ErrorCode.NONE, plog.high_watermark, plog.high_watermark, plog.log_start_offset, records
         )
 
+    def _diverging(self, plog: Log, request: FetchRequestPartition) -> FetchResult | None:
+        """The leader's check of a follower's last fetched epoch (Fetch v12+, KIP-595): the end of that epoch
+        here when the follower's log went past it, so the follower truncates."""
+        found = end_offset_for_epoch(plog, request.last_fetched_epoch)
+        if found is None or request.fetch_offset < plog.log_start_offset:
+            return FetchResult(
+                ErrorCode.OFFSET_OUT_OF_RANGE, plog.high_watermark, plog.high_watermark, plog.log_start_offset
+            )
+        epoch, end_offset = found
+        if epoch < request.last_fetched_epoch or end_offset < request.fetch_offset:
+            return FetchResult(
+                ErrorCode.NONE,
+                plog.high_watermark,
+                plog.high_watermark,
+                plog.log_start_offset,
+                diverging_epoch=(epoch, end_offset),
+            )
+        return None
+
     async def fetch(
         self,
         requests: list[FetchRequestPartition],
@@ -239,13 +561,24 @@ class ReplicaManager:
         min_bytes: int,
         max_bytes: int,
         isolation: FetchIsolation,
+        replica_id: int = -1,
     ) -> list[FetchResult]:
-        """Read every partition; if fewer than ``min_bytes`` are ready, wait for appends up to ``max_wait_ms``."""
+        """Read every partition; if fewer than ``min_bytes`` are ready, wait for appends up to ``max_wait_ms``.
+        A follower's fetch (``replica_id`` >= 0) first records where the follower is."""
+        if replica_id >= 0:
+            for request in requests:
+                partition = self.partitions.get(request.tp)
+                if (
+                    partition is not None
+                    and partition.leader_id == self.node_id
+                    and request.current_leader_epoch in (NO_LEADER_EPOCH, partition.leader_epoch)
+                ):
+                    self._follower_fetched(partition, replica_id, request.fetch_offset)
         deadline = self.clock.monotonic_ms() + max(max_wait_ms, 0)
         while True:
             results = self._read_all(requests, max_bytes, isolation)
             ready = sum(r.records.size for r in results if r.records is not None)
-            errors = any(r.error is not ErrorCode.NONE for r in results)
+            errors = any(r.error is not ErrorCode.NONE or r.diverging_epoch is not None for r in results)
             remaining_ms = deadline - self.clock.monotonic_ms()
             if ready >= min_bytes or errors or remaining_ms <= 0 or not requests:
                 return results
@@ -267,12 +600,87 @@ class ReplicaManager:
             results.append(result)
         return results
 
+    # --- the follower side (the replica fetcher's view) --------------------------------------------------------
+
+    def fetch_position(self, tp: TopicPartition) -> FetchPosition | None:
+        """Where this follower fetches ``tp`` next (None: it no longer follows ``tp``)."""
+        partition = self.partitions.get(tp)
+        if partition is None or partition.leader_id == self.node_id:
+            return None
+        plog = partition.log
+        latest = plog.leader_epoch_cache.latest_epoch()
+        return FetchPosition(
+            plog.log_end_offset,
+            latest if latest is not None else -1,
+            partition.leader_epoch,
+            plog.log_start_offset,
+        )
+
+    def append_fetched(
+        self, tp: TopicPartition, records: memoryview, high_watermark: int, log_start_offset: int
+    ) -> None:
+        """Append what the leader sent, with its offsets; take the leader's high watermark (bounded by our log
+        end) and log start offset. Raises StorageError or a record error for the fetcher to report."""
+        partition = self.partitions.get(tp)
+        if partition is None or partition.leader_id == self.node_id:
+            return
+        plog = partition.log
+        if len(records):
+            plog.append_as_follower(records)
+        plog.update_high_watermark(high_watermark)
+        if log_start_offset > plog.log_start_offset:
+            plog.maybe_increment_log_start_offset(min(log_start_offset, plog.high_watermark))
+        self.fetch_purgatory.notify(tp)
+
+    def truncate_diverging(self, tp: TopicPartition, leader_epoch: int, end_offset: int) -> None:
+        """The leader says our log diverged after ``end_offset`` of ``leader_epoch``: truncate as KIP-101/279."""
+        partition = self.partitions.get(tp)
+        if partition is None or partition.leader_id == self.node_id:
+            return
+        plog = partition.log
+        leo = plog.log_end_offset
+        if end_offset < 0:
+            target = plog.high_watermark
+        elif leader_epoch < 0:
+            target = min(end_offset, leo)
+        else:
+            local = end_offset_for_epoch(plog, leader_epoch)
+            if local is None:
+                target = min(end_offset, leo)
+            elif local[0] != leader_epoch:
+                target = min(local[1], leo)  # the next fetch asks again with our new latest epoch (KIP-279)
+            else:
+                target = min(local[1], end_offset, leo)
+        if target < leo:
+            log.info(
+                "%s: truncating from %d to %d (diverged from the leader's epoch %d)",
+                tp,
+                leo,
+                target,
+                leader_epoch,
+            )
+        plog.truncate_to(target)
+
+    def reset_out_of_range(self, tp: TopicPartition, leader_log_start: int, leader_log_end: int) -> None:
+        """Our fetch offset is outside the leader's log: behind its start (start over there), or past its end
+        (truncate to it)."""
+        partition = self.partitions.get(tp)
+        if partition is None or partition.leader_id == self.node_id:
+            return
+        plog = partition.log
+        if plog.log_end_offset < leader_log_start:
+            log.info("%s: behind the leader's log start %d: starting over there", tp, leader_log_start)
+            plog.truncate_fully_and_start_at(leader_log_start)
+        elif plog.log_end_offset > leader_log_end >= 0:
+            plog.truncate_to(leader_log_end)
+
     # --- list offsets ------------------------------------------------------------------------------------------
 
     def list_offset(self, tp: TopicPartition, timestamp: int, isolation: FetchIsolation) -> ListOffsetResult:
-        partition = self.partitions.get(tp)
-        if partition is None:
-            return ListOffsetResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        found_partition = self.leader_partition(tp)
+        if isinstance(found_partition, ErrorCode):
+            return ListOffsetResult(found_partition)
+        partition = found_partition
         plog = partition.log
         if plog.offline_error is not None:
             return ListOffsetResult(ErrorCode.KAFKA_STORAGE_ERROR)
@@ -288,14 +696,28 @@ class ReplicaManager:
         epoch = found.leader_epoch if found.leader_epoch is not None else NO_LEADER_EPOCH
         return ListOffsetResult(ErrorCode.NONE, found.timestamp, found.offset, epoch)
 
+    def offset_for_leader_epoch(
+        self, tp: TopicPartition, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[ErrorCode, int, int]:
+        """OffsetForLeaderEpoch: (error, the largest epoch <= ``leader_epoch``, where it ends) on the leader."""
+        found_partition = self.leader_partition(tp)
+        if isinstance(found_partition, ErrorCode):
+            return found_partition, -1, -1
+        partition = found_partition
+        if current_leader_epoch not in (NO_LEADER_EPOCH, partition.leader_epoch):
+            fenced = current_leader_epoch < partition.leader_epoch
+            return (ErrorCode.FENCED_LEADER_EPOCH if fenced else ErrorCode.UNKNOWN_LEADER_EPOCH), -1, -1
+        found = end_offset_for_epoch(partition.log, leader_epoch)
+        return (ErrorCode.NONE, *found) if found is not None else (ErrorCode.NONE, -1, -1)
+
     # --- delete records ----------------------------------------------------------------------------------------
 
     def delete_records(self, tp: TopicPartition, offset: int) -> tuple[ErrorCode, int]:
         """Advance the log start offset (DeleteRecords); -1 means up to the high watermark."""
-        partition = self.partitions.get(tp)
-        if partition is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
-        plog = partition.log
+        found_partition = self.leader_partition(tp)
+        if isinstance(found_partition, ErrorCode):
+            return found_partition, -1
+        plog = found_partition.log
         target = plog.high_watermark if offset == -1 else offset
         if target < 0 or target > plog.high_watermark:
             return ErrorCode.OFFSET_OUT_OF_RANGE, plog.log_start_offset
@@ -305,3 +727,24 @@ class ReplicaManager:
             log.warning("delete records of %s failed: %s", tp, exc)
             return ErrorCode.KAFKA_STORAGE_ERROR, -1
         return ErrorCode.NONE, plog.log_start_offset
+
+
+def end_offset_for_epoch(plog: Log, epoch: int) -> tuple[int, int] | None:
+    """Kafka's ``endOffsetFor``: (the largest epoch <= ``epoch``, the start offset of the first later epoch or the
+    log end) — or ``(epoch, start of the first entry)`` when every entry is later; None when ``epoch`` is -1 or
+    later than every entry here."""
+    if epoch < 0:
+        return None
+    entries = plog.leader_epoch_cache.entries()
+    if not entries:
+        return None
+    if epoch == entries[-1].epoch:
+        return epoch, plog.log_end_offset
+    later = next((e for e in entries if e.epoch > epoch), None)
+    if later is None:
+        return None
+    floor = None
+    for entry in entries:
+        if entry.epoch <= epoch:
+            floor = entry
+    return (floor.epoch if floor is not None else epoch), later.start_offset

@@ -16,8 +16,11 @@ Producer ids come from ``/latest_producer_id_block`` in blocks of 1000, unique a
 takes its next block with a compare-and-set, as Kafka's brokers did before KIP-730 moved that into the controller;
 the znode is the same).
 
-Leaders and ISRs then come from the controller (LeaderAndIsr to the replica manager, UpdateMetadata to the
-metadata cache). A clean stop resigns and closes the session, so the controller sees this broker leave at once.
+Leaders and ISRs then come from the controller: LeaderAndIsr makes this broker lead or follow each of its
+partitions (creating their logs with the topic's overrides), UpdateMetadata feeds the metadata cache, StopReplica
+stops (and deletes) replicas. Followers copy their leaders through the replica fetchers; leaders send ISR changes
+to the controller through the ISR channel and take lagging followers out of the ISR every half of
+``replica.lag.time.max.ms``. A clean stop resigns and closes the session, so the controller sees this broker leave at once.
 
 When the ZooKeeper session expires (the broker was cut off, or paused, for longer than
 ``zookeeper.session.timeout.ms``) its ephemeral znodes are gone: the other brokers' controller has already treated
@@ -35,9 +38,23 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from samsa.cluster.controller import Controller
+from samsa.cluster.isr_channel import IsrChange, IsrChannel
 from samsa.cluster.metadata_cache import MetadataCache
+from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from samsa.cluster.zk_client import ZkClient
 from samsa.cluster.znodes import BrokerRegistration, Endpoint
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.leader_and_isr import (
+    LeaderAndIsrPartitionError,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    LeaderAndIsrTopicError,
+)
+from samsa.storage import StorageError
+from samsa.topic_partition import TopicPartition
+
+from .replica_manager import Partition, ReplicaState
 
 if TYPE_CHECKING:
     from .broker import KafkaServer
@@ -74,6 +91,32 @@ class ZkBroker:
         self._next_producer_id = 0
         self._producer_block_end = -1  # inclusive; -1: no block yet
         self._producer_block_lock = asyncio.Lock()
+        self.highest_controller_epoch = -1
+        replicas = server.replica_manager
+        replicas.replica_lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))
+        replicas.is_alive = lambda broker_id: broker_id in self.metadata.brokers
+        replicas.knows_partition = lambda tp: self.metadata.partition(tp) is not None
+        replicas.isr_changes = self._submit_isr_change
+        self.fetchers = ReplicaFetcherManager(
+            replicas,
+            server.node_id,
+            FetcherConfig(
+                max_bytes=int(config.get("replica.fetch.max.bytes")),
+                response_max_bytes=int(config.get("replica.fetch.response.max.bytes")),
+                wait_max_ms=int(config.get("replica.fetch.wait.max.ms")),
+                min_bytes=int(config.get("replica.fetch.min.bytes")),
+                backoff_ms=int(config.get("replica.fetch.backoff.ms")),
+                socket_timeout_ms=int(config.get("replica.socket.timeout.ms")),
+            ),
+        )
+        replicas.fetchers = self.fetchers
+        self.isr_channel = IsrChannel(
+            server.node_id,
+            lambda: self.broker_epoch,
+            self._controller_address,
+            self.metadata.topic_ids.get,
+            replicas.isr_change_answered,
+        )
 
     async def connect(self, stored_cluster_id: str | None, proposed_cluster_id: str) -> str:
         """Open the session; the cluster's id (InconsistentClusterIdError when the log dirs hold another)."""
@@ -107,6 +150,7 @@ class ZkBroker:
         self._last_config_change = max(await asyncio.to_thread(self.zk.config_changes), default="")
         await self._config_changed()
         await self.controller.start()
+        self._spawn(self._shrink_isr_periodically())
 
     async def _register(self) -> None:
         assert self._registration is not None
@@ -188,5 +232,107 @@ class ZkBroker:
         self._closing = True
         for task in list(self._tasks):
             task.cancel()
+        await self.fetchers.close()
+        await self.isr_channel.close()
         await self.controller.stop()
         await asyncio.to_thread(self.zk.close)
+
+    # --- partitions: LeaderAndIsr, StopReplica, ISR changes ----------------------------------------------------
+
+    def fence_controller_request(self, controller_epoch: int, broker_epoch: int) -> ErrorCode:
+        """Kafka's checks on a request from a controller: STALE_BROKER_EPOCH for a request meant for an earlier
+        registration of this broker, STALE_CONTROLLER_EPOCH for a controller older than one already heard."""
+        if 0 <= broker_epoch < self.broker_epoch:
+            return ErrorCode.STALE_BROKER_EPOCH
+        if controller_epoch < self.highest_controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        self.highest_controller_epoch = controller_epoch
+        return ErrorCode.NONE
+
+    async def leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        """Lead or follow each partition named (the handler checked the epochs of the request)."""
+        leaders = {live.broker_id: (live.host_name, live.port) for live in request.live_leaders}
+        answers: list[LeaderAndIsrTopicError] = []
+        for topic in request.topic_states:
+            errors = [
+                LeaderAndIsrPartitionError(
+                    topic.topic_name,
+                    state.partition_index,
+                    await self._one_partition(topic.topic_name, state, leaders),
+                )
+                for state in topic.partition_states
+            ]
+            answers.append(LeaderAndIsrTopicError(topic_id=topic.topic_id, partition_errors=errors))
+        flat = [
+            LeaderAndIsrPartitionError(
+                s.topic_name, s.partition_index, await self._one_partition(s.topic_name, s, leaders)
+            )
+            for s in request.ungrouped_partition_states
+        ]
+        self.server.partitions_changed()
+        return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=flat, topics=answers)
+
+    async def _one_partition(
+        self, topic: str, wire: LeaderAndIsrPartitionState, leaders: dict[int, tuple[str, int]]
+    ) -> ErrorCode:
+        tp = TopicPartition(topic, wire.partition_index)
+        replicas = self.server.replica_manager
+        current = replicas.partition(tp)
+        if current is not None and wire.leader_epoch <= current.leader_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        node_id = self.server.node_id
+        if node_id not in wire.replicas:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        state = ReplicaState(
+            wire.leader, wire.leader_epoch, tuple(wire.isr), tuple(wire.replicas), wire.partition_epoch
+        )
+        manager = self.server.log_manager
+        try:
+            plog = manager.get_log(tp)
+            if plog is None:
+                if not manager.partitions_of(topic):
+                    overrides = await self.topic_overrides(topic)
+                    if overrides:
+                        manager.update_topic_config(topic, overrides)
+                plog = manager.get_or_create_log(tp)
+            if state.leader == node_id:
+                replicas.make_leader(tp, plog, state)
+            else:
+                address = leaders.get(state.leader) or self._address_of(state.leader)
+                replicas.make_follower(tp, plog, state, address)
+        except (StorageError, OSError) as exc:
+            self.log_storage_failure(tp, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        return ErrorCode.NONE
+
+    def replica_stopped(self, tp: TopicPartition, deleted: bool) -> None:
+        """A StopReplica was applied (the coordinators drop what they held of ``tp``)."""
+        self.server.partitions_changed()
+
+    def log_storage_failure(self, tp: TopicPartition, exc: BaseException) -> None:
+        log.error("partition %s: storage failure: %s", tp, exc)
+
+    def _address_of(self, broker_id: int) -> tuple[str, int] | None:
+        node = self.metadata.brokers.get(broker_id)
+        return node.address(self.inter_broker_listener) if node is not None else None
+
+    def _controller_address(self) -> tuple[int, str, int] | None:
+        controller = self.metadata.controller_id
+        if controller is None or controller < 0:
+            return None
+        address = self._address_of(controller)
+        return (controller, *address) if address is not None else None
+
+    def _submit_isr_change(self, partition: Partition, new_isr: frozenset[int]) -> None:
+        self.isr_channel.submit(
+            IsrChange(partition.tp, partition.leader_epoch, partition.partition_epoch, new_isr)
+        )
+
+    async def _shrink_isr_periodically(self) -> None:
+        interval = max(self.server.replica_manager.replica_lag_time_max_ms / 2000, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.server.replica_manager.maybe_shrink_isr()
+            except Exception:
+                log.exception("ISR check failed")

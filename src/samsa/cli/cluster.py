@@ -90,9 +90,17 @@ def down(directory: Path) -> None:
 
 @cluster.command()
 @dir_option
-def status(directory: Path) -> None:
+@click.option("--bootstrap", is_flag=True, help="print only the bootstrap servers (for scripts)")
+def status(directory: Path, bootstrap: bool) -> None:
     """Brokers, the controller, and partitions whose ISR is not every replica."""
     from samsa.cluster.local import ClusterError, LocalCluster
+
+    if bootstrap:
+        try:
+            click.echo(LocalCluster.find(directory).bootstrap_servers)
+        except ClusterError as exc:
+            raise click.ClickException(str(exc)) from None
+        return
     from samsa.cluster.status import cluster_status
 
     try:

@@ -1,20 +1,28 @@
 """``samsa serve [server.properties] [--override key=value ...]``, as Kafka's ``kafka-server-start.sh``.
 
-Parsed with argparse rather than click: ``samsa serve`` is the command whose start-up is a figure (spawn to
-accepting connections, see ``bench/bench_embedded.py``) and click's import alone is a tenth of it, so ``samsa``
-hands ``serve`` its arguments before importing click (``samsa.cli.main``).
+Parsed without click: ``samsa serve`` is the command whose start-up is a figure (spawn to accepting connections,
+see ``bench/bench_embedded.py``) and click's import alone is a tenth of it, so ``samsa`` hands ``serve`` its
+arguments before importing click (``samsa.cli.main``). The usual command lines (a properties file, ``--override``
+and ``--[no-]uvloop``) are read by ``parse_plain``, since argparse and the modules its help formatter imports cost
+about 7 ms here; anything else (``--help``, an unknown or abbreviated option, a value that looks like an option)
+goes to argparse, which parses it or says what is wrong, as it always did.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import argparse
 
 DESCRIPTION = "Run a broker until SIGTERM or SIGINT."
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="samsa serve", description=DESCRIPTION)
     parser.add_argument("properties", nargs="?", help="a Kafka server.properties file")
     parser.add_argument(
@@ -34,19 +42,61 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class ServeArgs(NamedTuple):
+    properties: str | None
+    overrides: list[str]
+    uvloop: bool
+
+
+def parse_plain(argv: Sequence[str]) -> ServeArgs | None:
+    """``argv`` as argparse would read it, when it is made only of: at most one properties path (not starting
+    with ``-``), ``--override VALUE`` (VALUE not starting with ``-``), ``--override=VALUE``, ``--uvloop`` and
+    ``--no-uvloop`` (the last one wins). None for anything else, which argparse must see."""
+    properties: str | None = None
+    overrides: list[str] = []
+    uvloop = False
+    position = 0
+    while position < len(argv):
+        item = argv[position]
+        if item == "--override":
+            if position + 1 == len(argv) or argv[position + 1].startswith("-"):
+                return None
+            overrides.append(argv[position + 1])
+            position += 2
+            continue
+        if item.startswith("--override="):
+            overrides.append(item[len("--override=") :])
+        elif item in ("--uvloop", "--no-uvloop"):
+            uvloop = item == "--uvloop"
+        elif item.startswith("-") or properties is not None:
+            return None
+        else:
+            properties = item
+        position += 1
+    return ServeArgs(properties, overrides, uvloop)
+
+
+def parse_args(argv: Sequence[str]) -> ServeArgs:
+    """The command line: ``parse_plain``'s reading, else argparse's (which exits with its usage on an error)."""
+    plain = parse_plain(argv)
+    if plain is not None:
+        return plain
+    args = _parser().parse_args(argv)
+    return ServeArgs(args.properties, args.overrides, args.uvloop)
+
+
 def main(argv: Sequence[str]) -> int:
     """Parse ``argv`` (the arguments after ``serve``), then serve; the process exit code (2: bad configuration)."""
     from samsa.broker.config import ConfigError, KafkaConfig
     from samsa.storage.properties import PropertiesError, load_properties
 
-    parser = _parser()
-    args = parser.parse_args(argv)
+    args = parse_args(argv)
     try:
         props = load_properties(args.properties) if args.properties else {}
         for item in args.overrides:
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
-                parser.error(f"argument --override: {item!r} is not KEY=VALUE")
+                _parser().error(f"argument --override: {item!r} is not KEY=VALUE")
             props[key.strip()] = value
         config = KafkaConfig.from_properties(props)
         config.check_log_dirs()

@@ -123,7 +123,9 @@ class BrokerChannel:
         )
         self.host, self.port = endpoint.host, endpoint.port
         self._client_id = client_id
-        self._queue: asyncio.Queue[tuple[Callable[[int], Any], int]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[Callable[[int], Any], int] | None] = asyncio.Queue()
+        self._closed = False
+        self._connection: BrokerConnection | None = None
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-channel-{self.host}"
         )
@@ -133,16 +135,26 @@ class BrokerChannel:
         self._queue.put_nowait((build, api_key))
 
     async def _run(self) -> None:
-        connection: BrokerConnection | None = None
-        while True:
-            build, api_key = await self._queue.get()
-            while True:
+        try:
+            await self._send_queued()
+        finally:
+            if self._connection is not None:
+                await self._connection.close()
+
+    async def _send_queued(self) -> None:
+        while not self._closed:
+            item = await self._queue.get()
+            if item is None:
+                return
+            build, api_key = item
+            while not self._closed:
                 try:
-                    if connection is None or connection.closed:
-                        connection = BrokerConnection(
+                    if self._connection is None or self._connection.closed:
+                        self._connection = BrokerConnection(
                             self.host, self.port, client_id=self._client_id, request_timeout_ms=30_000
                         )
-                        await connection.open()
+                        await self._connection.open()
+                    connection = self._connection
                     try:
                         version = connection.pick_version(api_key)
                         message = build(version)
@@ -153,14 +165,28 @@ class BrokerChannel:
                     break
                 except KafkaError as exc:
                     log.debug("controller request to %s:%d failed (%s), retrying", self.host, self.port, exc)
-                    if connection is not None:
-                        await connection.close()
-                    connection = None
+                    if self._connection is not None:
+                        await self._connection.close()
+                    self._connection = None
                     await asyncio.sleep(CHANNEL_RETRY_BACKOFF_S)
 
     async def close(self) -> None:
+        """Stop sending (queued requests are dropped, as Kafka's controller does when a broker leaves). Besides
+        the cancellation, a flag and a wake-up end the task: Python 3.11's ``wait_for`` can swallow a
+        cancellation that meets a reply."""
+        self._closed = True
+        self._queue.put_nowait(None)
         self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
+        await stop_task(self._task)
+
+
+async def stop_task(task: asyncio.Task[Any], timeout_s: float = 5.0) -> None:
+    """Wait for a cancelled task to end, at most ``timeout_s`` (it is left behind, logged, if it does not)."""
+    done, _ = await asyncio.wait([task], timeout=timeout_s)
+    if not done:
+        log.warning("task %s did not stop within %.0f s", task.get_name(), timeout_s)
+    elif not task.cancelled() and task.exception() is not None:
+        log.warning("task %s ended with %r", task.get_name(), task.exception())
 
 
 class Controller:
@@ -506,7 +532,9 @@ class Controller:
                     changed[tp] = self.partitions[tp]
                 answers.append(answer)
             topics.append(
-                AlterPartitionResponseTopicData(topic_name=name, topic_id=topic.topic_id, partitions=answers)
+                AlterPartitionResponseTopicData(  # named as the request named it: by name (v0-1) or id (v2+)
+                    topic_name=topic.topic_name, topic_id=topic.topic_id, partitions=answers
+                )
             )
         self._send_update_metadata(self.live, changed)
         return AlterPartitionResponse(topics=topics)

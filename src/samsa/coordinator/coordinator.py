@@ -74,16 +74,47 @@ class GroupCoordinator:
         self._timer_at: int | None = None
         self._next_retention_check: int | None = None
         self._active = False
+        self._loaded: set[TopicPartition] = set()
 
     # --- life cycle --------------------------------------------------------------------------------------------
 
     def startup(self) -> None:
         """Rebuild every group from the __consumer_offsets partitions on disk."""
         now = self.clock.milliseconds()
-        for tp in self.offsets_log.offsets_partitions():
+        self._loaded = set(self.offsets_log.offsets_partitions())
+        for tp in sorted(self._loaded):
             self._load_partition(tp, now)
         self._active = True
         self._next_retention_check = now + self.config.offsets_retention_check_interval_ms
+
+    def leadership_changed(self) -> None:
+        """Cluster mode: load the groups of the ``__consumer_offsets`` partitions this broker leads now, drop the
+        groups of those it no longer leads (their members are told NOT_COORDINATOR and look it up again)."""
+        now = self.clock.milliseconds()
+        led = set(self.offsets_log.offsets_partitions())
+        for group_id in [g for g in self.groups if self.partition_for(g) not in led]:
+            del self.groups[group_id]
+            self._armed.pop(group_id, None)
+            self._fail_waiters(group_id)
+        loaded = {self.partition_for(g) for g in self.groups}
+        for tp in sorted(led - self._loaded - loaded):
+            self._load_partition(tp, now)
+        self._loaded = led
+
+    def coordinates(self, group_id: str) -> bool:
+        """Whether this broker coordinates ``group_id``: it leads the group's ``__consumer_offsets`` partition
+        (alone, or before the topic exists: always)."""
+        return self.offsets_log.coordinates(self.partition_for(group_id))
+
+    def _fail_waiters(self, group_id: str) -> None:
+        for key in [k for k in self._waiters if k[0] == group_id]:
+            for future in self._waiters.pop(key):
+                if not future.done():
+                    future.set_result(
+                        JoinResult(ErrorCode.NOT_COORDINATOR)
+                        if key[1] == "join"
+                        else SyncResult(ErrorCode.NOT_COORDINATOR)
+                    )
 
     def shutdown(self) -> None:
         self._active = False

@@ -20,7 +20,7 @@ class OffsetsLog(Protocol):
     """The ``__consumer_offsets`` partitions this broker leads, and whether a partition is hosted."""
 
     def offsets_partitions(self) -> list[TopicPartition]:
-        """The ``__consumer_offsets`` partitions hosted here (none before the topic exists)."""
+        """The ``__consumer_offsets`` partitions this broker leads (none before the topic exists)."""
         ...
 
     def create_offsets_topic(self, partitions: int, config: Mapping[str, str | int]) -> None:
@@ -33,6 +33,10 @@ class OffsetsLog(Protocol):
 
     def append(self, tp: TopicPartition, records: memoryview) -> ErrorCode:
         """Append as leader with acks=all semantics; the error Kafka would report for the partition."""
+        ...
+
+    def coordinates(self, tp: TopicPartition) -> bool:
+        """Whether the groups of ``tp`` are this broker's: alone always; in a cluster when it leads ``tp``."""
         ...
 
     def is_hosted(self, tp: TopicPartition) -> bool:

@@ -1,47 +1,57 @@
 """Kafka's record formats: record batch v2 and legacy messages v0/v1, their CRCs and compression codecs.
 
 Pure functions over bytes: no files, sockets or event loops here.
+
+Each name below is imported from its module on first use (PEP 562 ``__getattr__``), so importing
+one piece, say ``samsa.records.errors``, does not load the rest (start-up time: a broker with no logs
+answers its first request without loading them).
 """
 
-from .batch import (
-    DecodedBatch,
-    build_batch,
-    build_end_txn_marker_batch,
-    decode_batch,
-    decode_records,
-    encode_records,
-    set_max_timestamp,
-)
-from .compression import CompressionType, compress, decompress
-from .control import (
-    ControlRecord,
-    ControlRecordType,
-    EndTransactionMarker,
-    encode_control_key,
-    parse_control_key,
-    parse_control_record,
-)
-from .errors import (
-    CorruptRecordError,
-    InflatedTooLargeError,
-    InvalidRecordError,
-    RecordsError,
-    UnsupportedCompressionError,
-    VarintError,
-)
-from .iterate import iter_records
-from .legacy import build_legacy_message_set, decode_legacy, set_legacy_timestamp
-from .record import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, Record, TimestampType
-from .view import (
-    HEADER_SIZE_UP_TO_MAGIC,
-    LOG_OVERHEAD,
-    RECORD_BATCH_OVERHEAD,
-    BatchView,
-    crc32,
-    crc32c,
-    iter_batches,
-    iter_request_batches,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .batch import (
+        DecodedBatch,
+        build_batch,
+        build_end_txn_marker_batch,
+        decode_batch,
+        decode_records,
+        encode_records,
+        set_max_timestamp,
+    )
+    from .compression import CompressionType, compress, decompress
+    from .control import (
+        ControlRecord,
+        ControlRecordType,
+        EndTransactionMarker,
+        encode_control_key,
+        parse_control_key,
+        parse_control_record,
+    )
+    from .errors import (
+        CorruptRecordError,
+        InflatedTooLargeError,
+        InvalidRecordError,
+        RecordsError,
+        UnsupportedCompressionError,
+        VarintError,
+    )
+    from .iterate import iter_records
+    from .legacy import build_legacy_message_set, decode_legacy, set_legacy_timestamp
+    from .record import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, Record, TimestampType
+    from .view import (
+        HEADER_SIZE_UP_TO_MAGIC,
+        LOG_OVERHEAD,
+        RECORD_BATCH_OVERHEAD,
+        BatchView,
+        crc32,
+        crc32c,
+        iter_batches,
+        iter_request_batches,
+    )
 
 __all__ = [
     "CREATE_TIME",
@@ -84,3 +94,73 @@ __all__ = [
     "set_legacy_timestamp",
     "set_max_timestamp",
 ]
+
+_EXPORTS = {  # module -> the names it gives this package
+    "batch": (
+        "DecodedBatch",
+        "build_batch",
+        "build_end_txn_marker_batch",
+        "decode_batch",
+        "decode_records",
+        "encode_records",
+        "set_max_timestamp",
+    ),
+    "compression": (
+        "CompressionType",
+        "compress",
+        "decompress",
+    ),
+    "control": (
+        "ControlRecord",
+        "ControlRecordType",
+        "EndTransactionMarker",
+        "encode_control_key",
+        "parse_control_key",
+        "parse_control_record",
+    ),
+    "errors": (
+        "CorruptRecordError",
+        "InflatedTooLargeError",
+        "InvalidRecordError",
+        "RecordsError",
+        "UnsupportedCompressionError",
+        "VarintError",
+    ),
+    "iterate": ("iter_records",),
+    "legacy": (
+        "build_legacy_message_set",
+        "decode_legacy",
+        "set_legacy_timestamp",
+    ),
+    "record": (
+        "CREATE_TIME",
+        "LOG_APPEND_TIME",
+        "NO_TIMESTAMP",
+        "Record",
+        "TimestampType",
+    ),
+    "view": (
+        "HEADER_SIZE_UP_TO_MAGIC",
+        "LOG_OVERHEAD",
+        "RECORD_BATCH_OVERHEAD",
+        "BatchView",
+        "crc32",
+        "crc32c",
+        "iter_batches",
+        "iter_request_batches",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -13,40 +13,50 @@ The core ladder, each rung one module:
 
 Nothing here is thread-safe: a log's owner serialises calls to it (the cleaner's worker thread only reads
 file descriptors of its own and writes new ``.cleaned`` files). Errors are in ``errors``.
+
+Each name below is imported from its module on first use (PEP 562 ``__getattr__``), so importing
+one piece, say ``samsa.storage.errors``, does not load the rest (start-up time: a broker with no logs
+answers its first request without loading them).
 """
 
-from .config import LogConfig
-from .errors import (
-    CleaningAbortedError,
-    CorruptIndexError,
-    IllegalRollError,
-    IndexFullError,
-    IndexOffsetOverflowError,
-    InvalidConfigError,
-    InvalidOffsetError,
-    KafkaStorageError,
-    LogSegmentOffsetOverflowError,
-    OffsetOutOfRangeError,
-    OffsetsOutOfOrderError,
-    RecordBatchTooLargeError,
-    RecordTooLargeError,
-    RecordValidationError,
-    StorageError,
-    UnexpectedAppendOffsetError,
-)
-from .file_slice import FetchDataInfo, FileSlice, LogOffsetMetadata
-from .index import OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset
-from .leader_epoch import EpochEntry, LeaderEpochFileCache
-from .log import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-    FetchIsolation,
-    Log,
-    LogAppendInfo,
-)
-from .segment import LogSegment, RollParams, TimestampAndOffset
-from .segments import LogSegments
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import LogConfig
+    from .errors import (
+        CleaningAbortedError,
+        CorruptIndexError,
+        IllegalRollError,
+        IndexFullError,
+        IndexOffsetOverflowError,
+        InvalidConfigError,
+        InvalidOffsetError,
+        KafkaStorageError,
+        LogSegmentOffsetOverflowError,
+        OffsetOutOfRangeError,
+        OffsetsOutOfOrderError,
+        RecordBatchTooLargeError,
+        RecordTooLargeError,
+        RecordValidationError,
+        StorageError,
+        UnexpectedAppendOffsetError,
+    )
+    from .file_slice import FetchDataInfo, FileSlice, LogOffsetMetadata
+    from .index import OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset
+    from .leader_epoch import EpochEntry, LeaderEpochFileCache
+    from .log import (
+        EARLIEST_TIMESTAMP,
+        LATEST_TIMESTAMP,
+        MAX_TIMESTAMP,
+        FetchIsolation,
+        Log,
+        LogAppendInfo,
+    )
+    from .segment import LogSegment, RollParams, TimestampAndOffset
+    from .segments import LogSegments
 
 __all__ = [
     "EARLIEST_TIMESTAMP",
@@ -86,3 +96,68 @@ __all__ = [
     "TimestampOffset",
     "UnexpectedAppendOffsetError",
 ]
+
+_EXPORTS = {  # module -> the names it gives this package
+    "config": ("LogConfig",),
+    "errors": (
+        "CleaningAbortedError",
+        "CorruptIndexError",
+        "IllegalRollError",
+        "IndexFullError",
+        "IndexOffsetOverflowError",
+        "InvalidConfigError",
+        "InvalidOffsetError",
+        "KafkaStorageError",
+        "LogSegmentOffsetOverflowError",
+        "OffsetOutOfRangeError",
+        "OffsetsOutOfOrderError",
+        "RecordBatchTooLargeError",
+        "RecordTooLargeError",
+        "RecordValidationError",
+        "StorageError",
+        "UnexpectedAppendOffsetError",
+    ),
+    "file_slice": (
+        "FetchDataInfo",
+        "FileSlice",
+        "LogOffsetMetadata",
+    ),
+    "index": (
+        "OffsetIndex",
+        "OffsetPosition",
+        "TimeIndex",
+        "TimestampOffset",
+    ),
+    "leader_epoch": (
+        "EpochEntry",
+        "LeaderEpochFileCache",
+    ),
+    "log": (
+        "EARLIEST_TIMESTAMP",
+        "LATEST_TIMESTAMP",
+        "MAX_TIMESTAMP",
+        "FetchIsolation",
+        "Log",
+        "LogAppendInfo",
+    ),
+    "segment": (
+        "LogSegment",
+        "RollParams",
+        "TimestampAndOffset",
+    ),
+    "segments": ("LogSegments",),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

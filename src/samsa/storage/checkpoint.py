@@ -24,7 +24,6 @@ or the new one, never a torn one.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -208,6 +207,8 @@ def clean_shutdown_path(log_dir: Path) -> Path:
 
 
 def write_clean_shutdown(log_dir: Path, broker_epoch: int = -1) -> None:
+    import json  # start-up time: a first start reads no marker
+
     body = json.dumps({"version": CLEAN_SHUTDOWN_VERSION, "brokerEpoch": broker_epoch}, separators=(",", ":"))
     write_atomically(clean_shutdown_path(log_dir), body.encode("utf-8"))
 
@@ -218,6 +219,8 @@ def has_clean_shutdown(log_dir: Path) -> bool:
 
 def read_clean_shutdown_epoch(log_dir: Path) -> int | None:
     """The broker epoch recorded in the marker, or None when it is missing or unreadable (presence is what counts)."""
+    import json  # start-up time: a first start reads no marker
+
     try:
         document = json.loads(clean_shutdown_path(log_dir).read_text("utf-8"))
     except (OSError, ValueError):

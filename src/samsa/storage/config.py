@@ -36,11 +36,14 @@ Immutable and safe to share between threads.
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .errors import InvalidConfigError
+
+if TYPE_CHECKING:
+    import random
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1

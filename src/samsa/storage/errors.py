@@ -17,6 +17,10 @@ StorageError                          base of this layer
 ├── RecordValidationError             records the leader refuses, e.g. a null key on a compacted topic
 │                                     (Kafka: RecordValidationException; INVALID_RECORD with record errors)
 ├── CleaningAbortedError              a compaction given up because the log changed under it or was stopped
+├── ProducerStateError                a client batch refused by the producer-state rules (``producer_state``)
+│   ├── OutOfOrderSequenceError       its first sequence does not follow the last one (OUT_OF_ORDER_SEQUENCE_NUMBER)
+│   ├── InvalidProducerEpochError     an epoch older than the producer's current one (INVALID_PRODUCER_EPOCH)
+│   └── InvalidSequenceError          a producer id without a sequence (INVALID_RECORD)
 └── KafkaStorageError                 an I/O error in the log layer, also an OSError; every public ``Log``
     │                                 method raises it for OSError, and the log is as it was before the call
     └── AppendRollbackError           a failed append whose bytes could not be cut off again: the log goes
@@ -199,6 +203,46 @@ class CleaningAbortedError(StorageError):
         super().__init__(f"cleaning of {directory} aborted: {reason}")
         self.directory = directory
         self.reason = reason
+
+
+class ProducerStateError(StorageError):
+    """A client batch refused by the producer-state rules; names the producer and the values compared."""
+
+
+class OutOfOrderSequenceError(ProducerStateError):
+    """A batch's first sequence does not follow the producer's last one (Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER)."""
+
+    def __init__(self, producer_id: int, epoch: int, first_sequence: int, expected: int | None) -> None:
+        wanted = "0 (a new epoch starts at 0)" if expected is None else str(expected)
+        super().__init__(
+            f"out of order sequence number for producer {producer_id} at epoch {epoch}: "
+            f"{first_sequence} (incoming first sequence), {wanted} (expected)"
+        )
+        self.producer_id = producer_id
+        self.epoch = epoch
+        self.first_sequence = first_sequence
+        self.expected = expected
+
+
+class InvalidProducerEpochError(ProducerStateError):
+    """A batch from an epoch older than the producer's current one (Kafka: INVALID_PRODUCER_EPOCH)."""
+
+    def __init__(self, producer_id: int, epoch: int, current_epoch: int) -> None:
+        super().__init__(
+            f"epoch {epoch} of producer {producer_id} is older than its current epoch {current_epoch}: fenced"
+        )
+        self.producer_id = producer_id
+        self.epoch = epoch
+        self.current_epoch = current_epoch
+
+
+class InvalidSequenceError(ProducerStateError):
+    """A batch with a producer id but no sequence (Kafka refuses it as an invalid record)."""
+
+    def __init__(self, producer_id: int, sequence: int) -> None:
+        super().__init__(f"invalid sequence number {sequence} in a batch with producer id {producer_id}")
+        self.producer_id = producer_id
+        self.sequence = sequence
 
 
 class KafkaStorageError(StorageError, OSError):

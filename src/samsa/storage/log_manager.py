@@ -46,12 +46,11 @@ import contextlib
 import fcntl
 import logging
 import os
-import shutil
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from samsa.clock import Clock
 
@@ -69,8 +68,6 @@ from .checkpoint import read_offsets_or_empty as _read_or_empty
 from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
 from .errors import StorageError
-from .log import Log
-from .log_loader import LoadReport
 from .meta import ensure_meta_properties, read_properties_file, write_properties_file
 from .topic import (
     CLUSTER_METADATA_TOPIC,
@@ -84,6 +81,12 @@ from .topic import (
     validate_topic,
 )
 
+if TYPE_CHECKING:
+    from .log import Log
+
+# .log (with the loader, segments, indexes and samsa.records) is imported when the first log is opened or
+# created: a broker with none answers its first requests without it (start-up time)
+
 _log = logging.getLogger(__name__)
 
 LOCK_FILE = ".lock"
@@ -92,7 +95,7 @@ TOPIC_CONFIG_PREFIX = "topic-config."
 TOPIC_CONFIG_SUFFIX = ".properties"
 IGNORED_DIRS = frozenset({"remote-log-index-cache"})
 
-_OffsetOf = Callable[[Log], "int | None"]
+_OffsetOf = Callable[["Log"], "int | None"]
 
 DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
 DEFAULT_FLUSH_CHECKPOINT_INTERVAL_MS = 60_000
@@ -301,6 +304,8 @@ class LogManager:
         existing = self._logs.get(tp)
         if existing is not None:
             return existing
+        from .log import Log
+
         validate_topic(tp.topic)
         if tp.partition < 0:
             raise InvalidPartitionsError(tp.topic, 0, tp.partition, f"partition {tp.partition} is negative")
@@ -404,6 +409,10 @@ class LogManager:
         """Remove ``-delete`` directories whose delay has passed (all of them with ``force``)."""
         due = [p for p in self._pending_deletes if force or p.due_ms <= now]
         self._pending_deletes = [p for p in self._pending_deletes if p not in due]
+        if not due:
+            return []
+        import shutil  # start-up time: a broker that deletes nothing never imports it
+
         for pending in due:
             shutil.rmtree(pending.path, ignore_errors=True)
             fsync_directory(pending.path.parent)
@@ -529,8 +538,7 @@ class LogManager:
         high_watermarks = _read_or_empty(log_dir.path / REPLICATION_OFFSET_CHECKPOINT)
         cleaned_to = _read_or_empty(log_dir.path / CLEANER_OFFSET_CHECKPOINT)
         started = time.monotonic()
-        summary = LoadReport()
-        loaded = 0
+        loaded = checked = recovered = truncated = set_aside = 0
         for child in sorted(log_dir.path.iterdir()):
             if not child.is_dir() or child.name in IGNORED_DIRS:
                 continue
@@ -554,6 +562,8 @@ class LogManager:
                 )
             if not log_dir.had_clean_shutdown:
                 self.recovered_logs.add(tp)
+            from .log import Log  # imported with the first log (start-up time; see the imports)
+
             log = Log.open(
                 child,
                 self.topic_config(tp.topic),
@@ -566,15 +576,15 @@ class LogManager:
                 log.update_high_watermark(high_watermarks[tp])  # clamped to [log start, LEO] by the log
             loaded += 1
             report = log.load_report
-            summary.segments_checked += report.segments_checked
-            summary.segments_recovered += report.segments_recovered
-            summary.bytes_truncated += report.bytes_truncated
-            summary.set_aside += report.set_aside
+            checked += report.segments_checked
+            recovered += report.segments_recovered
+            truncated += report.bytes_truncated
+            set_aside += len(report.set_aside)
             self._logs[tp] = log
             self._log_dir_of[tp] = log_dir
             if tp in cleaned_to:
                 self._cleaner_checkpoints[tp] = cleaned_to[tp]
-        level = logging.WARNING if summary.bytes_truncated or summary.set_aside else logging.INFO
+        level = logging.WARNING if truncated or set_aside else logging.INFO
         _log.log(
             level,
             "loaded %d logs from %s in %.0f ms %s: %d segments checked, %d recovered, %d bytes truncated, "
@@ -583,10 +593,10 @@ class LogManager:
             log_dir.path,
             (time.monotonic() - started) * 1000,
             "after a clean shutdown" if log_dir.had_clean_shutdown else "with no clean-shutdown marker",
-            summary.segments_checked,
-            summary.segments_recovered,
-            summary.bytes_truncated,
-            len(summary.set_aside),
+            checked,
+            recovered,
+            truncated,
+            set_aside,
         )
 
     def _start_offset_to_checkpoint(self, log: Log) -> int | None:

@@ -49,11 +49,18 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from samsa.records.view import BatchView, crc32c
-
+from .errors import InvalidProducerEpochError as InvalidProducerEpochError
+from .errors import InvalidSequenceError as InvalidSequenceError
+from .errors import OutOfOrderSequenceError as OutOfOrderSequenceError
+from .errors import ProducerStateError as ProducerStateError
 from .errors import StorageError
-from .segment import offset_from_file_name
+
+if TYPE_CHECKING:
+    from samsa.records.view import BatchView
+
+# samsa.records.view and .segment are imported where used, with the first log (start-up time)
 
 NUM_BATCHES_TO_RETAIN = 5
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
@@ -66,46 +73,6 @@ INT32_MAX = 2**31 - 1
 _HEADER = struct.Struct(">hIi")  # version, crc, entry count
 _ENTRY = struct.Struct(">qhiqiqiq")
 _CRC_START = 6
-
-
-class ProducerStateError(StorageError):
-    """A client batch refused by the producer-state rules; names the producer and the values compared."""
-
-
-class OutOfOrderSequenceError(ProducerStateError):
-    """A batch's first sequence does not follow the producer's last one (Kafka: OUT_OF_ORDER_SEQUENCE_NUMBER)."""
-
-    def __init__(self, producer_id: int, epoch: int, first_sequence: int, expected: int | None) -> None:
-        wanted = "0 (a new epoch starts at 0)" if expected is None else str(expected)
-        super().__init__(
-            f"out of order sequence number for producer {producer_id} at epoch {epoch}: "
-            f"{first_sequence} (incoming first sequence), {wanted} (expected)"
-        )
-        self.producer_id = producer_id
-        self.epoch = epoch
-        self.first_sequence = first_sequence
-        self.expected = expected
-
-
-class InvalidProducerEpochError(ProducerStateError):
-    """A batch from an epoch older than the producer's current one (Kafka: INVALID_PRODUCER_EPOCH)."""
-
-    def __init__(self, producer_id: int, epoch: int, current_epoch: int) -> None:
-        super().__init__(
-            f"epoch {epoch} of producer {producer_id} is older than its current epoch {current_epoch}: fenced"
-        )
-        self.producer_id = producer_id
-        self.epoch = epoch
-        self.current_epoch = current_epoch
-
-
-class InvalidSequenceError(ProducerStateError):
-    """A batch with a producer id but no sequence (Kafka refuses it as an invalid record)."""
-
-    def __init__(self, producer_id: int, sequence: int) -> None:
-        super().__init__(f"invalid sequence number {sequence} in a batch with producer id {producer_id}")
-        self.producer_id = producer_id
-        self.sequence = sequence
 
 
 class CorruptSnapshotError(StorageError):
@@ -338,6 +305,8 @@ class ProducerStateManager:
             names = os.listdir(self.directory)
         except FileNotFoundError:
             return []
+        from .segment import offset_from_file_name
+
         for name in names:
             offset = offset_from_file_name(name)
             if offset is not None and name.endswith(SNAPSHOT_SUFFIX) and name.count(".") == 1:
@@ -405,6 +374,8 @@ class ProducerStateManager:
 
 
 def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
+    from samsa.records.view import crc32c
+
     body = bytearray()
     count = 0
     for entry in entries:
@@ -425,6 +396,8 @@ def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
 
 
 def decode_snapshot(data: bytes, path: Path) -> list[ProducerStateEntry]:
+    from samsa.records.view import crc32c
+
     if len(data) < _HEADER.size:
         raise CorruptSnapshotError(path, f"{len(data)} bytes, shorter than the {_HEADER.size}-byte header")
     version, crc, count = _HEADER.unpack_from(data)

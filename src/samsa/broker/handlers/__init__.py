@@ -46,6 +46,8 @@ HANDLERS: dict[int, Handler] = {
         _served(1, "fetch", 4, 12),
         _served(2, "list_offsets", 1, 7),
         _served(3, "metadata", 0, 12),
+        _served(4, "leader_and_isr", 5, 7),  # from the controller (cluster mode)
+        _served(5, "stop_replica", 3, 4),  # from the controller (cluster mode)
         _served(6, "update_metadata", 0, 8),  # from the controller (cluster mode)
         _served(8, "offset_commit", 0, 8),
         _served(9, "offset_fetch", 0, 8),
@@ -61,6 +63,7 @@ HANDLERS: dict[int, Handler] = {
         _served(20, "delete_topics", 1, 5),
         _served(21, "delete_records", 0, 2),
         _served(22, "init_producer_id", 0, 4),
+        _served(23, "offset_for_leader_epoch", 0, 4),
         _served(32, "describe_configs", 0, 4),
         _served(33, "alter_configs", 0, 2),
         _served(35, "describe_log_dirs", 0, 4),

@@ -3,12 +3,24 @@
 Record data leaves as file slices of the segments (see ``dispatch``: they are sent with ``sendfile``). Incremental
 fetch sessions (KIP-227) are not offered: every response has session id 0, which tells clients to send full
 fetch requests, as a broker with no session slots does.
+
+A fetch with a replica id is a follower's (cluster mode): it reads to the log end, moves that follower's position
+on the leader (the ISR and the high watermark follow), and when the follower's last fetched epoch ended earlier
+here, the answer carries no records but the diverging epoch, so the follower truncates (KIP-595).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from samsa.protocol import ErrorCode
-from samsa.protocol.messages.fetch import FetchableTopicResponse, FetchRequest, FetchResponse, PartitionData
+from samsa.protocol.messages.fetch import (
+    EpochEndOffset,
+    FetchableTopicResponse,
+    FetchRequest,
+    FetchResponse,
+    PartitionData,
+)
 from samsa.storage import FetchIsolation
 from samsa.storage.topic import TopicPartition
 
@@ -29,6 +41,8 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
             p.fetch_offset,
             p.partition_max_bytes,
             p.current_leader_epoch,
+            request.replica_id,
+            p.last_fetched_epoch,
         )
         for topic in request.topics
         for p in topic.partitions
@@ -40,6 +54,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         min_bytes=request.min_bytes,
         max_bytes=max_bytes,
         isolation=isolation,
+        replica_id=request.replica_id,
     )
     responses: list[FetchableTopicResponse] = []
     for want, result in zip(wanted, results, strict=True):
@@ -52,6 +67,8 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
             aborted_transactions=None if request.isolation_level == 0 else [],
             records=result.records if result.records is not None else b"",
         )
+        if result.diverging_epoch is not None:
+            data = dataclasses.replace(data, diverging_epoch=EpochEndOffset(*result.diverging_epoch))
         if responses and responses[-1].topic == want.tp.topic:
             responses[-1].partitions.append(data)
         else:

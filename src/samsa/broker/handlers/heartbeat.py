@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from samsa.protocol import ErrorCode
 from samsa.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    if not ctx.broker.group_coordinator.coordinates(request.group_id):
+        return HeartbeatResponse(error_code=ErrorCode.NOT_COORDINATOR)
     error = ctx.broker.group_coordinator.heartbeat(
         request.group_id, request.member_id, request.generation_id, request.group_instance_id
     )

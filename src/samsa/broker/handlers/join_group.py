@@ -7,6 +7,7 @@ v4+ first answers a new member with MEMBER_ID_REQUIRED and the member id to rejo
 from __future__ import annotations
 
 from samsa.coordinator import JoinRequest
+from samsa.protocol import ErrorCode
 from samsa.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
 
 from ..context import RequestContext
@@ -25,6 +26,12 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
         protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
         require_known_member_id=version >= 4,
     )
+    if not ctx.broker.group_coordinator.coordinates(request.group_id):
+        return JoinGroupResponse(
+            error_code=ErrorCode.NOT_COORDINATOR,
+            member_id=request.member_id,
+            protocol_name=None if version >= 7 else "",
+        )
     result = await ctx.broker.group_coordinator.join_group(request.group_id, join)
     protocol_name = result.protocol_name
     if protocol_name is None and version < 7:

@@ -11,6 +11,8 @@ from ..context import RequestContext
 
 async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     coordinator = ctx.broker.group_coordinator
+    if not coordinator.coordinates(request.group_id):
+        return LeaveGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
     if ctx.api_version < 3:
         error, errors = coordinator.leave_group(request.group_id, [(request.member_id, None)])
         return LeaveGroupResponse(error_code=error if error is not ErrorCode.NONE else errors[0])

@@ -37,6 +37,8 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
             )
     if request.group_id is None:
         errors = dict.fromkeys(offsets, ErrorCode.INVALID_GROUP_ID)
+    elif not ctx.broker.group_coordinator.coordinates(request.group_id):
+        errors = dict.fromkeys(offsets, ErrorCode.NOT_COORDINATOR)
     else:
         errors = ctx.broker.group_coordinator.commit_offsets(
             request.group_id,
@@ -45,6 +47,8 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
             request.group_instance_id,
             offsets,
         )
+        if ctx.broker.zk_broker is not None and any(e is ErrorCode.NONE for e in errors.values()):
+            errors = await _replicated(ctx, request.group_id, errors)
     topics: list[OffsetCommitResponseTopic] = []
     for topic in request.topics:
         partitions = [
@@ -55,3 +59,28 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         ]
         topics.append(OffsetCommitResponseTopic(topic.name, partitions))
     return OffsetCommitResponse(topics=topics)
+
+
+COMMIT_REPLICATION_TIMEOUT_MS = 5000
+_AFTER_APPEND = {
+    ErrorCode.NONE: ErrorCode.NONE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+}
+
+
+async def _replicated(
+    ctx: RequestContext, group_id: str, errors: dict[TopicPartition, ErrorCode]
+) -> dict[TopicPartition, ErrorCode]:
+    """Cluster mode: a commit is answered once the ISR of the group's ``__consumer_offsets`` partition has it
+    (``offsets.commit.required.acks`` -1, as Kafka); a commit the ISR does not take in time is
+    COORDINATOR_NOT_AVAILABLE, one whose partition moved NOT_COORDINATOR."""
+    manager = ctx.broker.replica_manager
+    tp = ctx.broker.group_coordinator.partition_for(group_id)
+    partition = manager.partition(tp)
+    if partition is None:
+        return errors
+    waited = await manager.wait_for_acks(
+        [(tp, partition.log.log_end_offset - 1)], COMMIT_REPLICATION_TIMEOUT_MS
+    )
+    error = _AFTER_APPEND.get(waited[tp], ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return {p: (error if e is ErrorCode.NONE else e) for p, e in errors.items()}

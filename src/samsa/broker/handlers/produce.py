@@ -12,11 +12,17 @@ INVALID_RECORD); zstd needs v7+ (else UNSUPPORTED_COMPRESSION_TYPE). Both are re
 acks=0 there is no response to carry an error, so a partition error closes the connection, as Kafka does: the
 client sees the drop and refreshes its metadata.
 
+With acks=all the response waits until the in-sync replicas have every partition's records (the high watermark
+passed them), up to the request's timeout (REQUEST_TIMED_OUT); alone, the high watermark moves with the append and
+nothing waits.
+
 This is the hot path: per partition, one header check, one append and one response entry, nothing per record
 (except on a compacted topic, whose log refuses records without a key: INVALID_RECORD with record errors).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.produce import (
@@ -73,6 +79,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     append = ctx.broker.replica_manager.append
     failed = False
     responses = []
+    waiting: list[tuple[TopicPartition, int, list[PartitionProduceResponse], int]] = []
     for topic in request.topic_data:
         name = topic.name
         partitions = []
@@ -95,21 +102,30 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                     PartitionProduceResponse(data.index, problem[0], -1, error_message=problem[1])
                 )
                 continue
-            result = append(TopicPartition(name, data.index), records, acks)
+            tp = TopicPartition(name, data.index)
+            result = append(tp, records, acks)
             if result.error:
                 failed = True
-            partitions.append(
-                PartitionProduceResponse(
-                    data.index,
-                    result.error,
-                    result.base_offset,
-                    result.log_append_time,
-                    result.log_start_offset,
-                    [BatchIndexAndErrorMessage(i, m) for i, m in result.record_errors],
-                    error_message=result.message,
-                )
+            answer = PartitionProduceResponse(
+                data.index,
+                result.error,
+                result.base_offset,
+                result.log_append_time,
+                result.log_start_offset,
+                [BatchIndexAndErrorMessage(i, m) for i, m in result.record_errors],
+                error_message=result.message,
             )
+            if acks == -1 and not result.error and ctx.broker.replica_manager.acks_pending(tp, result):
+                waiting.append((tp, result.last_offset, partitions, len(partitions)))
+            partitions.append(answer)
         responses.append(TopicProduceResponse(name, partitions))
+    if waiting:
+        errors = await ctx.broker.replica_manager.wait_for_acks(
+            [(tp, last) for tp, last, _, _ in waiting], request.timeout_ms
+        )
+        for tp, _, answers, index in waiting:
+            if errors[tp]:
+                answers[index] = dataclasses.replace(answers[index], error_code=errors[tp])
     if acks == 0:
         if failed:
             raise ConnectionClosedByHandler(f"acks=0 produce failed: {_first_error(responses)}")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from samsa.protocol import ErrorCode
 from samsa.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+    if not ctx.broker.group_coordinator.coordinates(request.group_id):
+        return SyncGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
     result = await ctx.broker.group_coordinator.sync_group(
         request.group_id,
         request.member_id,

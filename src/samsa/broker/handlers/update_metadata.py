@@ -21,10 +21,11 @@ from ..context import RequestContext
 
 async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
     zk_broker = ctx.broker.zk_broker
-    if zk_broker is None or request.controller_epoch < zk_broker.metadata.controller_epoch:
+    if zk_broker is None:
         return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-    if 0 <= request.broker_epoch < zk_broker.broker_epoch:
-        return UpdateMetadataResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+    fenced = zk_broker.fence_controller_request(request.controller_epoch, request.broker_epoch)
+    if fenced is not ErrorCode.NONE:
+        return UpdateMetadataResponse(error_code=fenced)
     cache = zk_broker.metadata
     cache.set_brokers(
         request.controller_id,

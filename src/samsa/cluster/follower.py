@@ -1,0 +1,46 @@
+"""What a replica fetcher needs of the follower's logs, defined here and implemented by the broker's replica manager.
+
+Kept apart from ``replica_fetcher`` (which imports the client) so the single broker, which never fetches, does not
+import the client to name these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from samsa.topic_partition import TopicPartition
+
+__all__ = ["FetchPosition", "FollowerLogs"]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPosition:
+    """Where a follower fetches a partition next: its log end, the epoch of its last batch, the leader's epoch."""
+
+    fetch_offset: int
+    last_fetched_epoch: int
+    current_leader_epoch: int
+    log_start_offset: int
+
+
+class FollowerLogs(Protocol):
+    """The follower's side of its partitions. Event-loop thread only."""
+
+    def fetch_position(self, tp: TopicPartition) -> FetchPosition | None:
+        """Where to fetch ``tp`` from next; None when this broker no longer follows it."""
+        ...
+
+    def append_fetched(
+        self, tp: TopicPartition, records: memoryview, high_watermark: int, log_start_offset: int
+    ) -> None:
+        """Append the leader's records with their offsets; take its high watermark and log start offset."""
+        ...
+
+    def truncate_diverging(self, tp: TopicPartition, leader_epoch: int, end_offset: int) -> None:
+        """The leader's log ends ``leader_epoch`` at ``end_offset``: drop what diverged (KIP-101/279)."""
+        ...
+
+    def reset_out_of_range(self, tp: TopicPartition, leader_log_start: int, leader_log_end: int) -> None:
+        """The fetch offset is outside the leader's log: start over at its start, or truncate to its end."""
+        ...

@@ -1,0 +1,222 @@
+"""ISR changes from a leader to the controller: Kafka's AlterPartition manager (KIP-497).
+
+A leader that wants to add a caught-up follower to a partition's ISR, or drop a lagging one, submits the new ISR
+with the leader epoch and partition epoch it holds. The channel keeps one pending change per partition (a newer
+one replaces it), sends every pending change in one AlterPartition at a time to the broker the metadata cache
+names as controller, and reports each answer:
+
+- accepted: the committed ISR and the new partition epoch;
+- refused for good (``INELIGIBLE_REPLICA``, ``OPERATION_NOT_ATTEMPTED``): the leader rolls back to its committed
+  ISR;
+- refused as stale (``FENCED_LEADER_EPOCH``, ``INVALID_UPDATE_VERSION``, unknown topic or partition): the change
+  stays pending until the next LeaderAndIsr replaces the partition's state, as Kafka's leader does;
+- anything else (no controller yet, ``NOT_CONTROLLER``, a lost connection): sent again after a short backoff.
+
+Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from samsa.client.connection import BrokerConnection
+from samsa.client.errors import KafkaError
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionRequestPartitionData,
+    AlterPartitionRequestTopicData,
+    AlterPartitionResponse,
+    BrokerState,
+)
+from samsa.topic_partition import TopicPartition
+
+from .controller import stop_task
+
+__all__ = ["IsrChange", "IsrChannel"]
+
+log = logging.getLogger(__name__)
+
+ALTER_PARTITION = 56
+RETRY_BACKOFF_S = 0.05
+MAX_BACKOFF_S = 1.0
+NO_CONTROLLER_BACKOFF_S = 0.5
+_STALE = {
+    ErrorCode.FENCED_LEADER_EPOCH,
+    ErrorCode.INVALID_UPDATE_VERSION,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.UNKNOWN_TOPIC_ID,
+    ErrorCode.INVALID_REQUEST,
+}
+_REFUSED = {ErrorCode.INELIGIBLE_REPLICA, ErrorCode.OPERATION_NOT_ATTEMPTED}
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChange:
+    tp: TopicPartition
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: frozenset[int]
+
+
+# (tp, leader epoch sent, committed ISR or None for a rollback, partition epoch)
+Answered = Callable[[TopicPartition, int, "list[int] | None", int], None]
+
+
+class IsrChannel:
+    """Pending ISR changes of this leader and the task that sends them (module doc). Event-loop thread only."""
+
+    def __init__(
+        self,
+        broker_id: int,
+        broker_epoch: Callable[[], int],
+        controller: Callable[[], tuple[int, str, int] | None],
+        topic_id: Callable[[str], uuid.UUID | None],
+        answered: Answered,
+    ) -> None:
+        self._broker_id = broker_id
+        self._broker_epoch = broker_epoch
+        self._controller = controller
+        self._topic_id = topic_id
+        self._answered = answered
+        self._pending: dict[TopicPartition, IsrChange] = {}
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._failures = 0
+
+    def submit(self, change: IsrChange) -> None:
+        self._pending[change.tp] = change
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="samsa-isr-changes")
+        self._wake.set()
+
+    def pending(self) -> int:
+        return len(self._pending)
+
+    async def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+        if self._task is not None:
+            self._task.cancel()
+            await stop_task(self._task)
+            self._task = None
+
+    async def _run(self) -> None:
+        connection: BrokerConnection | None = None
+        connected_to: tuple[int, str, int] | None = None
+        try:
+            while not self._closed:
+                await self._wake.wait()
+                self._wake.clear()
+                while self._pending and not self._closed:
+                    controller = self._controller()
+                    if controller is None:
+                        await asyncio.sleep(NO_CONTROLLER_BACKOFF_S)
+                        continue
+                    batch, self._pending = self._pending, {}
+                    try:
+                        if connection is None or connection.closed or connected_to != controller:
+                            if connection is not None:
+                                await connection.close()
+                            connection = BrokerConnection(
+                                controller[1],
+                                controller[2],
+                                client_id=f"isr-{self._broker_id}",
+                                request_timeout_ms=30_000,
+                            )
+                            connected_to = controller
+                            await connection.open()
+                        version = connection.pick_version(ALTER_PARTITION)
+                        response = await connection.request(
+                            self._request(batch, version), ALTER_PARTITION, version
+                        )
+                    except KafkaError as exc:
+                        self._failures += 1
+                        log.log(
+                            logging.INFO if self._failures == 1 else logging.DEBUG,
+                            "AlterPartition to broker %d failed: %s (retrying)",
+                            controller[0],
+                            exc,
+                        )
+                        if connection is not None:
+                            await connection.close()
+                        connection = None
+                        self._requeue(batch)
+                        await asyncio.sleep(self._backoff())
+                        continue
+                    if response.error_code:
+                        self._failures += 1
+                        log.debug("AlterPartition to broker %d: error %d", controller[0], response.error_code)
+                        self._requeue(batch)
+                        await asyncio.sleep(self._backoff())
+                        continue
+                    self._failures = 0
+                    self._apply(batch, response)
+        finally:
+            if connection is not None:
+                await connection.close()
+
+    def _backoff(self) -> float:
+        """50 ms, doubling with each failure in a row, up to a second (the controller may be moving)."""
+        return float(min(RETRY_BACKOFF_S * 2 ** min(self._failures - 1, 5), MAX_BACKOFF_S))
+
+    def _requeue(self, batch: dict[TopicPartition, IsrChange]) -> None:
+        for tp, change in batch.items():
+            self._pending.setdefault(tp, change)  # a newer change submitted meanwhile wins
+
+    def _request(self, batch: dict[TopicPartition, IsrChange], version: int) -> AlterPartitionRequest:
+        """The request in ``version``: the ISR as ids (v0-2) or with broker epochs (v3+, -1 as ZooKeeper mode
+        sends), the topic by name (v0-1) or id (v2+)."""
+        by_topic: dict[str, list[AlterPartitionRequestPartitionData]] = {}
+        for tp, change in sorted(batch.items()):
+            isr = sorted(change.new_isr)
+            by_topic.setdefault(tp.topic, []).append(
+                AlterPartitionRequestPartitionData(
+                    partition_index=tp.partition,
+                    leader_epoch=change.leader_epoch,
+                    new_isr=isr if version < 3 else [],
+                    new_isr_with_epochs=[BrokerState(broker_id=r, broker_epoch=-1) for r in isr]
+                    if version >= 3
+                    else [],
+                    partition_epoch=change.partition_epoch,
+                )
+            )
+        return AlterPartitionRequest(
+            broker_id=self._broker_id,
+            broker_epoch=self._broker_epoch(),
+            topics=[
+                AlterPartitionRequestTopicData(
+                    topic_name=topic,
+                    topic_id=self._topic_id(topic) or uuid.UUID(int=0),
+                    partitions=partitions,
+                )
+                for topic, partitions in by_topic.items()
+            ],
+        )
+
+    def _apply(self, batch: dict[TopicPartition, IsrChange], response: AlterPartitionResponse) -> None:
+        names = {self._topic_id(tp.topic): tp.topic for tp in batch}
+        for topic in response.topics:
+            name = topic.topic_name or names.get(topic.topic_id, "")
+            for answer in topic.partitions:
+                tp = TopicPartition(name, answer.partition_index)
+                change = batch.get(tp)
+                if change is None:
+                    continue
+                error = answer.error_code
+                if error == ErrorCode.NONE:
+                    self._answered(tp, change.leader_epoch, list(answer.isr), answer.partition_epoch)
+                elif error in _REFUSED:
+                    log.info("%s: ISR change to %s refused (error %d)", tp, sorted(change.new_isr), error)
+                    self._answered(tp, change.leader_epoch, None, -1)
+                elif error in _STALE:
+                    log.info("%s: ISR change stale (error %d); waiting for the controller's state", tp, error)
+                else:
+                    self._pending.setdefault(tp, change)
+        if self._pending:
+            self._wake.set()

@@ -1,0 +1,253 @@
+"""Replica fetchers: a follower copies its partitions from their leaders with Kafka's follower Fetch.
+
+One fetcher per leader broker (``num.replica.fetchers`` = 1), each a task on the broker's event loop with one
+connection. Its loop, as Kafka's ``ReplicaFetcherThread``:
+
+1. ask the follower's logs where each partition stands (:class:`FollowerLogs.fetch_position`): the fetch offset is
+   the log end offset (never the high watermark), with the epoch of the last batch and the leader's epoch;
+2. send one Fetch (v12: replica id, ``replica.fetch.wait.max.ms``, ``replica.fetch.min.bytes``,
+   ``replica.fetch.max.bytes`` per partition, ``replica.fetch.response.max.bytes`` in all) and wait for it;
+3. per partition, only if its position is still the one sent: append the records with the leader's offsets and
+   take its high watermark and log start; or truncate when the answer carries a diverging epoch (KIP-595); or
+   reset when the offset is out of the leader's range; any other error holds that partition back for
+   ``replica.fetch.backoff.ms`` (the next LeaderAndIsr usually explains it).
+
+A failed connection holds the whole fetcher back for the backoff, then reconnects. Fetchers never raise: a
+partition's trouble is logged and retried.
+
+Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from samsa.client.connection import BrokerConnection
+from samsa.client.errors import KafkaError
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.fetch import (
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    PartitionData,
+)
+from samsa.topic_partition import TopicPartition
+
+from .controller import stop_task
+from .follower import FetchPosition, FollowerLogs
+
+__all__ = ["FetcherConfig", "ReplicaFetcherManager"]
+
+log = logging.getLogger(__name__)
+
+FETCH = 1
+FETCH_VERSION = 12  # replica id in the body, LastFetchedEpoch and DivergingEpoch, topics by name
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherConfig:
+    """Kafka's ``replica.fetch.*`` settings."""
+
+    max_bytes: int = 1_048_576
+    response_max_bytes: int = 10_485_760
+    wait_max_ms: int = 500
+    min_bytes: int = 1
+    backoff_ms: int = 1000
+    socket_timeout_ms: int = 30_000
+
+
+@dataclass(slots=True)
+class _Leader:
+    broker_id: int
+    host: str
+    port: int
+    partitions: dict[TopicPartition, float] = field(default_factory=dict)  # -> held back until (loop time)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    stopped: bool = False
+
+
+class ReplicaFetcherManager:
+    """The fetchers of one follower broker, one per leader (module doc). Event-loop thread only."""
+
+    def __init__(self, logs: FollowerLogs, node_id: int, config: FetcherConfig | None = None) -> None:
+        self._logs = logs
+        self._node_id = node_id
+        self._config = config or FetcherConfig()
+        self._leaders: dict[tuple[int, str, int], _Leader] = {}
+        self._leader_of: dict[TopicPartition, tuple[int, str, int]] = {}
+
+    def add(self, tp: TopicPartition, leader_id: int, host: str, port: int) -> None:
+        """Fetch ``tp`` from ``leader_id`` at ``host:port`` (moving it off its former leader's fetcher)."""
+        key = (leader_id, host, port)
+        if self._leader_of.get(tp) == key:
+            return
+        self.remove(tp)
+        leader = self._leaders.get(key)
+        if leader is None:
+            leader = _Leader(leader_id, host, port)
+            self._leaders[key] = leader
+            leader.task = asyncio.get_running_loop().create_task(
+                self._run(leader), name=f"replica-fetcher-{self._node_id}-from-{leader_id}"
+            )
+        leader.partitions[tp] = 0.0
+        self._leader_of[tp] = key
+        leader.wake.set()
+
+    def remove(self, tp: TopicPartition) -> None:
+        key = self._leader_of.pop(tp, None)
+        if key is None:
+            return
+        leader = self._leaders[key]
+        leader.partitions.pop(tp, None)
+        if not leader.partitions:
+            del self._leaders[key]
+            leader.stopped = True
+            leader.wake.set()
+            if leader.task is not None:
+                leader.task.cancel()
+
+    def fetching(self) -> dict[TopicPartition, int]:
+        """Each partition being fetched, with the id of the leader it is fetched from."""
+        return {tp: key[0] for tp, key in self._leader_of.items()}
+
+    async def close(self) -> None:
+        leaders = list(self._leaders.values())
+        self._leaders.clear()
+        self._leader_of.clear()
+        for leader in leaders:
+            leader.stopped = True
+            leader.wake.set()
+            if leader.task is not None:
+                leader.task.cancel()
+        for leader in leaders:
+            if leader.task is not None:
+                await stop_task(leader.task)
+
+    # --- one fetcher -------------------------------------------------------------------------------------------
+
+    async def _run(self, leader: _Leader) -> None:
+        connection: BrokerConnection | None = None
+        loop = asyncio.get_running_loop()
+        failures = 0
+        try:
+            while not leader.stopped:
+                sent = self._positions(leader, loop.time())
+                if not sent:
+                    await self._idle(leader, loop.time())
+                    continue
+                try:
+                    if connection is None or connection.closed:
+                        connection = BrokerConnection(
+                            leader.host,
+                            leader.port,
+                            client_id=f"replica-fetcher-{self._node_id}",
+                            request_timeout_ms=self._config.socket_timeout_ms,
+                        )
+                        await connection.open()
+                    response = await connection.request(self._request(sent), FETCH, FETCH_VERSION)
+                except KafkaError as exc:
+                    failures += 1
+                    level = logging.INFO if failures == 1 else logging.DEBUG  # once per outage
+                    log.log(level, "fetch from broker %d failed: %s (retrying)", leader.broker_id, exc)
+                    if connection is not None:
+                        await connection.close()
+                    connection = None
+                    await asyncio.sleep(self._config.backoff_ms / 1000)
+                    continue
+                failures = 0
+                self._process(leader, sent, response, loop.time())
+        finally:
+            if connection is not None:
+                await connection.close()
+
+    def _positions(self, leader: _Leader, now: float) -> dict[TopicPartition, FetchPosition]:
+        positions = {}
+        for tp, held_until in leader.partitions.items():
+            if held_until > now:
+                continue
+            position = self._logs.fetch_position(tp)
+            if position is not None:
+                positions[tp] = position
+        return positions
+
+    async def _idle(self, leader: _Leader, now: float) -> None:
+        """Nothing to fetch now: wait for a partition to be added or the earliest hold to end."""
+        holds = [t for t in leader.partitions.values() if t > now]
+        timeout = min(holds) - now if holds else self._config.backoff_ms / 1000
+        leader.wake.clear()
+        try:
+            await asyncio.wait_for(leader.wake.wait(), max(timeout, 0.001))
+        except asyncio.TimeoutError:
+            pass
+
+    def _request(self, positions: dict[TopicPartition, FetchPosition]) -> FetchRequest:
+        by_topic: dict[str, list[FetchPartition]] = {}
+        for tp, position in sorted(positions.items()):
+            by_topic.setdefault(tp.topic, []).append(
+                FetchPartition(
+                    partition=tp.partition,
+                    current_leader_epoch=position.current_leader_epoch,
+                    fetch_offset=position.fetch_offset,
+                    last_fetched_epoch=position.last_fetched_epoch,
+                    log_start_offset=position.log_start_offset,
+                    partition_max_bytes=self._config.max_bytes,
+                )
+            )
+        return FetchRequest(
+            replica_id=self._node_id,
+            max_wait_ms=self._config.wait_max_ms,
+            min_bytes=self._config.min_bytes,
+            max_bytes=self._config.response_max_bytes,
+            isolation_level=0,
+            topics=[FetchTopic(topic=t, partitions=p) for t, p in by_topic.items()],
+        )
+
+    def _process(
+        self, leader: _Leader, sent: dict[TopicPartition, FetchPosition], response: FetchResponse, now: float
+    ) -> None:
+        if response.error_code:
+            log.info("fetch from broker %d: error %d", leader.broker_id, response.error_code)
+            self._hold(leader, sent, now)
+            return
+        for topic in response.responses:
+            for data in topic.partitions:
+                tp = TopicPartition(topic.topic, data.partition_index)
+                position = sent.get(tp)
+                if position is None or self._logs.fetch_position(tp) != position:
+                    continue  # moved meanwhile (a new leader, a truncation): the next round asks again
+                try:
+                    self._one(tp, data, leader)
+                except Exception as exc:  # a storage or record error: logged, retried after the backoff
+                    log.warning("replica of %s from broker %d: %s", tp, leader.broker_id, exc)
+                    self._hold(leader, [tp], now)
+
+    def _one(self, tp: TopicPartition, data: PartitionData, leader: _Leader) -> None:
+        error = data.error_code
+        if error == ErrorCode.NONE:
+            diverging = data.diverging_epoch
+            if diverging.epoch >= 0 or diverging.end_offset >= 0:
+                self._logs.truncate_diverging(tp, diverging.epoch, diverging.end_offset)
+                return
+            records = data.records
+            view = (
+                memoryview(records)
+                if isinstance(records, (bytes, bytearray, memoryview))
+                else memoryview(b"")
+            )
+            self._logs.append_fetched(tp, view, data.high_watermark, data.log_start_offset)
+        elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
+            self._logs.reset_out_of_range(tp, data.log_start_offset, data.high_watermark)
+        else:
+            log.info("replica of %s from broker %d: error %d, backing off", tp, leader.broker_id, error)
+            self._hold(leader, [tp], asyncio.get_running_loop().time())
+
+    def _hold(self, leader: _Leader, tps: Iterable[TopicPartition], now: float) -> None:
+        until = now + self._config.backoff_ms / 1000
+        for tp in tps:
+            if tp in leader.partitions:
+                leader.partitions[tp] = until

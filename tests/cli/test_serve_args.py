@@ -1,0 +1,87 @@
+"""``samsa serve``'s command line: the plain reader (``parse_plain``, which spares the start argparse's cost) reads
+every command line it accepts exactly as argparse does, and hands every other one to argparse."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from samsa.cli.serve import ServeArgs, _parser, parse_args, parse_plain
+
+TOKENS = [
+    "--override",
+    "--override=a=b",
+    "--override=",
+    "log.dirs=/tmp/x",
+    "node.id=-1",
+    "-1",
+    "server.properties",
+    "",
+    "--uvloop",
+    "--no-uvloop",
+    "--uvloop=1",
+    "--over",
+    "-h",
+    "--help",
+    "--",
+    "-x",
+]
+
+
+def argparse_reading(argv: list[str]) -> ServeArgs | None:
+    """What argparse makes of ``argv``, or None when it refuses it (or prints help)."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit:
+        return None
+    return ServeArgs(args.properties, args.overrides, args.uvloop)
+
+
+@given(st.lists(st.sampled_from(TOKENS), max_size=6))
+def test_the_plain_reading_is_argparse_reading_whenever_it_reads(argv: list[str]) -> None:
+    plain = parse_plain(argv)
+    if plain is not None:
+        assert plain == argparse_reading(argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["server.properties"],
+        ["--override", "log.dirs=/tmp/x", "--override", "listeners=PLAINTEXT://127.0.0.1:9092"],
+        ["server.properties", "--override=num.partitions=3", "--uvloop"],
+        ["--override", "a=b", "server.properties", "--uvloop", "--no-uvloop"],
+    ],
+)
+def test_the_usual_command_lines_need_no_argparse(argv: list[str]) -> None:
+    assert parse_plain(argv) is not None
+    assert parse_args(argv) == argparse_reading(argv)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--over", "a=b"], ["a", "b"], ["--override", "-1"], ["--"]])
+def test_anything_else_is_left_to_argparse(argv: list[str]) -> None:
+    assert parse_plain(argv) is None
+
+
+def test_help_and_usage_errors_are_argparse_s() -> None:
+    def serve(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "samsa.cli", "serve", *args], capture_output=True, text=True, timeout=60
+        )
+
+    helped = serve("--help")
+    assert helped.returncode == 0
+    assert "usage: samsa serve" in helped.stdout and "--override KEY=VALUE" in helped.stdout
+    for args, fragment in [
+        (("a.properties", "b.properties"), "unrecognized arguments: b.properties"),
+        (("--override",), "expected one argument"),
+        (("--override=novalue",), "'novalue' is not KEY=VALUE"),
+    ]:
+        refused = serve(*args)
+        assert refused.returncode == 2, args
+        assert "usage: samsa serve" in refused.stderr and fragment in refused.stderr, refused.stderr
