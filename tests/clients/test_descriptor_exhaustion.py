@@ -33,6 +33,9 @@ def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
             "replica.high.watermark.checkpoint.interval.ms": "100",
             "log.flush.offset.checkpoint.interval.ms": "100",
             "log.segment.bytes": str(1024 * 1024),
+            # a listen queue that holds the whole flood: one wake-up of the broker meets hundreds of waiting
+            # connections (the burst asyncio's own accept took whole), and no SYN is dropped and retried
+            "socket.listen.backlog.size": "1024",
         },
     )
     process.start()
