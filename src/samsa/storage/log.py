@@ -179,7 +179,10 @@ def _io_boundary(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concate
         try:
             return method(self, *args, **kwargs)
         except OSError as exc:
-            raise _storage_failure(self, exc) from exc
+            failure = _storage_failure(self, exc)
+            if failure is exc:
+                raise
+            raise failure from exc
 
     functools.update_wrapper(wrapper, method)
     return wrapper
@@ -389,7 +392,10 @@ class Log:
             try:
                 fast = self._append_one_batch(records, leader_epoch)
             except OSError as exc:
-                raise _storage_failure(self, exc) from exc
+                failure = _storage_failure(self, exc)
+                if failure is exc:
+                    raise
+                raise failure from exc
             if fast is not None:
                 return fast
         return self._append_as_leader(records, leader_epoch)
