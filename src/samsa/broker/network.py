@@ -166,7 +166,7 @@ def descriptor_reserve(soft_limit: int) -> int:
     return max(DESCRIPTOR_RESERVE, soft_limit // 16)
 
 
-ACCEPT_PAUSE_S = 1.0  # how long a listener stops accepting after accept() itself failed for want of resources
+ACCEPT_PAUSE_S = 1.0  # how long a listener stops accepting after accept() itself failed
 _STREAM_LIMIT = 2**16
 
 
@@ -198,9 +198,8 @@ class ConnectionLimits:
     open_total: int = 0
     open_by_ip: dict[str, int] | None = None
     recount_at: int = 0  # open connections at which free descriptors are counted again
-    backlog: int = (
-        50  # socket.listen.backlog.size: also the most connections accepted in one turn of the loop
-    )
+    # socket.listen.backlog.size: also the most connections accepted in one turn of the loop
+    backlog: int = 50
     short_since: float | None = None  # when descriptors were last found short (None: not short)
     recount_every_s: float = 0.5
 
@@ -301,6 +300,7 @@ class Server:
         self._limits = limits if limits is not None else ConnectionLimits()
         self._sockets: list[socket.socket] = []
         self._connections: set[asyncio.Task[None]] = set()
+        self._transported: set[socket.socket] = set()  # accepted sockets a transport owns (and closes)
         self._idle_since: dict[
             asyncio.Task[None], float
         ] = {}  # connections waiting for a request, since when
@@ -348,10 +348,14 @@ class Server:
             task.add_done_callback(functools.partial(self._ended, sock=sock, host=host))
 
     def _ended(self, task: asyncio.Task[None], sock: socket.socket, host: str) -> None:
-        """A connection's task is done (even one cancelled before it ran): its slot and descriptor come back."""
+        """A connection's task is done (even one cancelled before it ran): its slot comes back, and its socket is
+        closed here unless a transport took it (the transport closes it, once it is off the selector)."""
         self._connections.discard(task)
         self._limits.release(host)
-        sock.close()  # a no-op once its transport closed it
+        if sock in self._transported:
+            self._transported.discard(sock)
+        else:
+            sock.close()
 
     def _pause(self, listening: socket.socket) -> None:
         loop = self._loop
@@ -402,6 +406,7 @@ class Server:
             transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock)
         except (OSError, asyncio.CancelledError):
             return
+        self._transported.add(sock)
         writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         await self._serve_admitted(reader, writer, (host, port))
 
