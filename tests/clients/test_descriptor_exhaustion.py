@@ -1,5 +1,6 @@
 """Running out of file descriptors: a real ``samsa serve`` under a low RLIMIT_NOFILE, flooded with raw connections
-while a client produces and fetches. The client is served throughout, a topic created mid-flood gets its files, the
+while a client produces and fetches. The client is served throughout, a topic created mid-flood gets its files and
+rolls segments, the high-watermark checkpoint keeps being written, the
 connections beyond the descriptor budget are closed at once, the broker says so in one line (not one per refused
 attempt) and never meets EMFILE itself, new clients are admitted once the flood ends, and the broker stops cleanly.
 Bounded in time; loopback only."""
@@ -79,6 +80,16 @@ class Flood:
             sock.close()
 
 
+def checkpointed(data_dir: Path, topic: str, partition: int) -> int | None:
+    """The offset ``replication-offset-checkpoint`` holds for a partition (Kafka's format: version, count, then
+    ``topic partition offset`` lines)."""
+    for line in (data_dir / "replication-offset-checkpoint").read_text().splitlines()[2:]:
+        name, number, offset = line.split()
+        if (name, int(number)) == (topic, partition):
+            return int(offset)
+    return None
+
+
 def produce_and_fetch(client: SyncClient, tp: TopicPartition, value: bytes) -> None:
     base, _ = client.produce(tp, build_batch([ProducerRecord(None, value)] * 4))
     fetched = client.fetch({tp: base}, max_wait_ms=0)[tp]
@@ -116,6 +127,15 @@ def test_descriptor_exhaustion_refuses_new_connections_and_serves_existing_clien
         for i in range(20):
             produce_and_fetch(client, steady, b"after %d" % i)
             time.sleep(0.02)  # checkpoints run meanwhile (every 100 ms)
+        end = client.list_offsets({steady: -1})[steady][0]
+        deadline = time.monotonic() + 5
+        while (
+            checkpointed(broker.data_dir, "steady", 0) != end
+        ):  # the high watermark reaches its checkpoint file
+            assert time.monotonic() < deadline, (
+                f"checkpoint {checkpointed(broker.data_dir, 'steady', 0)}, end {end}"
+            )
+            time.sleep(0.05)
 
         refused = flood.closed_by_broker() + (FLOOD - len(flood.sockets))
         assert refused >= FLOOD - OPEN_FILES, f"only {refused} of {FLOOD} connections were refused"
