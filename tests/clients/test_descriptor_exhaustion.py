@@ -1,9 +1,8 @@
 """Running out of file descriptors: a real ``samsa serve`` under a low RLIMIT_NOFILE, flooded with raw connections
 while a client produces and fetches. The client is served throughout, a topic created mid-flood gets its files and
-rolls segments, the high-watermark checkpoint keeps being written, the
-connections beyond the descriptor budget are closed at once, the broker says so in one line (not one per refused
-attempt) and never meets EMFILE itself, new clients are admitted once the flood ends, and the broker stops cleanly.
-Bounded in time; loopback only."""
+rolls segments, the high-watermark checkpoint keeps being written, the connections beyond the descriptor budget
+are closed at once, the broker says so in one line (not one per refused attempt) and never meets EMFILE itself,
+new clients are admitted once the flood ends, and the broker stops cleanly. Bounded in time; loopback only."""
 
 from __future__ import annotations
 
