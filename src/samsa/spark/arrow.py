@@ -555,6 +555,15 @@ class RecordBatchBuilder:
         self._bytes += view.size_in_bytes
         return self._full()
 
+    def add_range(self, view: BatchView, lo: int, hi: int | None) -> list[pa.RecordBatch]:
+        """Append the records of one batch whose offsets are in [lo, hi) (no upper bound when ``hi`` is None):
+        the whole batch column-wise when all of it is wanted; RecordBatches when full."""
+        if lo <= view.base_offset and (hi is None or view.next_offset <= hi):
+            return self.add_view(view)
+        records = iter_records(view, verify_crc=False)
+        wanted = (r for r in records if lo <= r.offset and (hi is None or r.offset < hi))
+        return self.add(wanted, view.timestamp_type)
+
     def flush(self) -> pa.RecordBatch:
         queue, self._queue, self._rows, self._bytes = self._queue, [], 0, 0
         pieces = decode_views(queue, self.include_headers)
