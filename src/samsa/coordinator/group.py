@@ -6,6 +6,7 @@ the assignment) gets ``PENDING`` back, and its answer appears later in the group
 there by whichever later call completed it: another member's join, the leader's sync, or ``poll(now_ms)`` when a
 deadline passes. ``next_deadline()`` says when ``poll`` has work to do. The caller (``GroupCoordinator``) parks
 the request, drains the outbox after every call, and persists the group when ``take_store()`` says so.
+New member ids are drawn from the ``rng`` the group is given (the coordinator's clock's ``random()``).
 
 States and transitions (Kafka's names)::
 
