@@ -244,7 +244,10 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None and create:
             group = Group(
-                group_id, self.config.group, state_timestamp_ms=self.clock.milliseconds(), rng=self.clock.random()
+                group_id,
+                self.config.group,
+                state_timestamp_ms=self.clock.milliseconds(),
+                rng=self.clock.random(),
             )
             self.groups[group_id] = group
         return group
