@@ -472,3 +472,41 @@ def test_leaders_keep_serving_while_zookeeper_is_down(tmp_path: Path) -> None:
     finally:
         local.down()
         zookeeper.stop()
+
+
+def test_a_consumer_group_carries_on_when_a_leader_and_its_coordinator_die(cluster: LocalCluster) -> None:
+    from tests.groups.test_group_clients import Worker
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    create(admin, "grouped", 6, 3, **{"min.insync.replicas": "2"})
+    producer = Acked(cluster.bootstrap_servers, "grouped")
+    producer.send(600)
+    producer.flush()
+    workers = [Worker("confluent-kafka", cluster.bootstrap_servers, "grouped", "trio") for _ in range(3)]
+
+    def consumed() -> list[tuple[int, int, str]]:
+        records: list[tuple[int, int, str]] = []
+        for worker in workers:
+            with worker.lock:
+                records += worker.consumed
+        return records
+
+    try:
+        wait_for("the group consuming", lambda: len(consumed()) >= 200, timeout=90)
+        offsets = partitions(admin, "__consumer_offsets")
+        coordinator = offsets[partition_for("trio", len(offsets))][0]
+        cluster.kill(coordinator)  # the coordinator, and the leader of some of "grouped"'s partitions
+        producer.send(600, pause=0.002)
+        producer.flush()
+        cluster.start_broker(coordinator)
+        wait_for(
+            "every acknowledged record consumed", lambda: len({r[2] for r in consumed()}) >= 1200, timeout=120
+        )
+    finally:
+        for worker in workers:
+            worker.leave()
+    records = consumed()
+    positions = [(partition, offset) for partition, offset, _ in records]
+    assert len(positions) == len(set(positions)), "a record was reported twice: a committed offset was lost"
+    acked = {value.decode() for values in producer.acked.values() for value in values}
+    assert {value for _, _, value in records} == acked
