@@ -54,6 +54,7 @@ from samsa.protocol.messages.leader_and_isr import (
 from samsa.storage import StorageError
 from samsa.topic_partition import TopicPartition
 
+from .producer_ids import ProducerIdsUnavailableError
 from .replica_manager import Partition, ReplicaState
 
 if TYPE_CHECKING:
@@ -65,10 +66,6 @@ log = logging.getLogger(__name__)
 PRODUCER_ID_BLOCK_SIZE = 1000
 PRODUCER_ID_PREFETCH = 0.9
 PRODUCER_ID_WAIT_S = 5.0
-
-
-class ProducerIdsUnavailableError(RuntimeError):
-    """No producer id is left in this broker's block and ZooKeeper did not give the next one in time."""
 
 
 class InconsistentClusterIdError(RuntimeError):

@@ -10,7 +10,6 @@ from samsa.protocol.messages.create_topics import (
     CreateTopicsResponse,
 )
 
-from .. import topic_admin
 from ..context import RequestContext
 
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -48,63 +47,30 @@ async def _create(
         partitions = len(topic.assignments)
         replication = len(topic.assignments[0].broker_ids)
     configs = {c.name: c.value for c in topic.configs if c.value is not None}
-    if ctx.broker.zk_broker is not None:
-        placement = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
-        return await _create_in_cluster(ctx, request, topic.name, partitions, replication, configs, placement)
-    outcome = topic_admin.create_topic(
-        ctx.broker, topic.name, partitions, replication, configs, validate_only=request.validate_only
-    )
-    ok = outcome.error is ErrorCode.NONE
-    return CreatableTopicResult(
-        name=topic.name,
-        topic_id=topic_admin.topic_id(topic.name),
-        error_code=outcome.error,
-        error_message=outcome.message,
-        num_partitions=len(ctx.broker.replica_manager.partitions_of(topic.name)) if ok else -1,
-        replication_factor=1 if ok else -1,
-    )
-
-
-def _refused(name: str, code: ErrorCode, message: str) -> CreatableTopicResult:
-    return CreatableTopicResult(name=name, error_code=code, error_message=message)
-
-
-async def _create_in_cluster(
-    ctx: RequestContext,
-    request: CreateTopicsRequest,
-    name: str,
-    partitions: int,
-    replication: int,
-    configs: dict[str, str],
-    placement: dict[int, list[int]] | None,
-) -> CreatableTopicResult:
-    """Cluster mode: write the topic to ZooKeeper, then wait (up to the request's timeout) for its leaders."""
-    from .. import cluster_admin  # cluster mode only
-
-    zk_broker = ctx.broker.zk_broker
-    assert zk_broker is not None
-    outcome = await cluster_admin.create_topic(
-        ctx.broker,
-        zk_broker,
-        name,
+    placement = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
+    store = ctx.broker.metadata_store
+    outcome = await store.create_topic(
+        topic.name,
         partitions,
         replication,
         configs,
         placement=placement,
         validate_only=request.validate_only,
+        timeout_ms=request.timeout_ms,
     )
-    waited = outcome.ok and not request.validate_only
-    if waited and not await cluster_admin.wait_for_leaders(zk_broker, name, request.timeout_ms):
-        outcome = topic_admin.AdminResult(ErrorCode.REQUEST_TIMED_OUT, "Leaders were not elected in time.")
-    known = zk_broker.metadata.partitions_of(name)
+    known = store.partitions_of(topic.name) if outcome.ok else []
     return CreatableTopicResult(
-        name=name,
-        topic_id=zk_broker.metadata.topic_ids.get(name, topic_admin.topic_id(name)),
+        name=topic.name,
+        topic_id=store.topic_id(topic.name),
         error_code=outcome.error,
         error_message=outcome.message,
         num_partitions=len(known) if known else -1,
         replication_factor=len(known[0].replicas) if known else -1,
     )
+
+
+def _refused(name: str, code: ErrorCode, message: str) -> CreatableTopicResult:
+    return CreatableTopicResult(name=name, error_code=code, error_message=message)
 
 
 def _partitions_requested(ctx: RequestContext, request: CreateTopicsRequest) -> int:

@@ -15,19 +15,14 @@ from samsa.protocol import ErrorCode
 from samsa.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 
 from ..context import RequestContext
+from ..producer_ids import ProducerIdsUnavailableError
 
 
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         return InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    zk_broker = ctx.broker.zk_broker
-    if zk_broker is None:
-        producer_id = ctx.broker.producer_ids.next_id()
-    else:
-        from ..zk_broker import ProducerIdsUnavailableError
-
-        try:
-            producer_id = await zk_broker.next_producer_id()
-        except ProducerIdsUnavailableError:  # ZooKeeper away and the block used up: the producer retries
-            return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+    try:
+        producer_id = await ctx.broker.metadata_store.next_producer_id()
+    except ProducerIdsUnavailableError:  # ZooKeeper away and the block used up: the producer retries
+        return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)
