@@ -41,26 +41,17 @@ import resource
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, Protocol, cast
+from typing import IO, cast
 
 from samsa.protocol.errors import FrameError
 from samsa.protocol.frames import frame_size
+from samsa.protocol.primitives import FileRegionLike
 
 log = logging.getLogger(__name__)
 
 
-class FileRegion(Protocol):
-    """A byte range of an open file: what a fetch response carries instead of copied bytes."""
-
-    @property
-    def fd(self) -> int: ...
-
-    @property
-    def position(self) -> int: ...
-
-    @property
-    def size(self) -> int: ...
-
+# A byte range of an open file: what a fetch response carries instead of copied bytes (sent with sendfile).
+FileRegion = FileRegionLike
 
 ResponsePart = bytes | bytearray | memoryview | FileRegion
 

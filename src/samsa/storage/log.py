@@ -67,7 +67,6 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -86,6 +85,7 @@ from samsa.records.view import (
     stamp_v2_batch,
 )
 
+from .checkpoint import fsync_directory
 from .config import LogConfig
 from .errors import (
     AppendRollbackError,
@@ -841,7 +841,7 @@ class Log:
         ordered = sorted(new_segments, key=lambda s: s.base_offset)
         for segment in reversed(ordered):
             segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
-        _fsync_directory(self.directory)
+        fsync_directory(self.directory)
         new_bases = {s.base_offset for s in ordered}
         doomed = sorted(
             (s for s in old_segments if self.segments.get(s.base_offset) is s), key=lambda s: s.base_offset
@@ -855,7 +855,7 @@ class Log:
         self._delete_segment_files(doomed)
         for segment in ordered:
             segment.change_file_suffixes(SWAP_SUFFIX, "")
-        _fsync_directory(self.directory)
+        fsync_directory(self.directory)
         self._hw_metadata = None
 
     @_io_boundary
@@ -885,7 +885,7 @@ class Log:
         for segment in flushed:
             segment.flush()
         if any(s.base_offset >= self._recovery_point for s in flushed):
-            _fsync_directory(self.directory)
+            fsync_directory(self.directory)
 
     def _mark_flushed(self, offset: int) -> None:
         if offset > self._recovery_point:
@@ -978,14 +978,3 @@ class Log:
             f"Log({self.directory}, start={self._log_start_offset}, end={self._log_end_offset}, "
             f"hw={self._high_watermark}, segments={len(self.segments)})"
         )
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
