@@ -256,6 +256,9 @@ def test_a_former_leader_truncates_what_was_never_replicated(cluster: LocalClust
     time.sleep(1)  # followers learn the high watermark one fetch late
     for broker_id in followers:
         cluster.pause(broker_id)
+    # A follower's fetch parked at the leader when it was paused would still carry new records to it (they wait
+    # in its socket): let those fetches end empty (replica.fetch.wait.max.ms, 500 ms) before producing.
+    time.sleep(1.5)
     # acks=1: the leader alone takes these; nobody else ever gets them
     lonely = Producer({"bootstrap.servers": cluster.broker(leader).address, "acks": 1, "linger.ms": 0})
     for i in range(50):
