@@ -57,7 +57,7 @@ def partitions(admin: AdminClient, topic: str) -> dict[int, tuple[int, list[int]
 
 
 def create(admin: AdminClient, topic: str, count: int, rf: int, **config: str) -> None:
-    admin.create_topics([NewTopic(topic, count, rf, config=config)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, count, rf, config=config)])[topic].result(60)
     wait_for(
         f"leaders of {topic}",
         lambda: (p := partitions(admin, topic)) and len(p) == count and all(v[0] >= 0 for v in p.values()),
