@@ -1,8 +1,8 @@
 """The cluster's catalog as request handlers see it, behind one interface with two implementations.
 
 What handlers read: the live brokers (their addresses on the listener a request came in on), the controller, the
-topics with their ids, and each partition's leader, leader epoch, replicas and ISR. What they ask to change:
-create, grow and delete topics; take a producer id.
+topics with their ids and config overrides, and each partition's leader, leader epoch, replicas and ISR. What they
+ask to change: create, grow and delete topics, replace a topic's overrides; take a producer id.
 
 - ``LocalMetadataStore``, the single-broker default (no ``zookeeper.connect``): this broker is the whole cluster
   and its controller; the catalog is the partitions it hosts, each led by it alone; changes are made at once on its
@@ -11,8 +11,9 @@ create, grow and delete topics; take a producer id.
   so every broker tells clients the same leaders; changes are written to ZooKeeper in Kafka's layout
   (``cluster_admin``) and the controller carries them out (a created topic has no leader until it elected one).
 
-Handlers hold no ``if cluster`` branches for these: Metadata, DescribeCluster, CreateTopics, CreatePartitions,
-DeleteTopics and InitProducerId answer through the store. Produce, Fetch and ListOffsets answer from the replica
+Handlers hold no ``if cluster`` branches for these: Metadata, DescribeCluster, FindCoordinator, CreateTopics,
+CreatePartitions, DeleteTopics, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and InitProducerId answer
+through the store. Produce, Fetch and ListOffsets answer from the replica
 manager, which knows from the same store what this broker leads (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH).
 
 Event-loop thread only.
@@ -92,6 +93,14 @@ class MetadataStore(Protocol):
 
     async def next_producer_id(self) -> int: ...
 
+    async def topic_overrides(self, topic: str) -> dict[str, str]:
+        """The topic's own config overrides (empty: none)."""
+        ...
+
+    async def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        """Replace the topic's overrides; every broker holding the topic applies them."""
+        ...
+
     async def ensure_offsets_topic(self) -> ErrorCode:
         """``__consumer_offsets`` exists and is led (NONE), or is being created (COORDINATOR_NOT_AVAILABLE)."""
         ...
@@ -165,6 +174,12 @@ class LocalMetadataStore:
 
     async def ensure_offsets_topic(self) -> ErrorCode:
         return self._server.group_coordinator.ensure_offsets_topic()
+
+    async def topic_overrides(self, topic: str) -> dict[str, str]:
+        return self._server.log_manager.topic_overrides(topic)
+
+    async def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        self._server.log_manager.update_topic_config(topic, overrides)
 
 
 class ZkMetadataStore:
@@ -251,6 +266,12 @@ class ZkMetadataStore:
 
     async def next_producer_id(self) -> int:
         return await self._zk_broker.next_producer_id()
+
+    async def topic_overrides(self, topic: str) -> dict[str, str]:
+        return await self._zk_broker.topic_overrides(topic)
+
+    async def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        await self._zk_broker.set_topic_overrides(topic, overrides)
 
     async def ensure_offsets_topic(self) -> ErrorCode:
         """Create the topic through ZooKeeper on first use, as Kafka does (with ``offsets.topic.replication.factor``
