@@ -41,7 +41,7 @@ from samsa.cluster.controller import Controller
 from samsa.cluster.isr_channel import IsrChange, IsrChannel
 from samsa.cluster.metadata_cache import MetadataCache
 from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
-from samsa.cluster.zk_client import ZkClient
+from samsa.cluster.zk_client import BrokerAlreadyRegisteredError, ZkClient
 from samsa.cluster.znodes import BrokerRegistration, Endpoint, ProducerIdBlock
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.leader_and_isr import (
@@ -79,6 +79,8 @@ class ZkBroker:
         config = server.config
         self.server = server
         session_timeout_ms = int(config.get("zookeeper.session.timeout.ms"))
+        self._session_timeout_ms = session_timeout_ms
+        self._waited_for_old_session = False
         self.connection_timeout_s = (
             int(config.get("zookeeper.connection.timeout.ms") or session_timeout_ms) / 1000
         )
@@ -166,7 +168,24 @@ class ZkBroker:
 
     async def _register(self) -> None:
         assert self._registration is not None
-        self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, self._registration)
+        # A broker restarted within zookeeper.session.timeout.ms of a crash finds its old session's znode still
+        # there: wait for that session to expire (a duplicate broker.id keeps its session alive, and fails after).
+        deadline = asyncio.get_running_loop().time() + self._session_timeout_ms * 1.5 / 1000 + 2
+        while True:
+            try:
+                self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, self._registration)
+                break
+            except BrokerAlreadyRegisteredError:
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise
+                if not self._waited_for_old_session:
+                    self._waited_for_old_session = True
+                    log.warning(
+                        "broker.id %d is still registered by an earlier session (a restart within "
+                        "zookeeper.session.timeout.ms?): waiting for it to expire",
+                        self.server.node_id,
+                    )
+                await asyncio.sleep(0.5)
         log.info(
             "broker %d registered in ZooKeeper (broker epoch %d)", self.server.node_id, self.broker_epoch
         )
