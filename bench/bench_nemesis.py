@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.cluster.nemesis import main  # noqa: E402  (the checker lives with the tests that run it too)
+from tests.cluster.nemesis import main
 
 if __name__ == "__main__":
     if not any(arg.startswith("--seconds") for arg in sys.argv[1:]):
