@@ -406,12 +406,7 @@ class Log:
         if not batches:
             return self._empty_append_info()
         valid_bytes = batches[-1].end
-        for batch in batches:
-            if batch.size_in_bytes > self.config.max_message_bytes:
-                raise RecordTooLargeError(batch.size_in_bytes, self.config.max_message_bytes, batch.position)
-        self._check_segment_size(valid_bytes)
-        if self.config.is_compacted:
-            self._validate_keys(batches)
+        self._check_leader_batches(batches, valid_bytes)
         now = self.clock.milliseconds()
         log_append = self.config.log_append_time
         producers = self.producer_state
@@ -430,8 +425,41 @@ class Log:
             )
         pending = producers.validate_append(batches)
         first_offset = self._log_end_offset
-        next_offset = first_offset
-        max_ts, shallow = -1, first_offset
+        next_offset, max_ts, shallow = self._assign_offsets(view, batches, leader_epoch, now, log_append)
+        info = LogAppendInfo(
+            first_offset,
+            next_offset - 1,
+            max_ts,
+            shallow,
+            now if log_append else -1,
+            self._log_start_offset,
+            valid_bytes,
+            len(batches),
+        )
+        if leader_epoch >= 0 and batches[0].magic >= 2:
+            self.leader_epoch_cache.assign(
+                leader_epoch, first_offset
+            )  # before the data: harmless if it fails
+        self._append(view[:valid_bytes], info)
+        producers.complete_append(pending, next_offset)
+        return info
+
+    def _check_leader_batches(self, batches: list[BatchView], valid_bytes: int) -> None:
+        """Kafka's size checks per batch and for the segment; a compacted topic's keys."""
+        for batch in batches:
+            if batch.size_in_bytes > self.config.max_message_bytes:
+                raise RecordTooLargeError(batch.size_in_bytes, self.config.max_message_bytes, batch.position)
+        self._check_segment_size(valid_bytes)
+        if self.config.is_compacted:
+            self._validate_keys(batches)
+
+    def _assign_offsets(
+        self, view: memoryview, batches: list[BatchView], leader_epoch: int, now: int, log_append: bool
+    ) -> tuple[int, int, int]:
+        """Patch each batch's offsets (and epoch, and LogAppendTime) in place from the log end; returns the next
+        offset, the largest timestamp and the offset holding it."""
+        next_offset = self._log_end_offset
+        max_ts, shallow = -1, next_offset
         for batch in batches:
             magic = batch.magic
             if magic >= 2:
@@ -451,23 +479,7 @@ class Log:
             next_offset += count
             if batch.max_timestamp > max_ts or log_append:
                 max_ts, shallow = batch.max_timestamp, batch.last_offset
-        info = LogAppendInfo(
-            first_offset,
-            next_offset - 1,
-            max_ts,
-            shallow,
-            now if log_append else -1,
-            self._log_start_offset,
-            valid_bytes,
-            len(batches),
-        )
-        if leader_epoch >= 0 and batches[0].magic >= 2:
-            self.leader_epoch_cache.assign(
-                leader_epoch, first_offset
-            )  # before the data: harmless if it fails
-        self._append(view[:valid_bytes], info)
-        producers.complete_append(pending, next_offset)
-        return info
+        return next_offset, max_ts, shallow
 
     def _append_one_batch(self, records: bytearray, leader_epoch: int) -> LogAppendInfo | None:
         """The common leader append in the fewest steps: ``records`` is exactly one valid v2 batch, on a topic
