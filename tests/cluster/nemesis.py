@@ -85,6 +85,7 @@ class Report:
     reordered: int = 0
     diverged: int = 0
     vanished: int = 0
+    stuck: bool = False  # the consumers did not catch up within 2 minutes of the end (liveness)
     details: list[str] = field(default_factory=list)
 
     @property
@@ -101,6 +102,7 @@ class Report:
         lines.append(
             f"lost {self.lost}, duplicates {self.duplicates}, reordered {self.reordered}, "
             f"diverged {self.diverged}, vanished {self.vanished}"
+            + (", consumers stuck (did not catch up)" if self.stuck else "")
         )
         lines += [f"  {d}" for d in self.details[:20]]
         return "\n".join(lines)
@@ -225,6 +227,7 @@ def run(seed: int, seconds: float, work: Path) -> Report:
 
     faults = schedule(seed, seconds)
     report = Report(seed, faults)
+    print(f"nemesis seed {seed}, {seconds:.0f} s: " + "; ".join(str(f).strip() for f in faults), flush=True)
     rng = random.Random(seed + 1)
     zookeeper = ZooKeeperServer(work / "zookeeper")
     zookeeper.start()
@@ -261,16 +264,29 @@ def run(seed: int, seconds: float, work: Path) -> Report:
             120,
         )
         acked = {(p, v) for writer in writers for p, v in writer.acked}
-        _wait("the consumers to catch up", lambda: _consumed_values(workers) >= {v for _, v in acked}, 120)
+        try:
+            _wait(
+                "the consumers to catch up", lambda: _consumed_values(workers) >= {v for _, v in acked}, 120
+            )
+        except AssertionError:
+            report.stuck = True  # liveness, not safety: reported, and the checks still run
     finally:
         for worker in workers:
-            worker.leave()
+            _stop(worker)
     try:
         _check(report, cluster, writers, workers)
     finally:
         cluster.down()
         zookeeper.stop()
     return report
+
+
+def _stop(worker: Any) -> None:
+    try:
+        worker.leave()
+    except Exception:  # a consumer that does not leave within its wait is killed
+        worker.process.kill()
+        worker.process.wait(10)
 
 
 def _consumed_values(workers: list[Any]) -> set[str]:
@@ -318,9 +334,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="a seeded nemesis run against a local Samsa cluster")
     parser.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--keep", type=Path, help="run in this directory and keep it (logs of every broker)")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="samsa-nemesis-") as tmp:
-        report = run(args.seed, args.seconds, Path(tmp))
+    if args.keep is not None:
+        report = run(args.seed, args.seconds, args.keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="samsa-nemesis-") as tmp:
+            report = run(args.seed, args.seconds, Path(tmp))
     print(report)
 
 

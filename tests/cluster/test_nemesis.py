@@ -27,3 +27,4 @@ def test_no_anomaly_under_a_seeded_nemesis(tmp_path: Path) -> None:
     print(report)
     assert report.acknowledged > 1000, str(report)
     assert report.anomalies == 0, str(report)
+    assert not report.stuck, str(report)
