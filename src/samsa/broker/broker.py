@@ -52,28 +52,7 @@ class KafkaServer:
         self.clock = clock
         self.node_id = config.node_id
         self.cluster_id = config.get("cluster.id") or _stored_cluster_id(config.log_dirs) or _new_cluster_id()
-        self.log_manager = LogManager(
-            [Path(d) for d in config.log_dirs],
-            LogConfig.from_properties(config.topic_defaults()),
-            clock,
-            node_id=self.node_id,
-            cluster_id=self.cluster_id,
-            retention_check_interval_ms=int(config.get("log.retention.check.interval.ms")),
-            flush_checkpoint_interval_ms=int(config.get("log.flush.offset.checkpoint.interval.ms")),
-            flush_start_offset_checkpoint_interval_ms=int(
-                config.get("log.flush.start.offset.checkpoint.interval.ms")
-            ),
-            high_watermark_checkpoint_interval_ms=int(
-                config.get("replica.high.watermark.checkpoint.interval.ms")
-            ),
-            flush_scheduler_interval_ms=int(config.get("log.flush.scheduler.interval.ms")),
-            cleaner_config=CleanerConfig(
-                enable=bool(config.get("log.cleaner.enable")) and int(config.get("log.cleaner.threads")) > 0,
-                backoff_ms=int(config.get("log.cleaner.backoff.ms")),
-                dedupe_buffer_size=int(config.get("log.cleaner.dedupe.buffer.size")),
-                io_buffer_load_factor=float(config.get("log.cleaner.io.buffer.load.factor")),
-            ),
-        )
+        self.log_manager = _log_manager(config, clock, self.cluster_id)
         self.replica_manager = ReplicaManager(
             self.log_manager,
             self.node_id,
@@ -229,6 +208,33 @@ class KafkaServer:
                     self._coordinator_failure_logged = now
             except Exception:
                 log.exception("group maintenance failed")
+
+
+def _log_manager(config: KafkaConfig, clock: Clock, cluster_id: str) -> LogManager:
+    """The broker's log manager with its Kafka settings (log dirs, topic defaults, checkpoint and flush
+    intervals, the cleaner)."""
+    return LogManager(
+        [Path(d) for d in config.log_dirs],
+        LogConfig.from_properties(config.topic_defaults()),
+        clock,
+        node_id=config.node_id,
+        cluster_id=cluster_id,
+        retention_check_interval_ms=int(config.get("log.retention.check.interval.ms")),
+        flush_checkpoint_interval_ms=int(config.get("log.flush.offset.checkpoint.interval.ms")),
+        flush_start_offset_checkpoint_interval_ms=int(
+            config.get("log.flush.start.offset.checkpoint.interval.ms")
+        ),
+        high_watermark_checkpoint_interval_ms=int(
+            config.get("replica.high.watermark.checkpoint.interval.ms")
+        ),
+        flush_scheduler_interval_ms=int(config.get("log.flush.scheduler.interval.ms")),
+        cleaner_config=CleanerConfig(
+            enable=bool(config.get("log.cleaner.enable")) and int(config.get("log.cleaner.threads")) > 0,
+            backoff_ms=int(config.get("log.cleaner.backoff.ms")),
+            dedupe_buffer_size=int(config.get("log.cleaner.dedupe.buffer.size")),
+            io_buffer_load_factor=float(config.get("log.cleaner.io.buffer.load.factor")),
+        ),
+    )
 
 
 def _coordinator_config(config: KafkaConfig) -> CoordinatorConfig:

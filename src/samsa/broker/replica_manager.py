@@ -428,37 +428,11 @@ class ReplicaManager:
             )
         try:
             info = plog.append_as_leader(records, partition.leader_epoch)
-        except RecordTooLargeError as exc:
-            return ProduceResult(ErrorCode.MESSAGE_TOO_LARGE, message=str(exc))
-        except RecordBatchTooLargeError as exc:
-            return ProduceResult(ErrorCode.RECORD_LIST_TOO_LARGE, message=str(exc))
-        except CorruptRecordError as exc:
-            return ProduceResult(ErrorCode.CORRUPT_MESSAGE, message=str(exc))
-        except InvalidRecordError as exc:
-            return ProduceResult(ErrorCode.INVALID_RECORD, message=str(exc))
-        except RecordValidationError as exc:
-            return ProduceResult(
-                ErrorCode.INVALID_RECORD, message=str(exc), record_errors=tuple(exc.record_errors)
-            )
-        except OutOfOrderSequenceError as exc:
-            return ProduceResult(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, message=str(exc))
-        except InvalidProducerEpochError as exc:
-            return ProduceResult(ErrorCode.INVALID_PRODUCER_EPOCH, message=str(exc))
-        except InvalidSequenceError as exc:
-            return ProduceResult(ErrorCode.INVALID_RECORD, message=str(exc))
-        except StorageError as exc:
-            log.error("append to %s failed: %s", tp, exc)
-            return ProduceResult(ErrorCode.KAFKA_STORAGE_ERROR, message=str(exc))
-        if info.duplicate:  # a retry of a batch already in the log: answered with its original offsets
-            return ProduceResult(
-                ErrorCode.NONE,
-                info.first_offset,
-                info.log_append_time,
-                info.log_start_offset,
-                last_offset=info.last_offset,
-            )
-        self._high_watermark_check(partition)
-        self.fetch_purgatory.notify(tp)
+        except _APPEND_EXCEPTIONS as exc:
+            return _append_error(tp, exc)
+        if not info.duplicate:  # a retry of a batch already in the log is answered with its original offsets
+            self._high_watermark_check(partition)
+            self.fetch_purgatory.notify(tp)
         return ProduceResult(
             ErrorCode.NONE,
             info.first_offset,
@@ -727,6 +701,29 @@ class ReplicaManager:
             log.warning("delete records of %s failed: %s", tp, exc)
             return ErrorCode.KAFKA_STORAGE_ERROR, -1
         return ErrorCode.NONE, plog.log_start_offset
+
+
+# What a failed leader append answers, first match wins (Kafka's error for each validation and storage failure).
+_APPEND_ERRORS: tuple[tuple[type[Exception], ErrorCode], ...] = (
+    (RecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
+    (RecordBatchTooLargeError, ErrorCode.RECORD_LIST_TOO_LARGE),
+    (CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),
+    (InvalidRecordError, ErrorCode.INVALID_RECORD),
+    (RecordValidationError, ErrorCode.INVALID_RECORD),
+    (OutOfOrderSequenceError, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+    (InvalidProducerEpochError, ErrorCode.INVALID_PRODUCER_EPOCH),
+    (InvalidSequenceError, ErrorCode.INVALID_RECORD),
+    (StorageError, ErrorCode.KAFKA_STORAGE_ERROR),
+)
+_APPEND_EXCEPTIONS = tuple(kind for kind, _ in _APPEND_ERRORS)
+
+
+def _append_error(tp: TopicPartition, exc: Exception) -> ProduceResult:
+    code = next(code for kind, code in _APPEND_ERRORS if isinstance(exc, kind))
+    if code is ErrorCode.KAFKA_STORAGE_ERROR:
+        log.error("append to %s failed: %s", tp, exc)
+    record_errors = tuple(exc.record_errors) if isinstance(exc, RecordValidationError) else ()
+    return ProduceResult(code, message=str(exc), record_errors=record_errors)
 
 
 def end_offset_for_epoch(plog: Log, epoch: int) -> tuple[int, int] | None:

@@ -55,10 +55,11 @@ from samsa.storage import StorageError
 from samsa.topic_partition import TopicPartition
 
 from .producer_ids import ProducerIdsUnavailableError
-from .replica_manager import Partition, ReplicaState
+from .replica_manager import Partition, ReplicaManager, ReplicaState
 
 if TYPE_CHECKING:
     from .broker import KafkaServer
+    from .config import KafkaConfig
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,17 @@ log = logging.getLogger(__name__)
 PRODUCER_ID_BLOCK_SIZE = 1000
 PRODUCER_ID_PREFETCH = 0.9
 PRODUCER_ID_WAIT_S = 5.0
+
+
+def _fetcher_config(config: KafkaConfig) -> FetcherConfig:
+    return FetcherConfig(
+        max_bytes=int(config.get("replica.fetch.max.bytes")),
+        response_max_bytes=int(config.get("replica.fetch.response.max.bytes")),
+        wait_max_ms=int(config.get("replica.fetch.wait.max.ms")),
+        min_bytes=int(config.get("replica.fetch.min.bytes")),
+        backoff_ms=int(config.get("replica.fetch.backoff.ms")),
+        socket_timeout_ms=int(config.get("replica.socket.timeout.ms")),
+    )
 
 
 class InconsistentClusterIdError(RuntimeError):
@@ -103,31 +115,24 @@ class ZkBroker:
         self._prefetch: asyncio.Task[None] | None = None
         self._producer_block_lock = asyncio.Lock()
         self.highest_controller_epoch = -1
-        replicas = server.replica_manager
-        replicas.replica_lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))
-        replicas.is_alive = lambda broker_id: broker_id in self.metadata.brokers
-        replicas.knows_partition = lambda tp: self.metadata.partition(tp) is not None
-        replicas.isr_changes = self._submit_isr_change
-        self.fetchers = ReplicaFetcherManager(
-            replicas,
-            server.node_id,
-            FetcherConfig(
-                max_bytes=int(config.get("replica.fetch.max.bytes")),
-                response_max_bytes=int(config.get("replica.fetch.response.max.bytes")),
-                wait_max_ms=int(config.get("replica.fetch.wait.max.ms")),
-                min_bytes=int(config.get("replica.fetch.min.bytes")),
-                backoff_ms=int(config.get("replica.fetch.backoff.ms")),
-                socket_timeout_ms=int(config.get("replica.socket.timeout.ms")),
-            ),
-        )
-        replicas.fetchers = self.fetchers
+        self.fetchers = ReplicaFetcherManager(server.replica_manager, server.node_id, _fetcher_config(config))
         self.isr_channel = IsrChannel(
             server.node_id,
             lambda: self.broker_epoch,
             self._controller_address,
             self.metadata.topic_ids.get,
-            replicas.isr_change_answered,
+            server.replica_manager.isr_change_answered,
         )
+        self._attach(server.replica_manager, config)
+
+    def _attach(self, replicas: ReplicaManager, config: KafkaConfig) -> None:
+        """Give the replica manager what a cluster broker has: the live brokers and known partitions of the
+        metadata cache, a channel for ISR changes, and the fetchers."""
+        replicas.replica_lag_time_max_ms = int(config.get("replica.lag.time.max.ms"))
+        replicas.is_alive = lambda broker_id: broker_id in self.metadata.brokers
+        replicas.knows_partition = lambda tp: self.metadata.partition(tp) is not None
+        replicas.isr_changes = self._submit_isr_change
+        replicas.fetchers = self.fetchers
 
     async def connect(self, stored_cluster_id: str | None, proposed_cluster_id: str) -> str:
         """Open the session; the cluster's id (InconsistentClusterIdError when the log dirs hold another)."""

@@ -88,6 +88,8 @@ class IsrChannel:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._failures = 0
+        self._connection: BrokerConnection | None = None
+        self._connected_to: tuple[int, str, int] | None = None
 
     def submit(self, change: IsrChange) -> None:
         self._pending[change.tp] = change
@@ -107,8 +109,6 @@ class IsrChannel:
             self._task = None
 
     async def _run(self) -> None:
-        connection: BrokerConnection | None = None
-        connected_to: tuple[int, str, int] | None = None
         try:
             while not self._closed:
                 await self._wake.wait()
@@ -119,47 +119,50 @@ class IsrChannel:
                         await asyncio.sleep(NO_CONTROLLER_BACKOFF_S)
                         continue
                     batch, self._pending = self._pending, {}
-                    try:
-                        if connection is None or connection.closed or connected_to != controller:
-                            if connection is not None:
-                                await connection.close()
-                            connection = BrokerConnection(
-                                controller[1],
-                                controller[2],
-                                client_id=f"isr-{self._broker_id}",
-                                request_timeout_ms=30_000,
+                    response = await self._send(controller, batch)
+                    if response is None or response.error_code:
+                        self._failures += 1
+                        if response is not None:
+                            log.debug(
+                                "AlterPartition to broker %d: error %d", controller[0], response.error_code
                             )
-                            connected_to = controller
-                            await connection.open()
-                        version = connection.pick_version(ALTER_PARTITION)
-                        response = await connection.request(
-                            self._request(batch, version), ALTER_PARTITION, version
-                        )
-                    except KafkaError as exc:
-                        self._failures += 1
-                        log.log(
-                            logging.INFO if self._failures == 1 else logging.DEBUG,
-                            "AlterPartition to broker %d failed: %s (retrying)",
-                            controller[0],
-                            exc,
-                        )
-                        if connection is not None:
-                            await connection.close()
-                        connection = None
-                        self._requeue(batch)
-                        await asyncio.sleep(self._backoff())
-                        continue
-                    if response.error_code:
-                        self._failures += 1
-                        log.debug("AlterPartition to broker %d: error %d", controller[0], response.error_code)
                         self._requeue(batch)
                         await asyncio.sleep(self._backoff())
                         continue
                     self._failures = 0
                     self._apply(batch, response)
         finally:
-            if connection is not None:
-                await connection.close()
+            if self._connection is not None:
+                await self._connection.close()
+
+    async def _send(
+        self, controller: tuple[int, str, int], batch: dict[TopicPartition, IsrChange]
+    ) -> AlterPartitionResponse | None:
+        """One AlterPartition to ``controller`` (connecting when it changed); None when it could not be sent."""
+        try:
+            if self._connection is None or self._connection.closed or self._connected_to != controller:
+                if self._connection is not None:
+                    await self._connection.close()
+                self._connection = BrokerConnection(
+                    controller[1],
+                    controller[2],
+                    client_id=f"isr-{self._broker_id}",
+                    request_timeout_ms=30_000,
+                )
+                self._connected_to = controller
+                await self._connection.open()
+            version = self._connection.pick_version(ALTER_PARTITION)
+            response: AlterPartitionResponse = await self._connection.request(
+                self._request(batch, version), ALTER_PARTITION, version
+            )
+            return response
+        except KafkaError as exc:
+            level = logging.INFO if self._failures == 0 else logging.DEBUG  # once per outage
+            log.log(level, "AlterPartition to broker %d failed: %s (retrying)", controller[0], exc)
+            if self._connection is not None:
+                await self._connection.close()
+            self._connection = None
+            return None
 
     def _backoff(self) -> float:
         """50 ms, doubling with each failure in a row, up to a second (the controller may be moving)."""

@@ -23,6 +23,7 @@ This is the hot path: per partition, one header check, one append and one respon
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.produce import (
@@ -38,6 +39,9 @@ from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
 from ..network import ConnectionClosedByHandler
+
+if TYPE_CHECKING:
+    from ..replica_manager import ReplicaManager
 
 _VALID_ACKS = (0, 1, -1)
 
@@ -76,53 +80,23 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     if acks not in _VALID_ACKS:
         return _all_failed(request, ErrorCode.INVALID_REQUIRED_ACKS)
     version = ctx.api_version
-    append = ctx.broker.replica_manager.append
+    replicas = ctx.broker.replica_manager
     failed = False
     responses = []
     waiting: list[tuple[TopicPartition, int, list[PartitionProduceResponse], int]] = []
     for topic in request.topic_data:
         name = topic.name
-        partitions = []
+        partitions: list[PartitionProduceResponse] = []
         for data in topic.partition_data:
-            records = data.records
-            if type(records) is not memoryview:
-                if not isinstance(records, (bytes, bytearray)):
-                    failed = True
-                    partitions.append(
-                        PartitionProduceResponse(
-                            data.index, ErrorCode.INVALID_RECORD, -1, error_message="no record set"
-                        )
-                    )
-                    continue
-                records = memoryview(records)
-            problem = _check_record_set(records, version)
-            if problem is not None:
-                failed = True
-                partitions.append(
-                    PartitionProduceResponse(data.index, problem[0], -1, error_message=problem[1])
-                )
-                continue
             tp = TopicPartition(name, data.index)
-            result = append(tp, records, acks)
-            if result.error:
-                failed = True
-            answer = PartitionProduceResponse(
-                data.index,
-                result.error,
-                result.base_offset,
-                result.log_append_time,
-                result.log_start_offset,
-                [BatchIndexAndErrorMessage(i, m) for i, m in result.record_errors],
-                error_message=result.message,
-            )
-            if acks == -1 and not result.error and ctx.broker.replica_manager.acks_pending(tp, result):
-                waiting.append((tp, result.last_offset, partitions, len(partitions)))
+            answer, last_offset = _append(replicas, tp, data.records, acks, version)
+            failed = failed or answer.error_code != ErrorCode.NONE
+            if acks == -1 and last_offset >= 0:
+                waiting.append((tp, last_offset, partitions, len(partitions)))
             partitions.append(answer)
         responses.append(TopicProduceResponse(name, partitions))
     if waiting:
-        errors = await ctx.broker.replica_manager.wait_for_acks(
-            [(tp, last) for tp, last, _, _ in waiting], request.timeout_ms
-        )
+        errors = await replicas.wait_for_acks([(tp, last) for tp, last, _, _ in waiting], request.timeout_ms)
         for tp, _, answers, index in waiting:
             if errors[tp]:
                 answers[index] = dataclasses.replace(answers[index], error_code=errors[tp])
@@ -131,6 +105,35 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             raise ConnectionClosedByHandler(f"acks=0 produce failed: {_first_error(responses)}")
         return None
     return ProduceResponse(responses=responses)
+
+
+def _append(
+    replicas: ReplicaManager, tp: TopicPartition, records: object, acks: int, version: int
+) -> tuple[PartitionProduceResponse, int]:
+    """One partition's record set appended: its answer, and the last offset an acks=all answer waits for (-1:
+    nothing to wait for)."""
+    if type(records) is not memoryview:
+        if not isinstance(records, (bytes, bytearray)):
+            return PartitionProduceResponse(
+                tp.partition, ErrorCode.INVALID_RECORD, -1, error_message="no record set"
+            ), -1
+        records = memoryview(records)
+    assert isinstance(records, memoryview)
+    problem = _check_record_set(records, version)
+    if problem is not None:
+        return PartitionProduceResponse(tp.partition, problem[0], -1, error_message=problem[1]), -1
+    result = replicas.append(tp, records, acks)
+    answer = PartitionProduceResponse(
+        tp.partition,
+        result.error,
+        result.base_offset,
+        result.log_append_time,
+        result.log_start_offset,
+        [BatchIndexAndErrorMessage(i, m) for i, m in result.record_errors],
+        error_message=result.message,
+    )
+    waits = acks == -1 and not result.error and replicas.acks_pending(tp, result)
+    return answer, result.last_offset if waits else -1
 
 
 def _first_error(responses: list[TopicProduceResponse]) -> str:
