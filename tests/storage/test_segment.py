@@ -251,7 +251,7 @@ def test_recovery_rebuilds_epochs(tmp_path: Path, clock: ManualClock) -> None:
         def latest_epoch(self) -> int | None:
             return self.entries[-1][0] if self.entries else None
 
-        def assign(self, epoch: int, start_offset: int) -> None:
+        def assign(self, epoch: int, start_offset: int, best_effort: bool = False) -> None:
             self.entries.append((epoch, start_offset))
 
     segment = open_segment(tmp_path, 100, clock)
@@ -260,6 +260,31 @@ def test_recovery_rebuilds_epochs(tmp_path: Path, clock: ManualClock) -> None:
     sink = Sink()
     segment.recover(sink)
     assert sink.entries == [(0, 104), (1, 106), (2, 110)]
+
+
+def test_recovery_on_a_full_disk_keeps_the_epochs_it_cannot_write(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart after kill -9 on a full disk: the leader-epoch checkpoint cannot be written, yet the log opens
+    (the epochs are kept in memory and found again at the next load)."""
+    import errno
+
+    from samsa.storage.checkpoint import CheckpointFile
+    from samsa.storage.log import Log
+
+    segment = open_segment(tmp_path, 0, clock)
+    for offsets, epoch in (([0, 1], 0), ([2, 3], 3)):
+        segment.append(offsets[-1], 0, offsets[-1], v2(offsets, epoch=epoch))
+    segment.close()
+
+    def full(self: object, entries: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(CheckpointFile, "write", full)
+    log = Log.open(tmp_path, LogConfig(), clock, had_clean_shutdown=False)
+    assert log.log_end_offset == 4
+    assert [(e.epoch, e.start_offset) for e in log.leader_epoch_cache.entries()] == [(0, 0), (3, 2)]
+    log.close()
 
 
 def test_preallocated_segment_trimmed_on_close(tmp_path: Path, clock: ManualClock) -> None:

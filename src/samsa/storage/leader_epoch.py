@@ -67,10 +67,12 @@ class LeaderEpochFileCache:
                 return self._entries[i].epoch, end
         return None
 
-    def assign(self, epoch: int, start_offset: int) -> None:
+    def assign(self, epoch: int, start_offset: int, best_effort: bool = False) -> None:
         """Record that ``epoch`` began at ``start_offset``; ignored unless the epoch is new and larger.
 
         Entries at or after ``start_offset`` with a smaller epoch are dropped (a truncated, rewritten tail).
+        ``best_effort`` (recovery, which finds the epochs again at every load) keeps the entry when the
+        checkpoint cannot be written, and raises.
         """
         if epoch < 0:
             return
@@ -78,7 +80,8 @@ class LeaderEpochFileCache:
         if latest is not None and epoch <= latest:
             return
         self._replace(
-            [*(e for e in self._entries if e.start_offset < start_offset), EpochEntry(epoch, start_offset)]
+            [*(e for e in self._entries if e.start_offset < start_offset), EpochEntry(epoch, start_offset)],
+            best_effort,
         )
 
     def truncate_from_end(self, end_offset: int, best_effort: bool = False) -> None:

@@ -128,7 +128,7 @@ class EpochSink(Protocol):
 
     def latest_epoch(self) -> int | None: ...
 
-    def assign(self, epoch: int, start_offset: int) -> None: ...
+    def assign(self, epoch: int, start_offset: int, best_effort: bool = False) -> None: ...
 
 
 class LogSegment:
@@ -528,7 +528,10 @@ class LogSegment:
                     epoch = batch.partition_leader_epoch
                     latest = leader_epochs.latest_epoch()
                     if epoch >= 0 and (latest is None or epoch > latest):
-                        leader_epochs.assign(epoch, batch.base_offset)
+                        try:
+                            leader_epochs.assign(epoch, batch.base_offset, best_effort=True)
+                        except OSError as exc:  # a full disk at start: kept in memory, written later
+                            _log.warning("could not write the leader epochs of %s: %s", self.log.path, exc)
         except (CorruptRecordError, InvalidRecordError):
             pass
         truncated = self.log.size - valid_bytes
