@@ -37,13 +37,17 @@ import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from samsa.client.connection import BrokerConnection
+from samsa.client.errors import KafkaError
 from samsa.cluster.controller import Controller
+from samsa.cluster.elections import ElectionConfig
 from samsa.cluster.isr_channel import IsrChange, IsrChannel
 from samsa.cluster.metadata_cache import MetadataCache
 from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from samsa.cluster.zk_client import ZkClient
 from samsa.cluster.znodes import BrokerRegistration, Endpoint
 from samsa.protocol import ErrorCode
+from samsa.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from samsa.protocol.messages.leader_and_isr import (
     LeaderAndIsrPartitionError,
     LeaderAndIsrPartitionState,
@@ -60,6 +64,8 @@ if TYPE_CHECKING:
     from .broker import KafkaServer
 
 log = logging.getLogger(__name__)
+
+CONTROLLED_SHUTDOWN = 7
 
 
 class InconsistentClusterIdError(RuntimeError):
@@ -82,6 +88,13 @@ class ZkBroker:
         )
         self.metadata = MetadataCache()
         self.controller = Controller(self.zk, server.node_id, self.inter_broker_listener)
+        self.controller.elections.config = ElectionConfig(
+            auto_leader_rebalance_enable=bool(config.get("auto.leader.rebalance.enable")),
+            leader_imbalance_per_broker_percentage=int(config.get("leader.imbalance.per.broker.percentage")),
+            leader_imbalance_check_interval_s=float(config.get("leader.imbalance.check.interval.seconds")),
+            unclean_leader_election_enable=bool(config.get("unclean.leader.election.enable")),
+        )
+        self.shutting_down = False  # a controlled shutdown began: no new fetchers
         self.broker_epoch = -1
         self._session_lost = False
         self._last_config_change = ""
@@ -207,6 +220,8 @@ class ZkBroker:
             if entity is not None and entity.startswith("topics/"):
                 topic = entity.removeprefix("topics/")
                 self._apply_overrides(topic, await self.topic_overrides(topic))
+                if self.controller.is_active:  # unclean election may be allowed now
+                    self._spawn(self.controller.elections.topic_config_changed(topic))
 
     def _apply_overrides(self, topic: str, overrides: dict[str, str]) -> None:
         manager = self.server.log_manager
@@ -227,6 +242,78 @@ class ZkBroker:
             producer_id = self._next_producer_id
             self._next_producer_id += 1
             return producer_id
+
+    async def controlled_shutdown(self) -> bool:
+        """Ask the controller to move this broker's leaderships away before it stops (Kafka's controlled
+        shutdown): up to ``controlled.shutdown.max.retries`` attempts, ``controlled.shutdown.retry.backoff.ms``
+        apart, until the controller answers that this broker leads nothing more. True when it did."""
+        config = self.server.config
+        if not config.get("controlled.shutdown.enable") or self._session_lost:
+            return False
+        self.shutting_down = True
+        attempts = int(config.get("controlled.shutdown.max.retries"))
+        backoff_s = int(config.get("controlled.shutdown.retry.backoff.ms")) / 1000
+        for attempt in range(attempts):
+            if attempt:
+                await asyncio.sleep(backoff_s)
+            remaining = await self._ask_controlled_shutdown()
+            if remaining == 0:
+                log.info("broker %d: controlled shutdown succeeded", self.server.node_id)
+                return True
+        log.warning(
+            "broker %d: controlled shutdown incomplete after %d attempts; stopping anyway",
+            self.server.node_id,
+            attempts,
+        )
+        return False
+
+    async def _ask_controlled_shutdown(self) -> int | None:
+        """One ControlledShutdown to the controller: how many partitions this broker still leads (None: no
+        answer, or an error)."""
+        controller = self._controller_address()
+        if controller is None:
+            log.info("broker %d: controlled shutdown: no controller known", self.server.node_id)
+            return None
+        controller_id, host, port = controller
+        connection = BrokerConnection(
+            host,
+            port,
+            client_id=f"broker-{self.server.node_id}-controlled-shutdown",
+            request_timeout_ms=int(self.server.config.get("controller.socket.timeout.ms")),
+        )
+        request = ControlledShutdownRequest(broker_id=self.server.node_id, broker_epoch=self.broker_epoch)
+        try:
+            await connection.open()
+            response = await connection.request(request, CONTROLLED_SHUTDOWN)
+        except KafkaError as exc:
+            log.info(
+                "broker %d: controlled shutdown request to %d failed: %s",
+                self.server.node_id,
+                controller_id,
+                exc,
+            )
+            return None
+        finally:
+            await connection.close()
+        if response.error_code != ErrorCode.NONE:
+            log.info(
+                "broker %d: controlled shutdown refused by %d: error %d",
+                self.server.node_id,
+                controller_id,
+                response.error_code,
+            )
+            return None
+        if response.remaining_partitions:
+            names = ", ".join(
+                f"{p.topic_name}-{p.partition_index}" for p in response.remaining_partitions[:10]
+            )
+            log.info(
+                "broker %d: controlled shutdown: still leading %d partitions (%s)",
+                self.server.node_id,
+                len(response.remaining_partitions),
+                names,
+            )
+        return len(response.remaining_partitions)
 
     async def stop(self) -> None:
         self._closing = True
@@ -299,7 +386,7 @@ class ZkBroker:
                 replicas.make_leader(tp, plog, state)
             else:
                 address = leaders.get(state.leader) or self._address_of(state.leader)
-                replicas.make_follower(tp, plog, state, address)
+                replicas.make_follower(tp, plog, state, None if self.shutting_down else address)
         except (StorageError, OSError) as exc:
             self.log_storage_failure(tp, exc)
             return ErrorCode.KAFKA_STORAGE_ERROR

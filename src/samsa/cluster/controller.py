@@ -64,6 +64,7 @@ from samsa.protocol.messages.update_metadata import (
 )
 from samsa.topic_partition import TopicPartition
 
+from .elections import Elections
 from .metadata_cache import LEADER_DELETED, NO_LEADER
 from .zk_client import ControllerEpoch, ControllerMovedError, ZkClient
 from .znodes import BrokerRegistration, PartitionState, TopicAssignment
@@ -205,6 +206,7 @@ class Controller:
         self._events: asyncio.Queue[Callable[[], Any]] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
+        self.elections = Elections(self)
 
     @property
     def is_active(self) -> bool:
@@ -309,9 +311,11 @@ class Controller:
         self._send_leader_and_isr(self.partitions, is_new=False)
         self._send_update_metadata(self.live, changed)
         await self._deletions_changed()
+        self.elections.became_active()
 
     async def _resign(self) -> None:
         self.fence = None
+        self.elections.resigned()
         self.topics.clear()
         self.partitions.clear()
         channels, self._channels = self._channels, {}
@@ -430,7 +434,7 @@ class Controller:
             state = entry.state
             if state is None or not (dead & (set(state.isr) | {state.leader})):
                 continue
-            live_isr = tuple(r for r in state.isr if r in self.live)
+            live_isr = tuple(r for r in state.isr if self.elections.eligible(r))
             if state.leader in self.live:
                 leader, isr = state.leader, live_isr
             elif live_isr:
@@ -452,7 +456,7 @@ class Controller:
         changed: dict[TopicPartition, _Partition] = {}
         for tp, entry in partitions.items():
             state = entry.state
-            live_replicas = tuple(r for r in entry.replicas if r in self.live)
+            live_replicas = tuple(r for r in entry.replicas if self.elections.eligible(r))
             if state is None:
                 if not live_replicas:
                     continue  # stays new until a replica's broker is up
@@ -460,11 +464,15 @@ class Controller:
             elif state.leader in self.live:
                 continue
             else:
-                live_isr = tuple(r for r in state.isr if r in self.live)
-                if not live_isr:
-                    continue  # offline until an ISR member returns (unclean election is off)
-                leader = next(r for r in entry.replicas if r in live_isr)
-                new = PartitionState(leader, state.leader_epoch + 1, live_isr, self.epoch)
+                live_isr = tuple(r for r in state.isr if self.elections.eligible(r))
+                if live_isr:
+                    leader = next(r for r in entry.replicas if r in live_isr)
+                    new = PartitionState(leader, state.leader_epoch + 1, live_isr, self.epoch)
+                else:  # offline until an ISR member returns, unless unclean election is on
+                    unclean = await self.elections.elect_unclean(tp, entry)
+                    if unclean is None:
+                        continue
+                    new = unclean
             await self._write_state(tp, entry, new)
             changed[tp] = entry
         return changed
@@ -568,7 +576,11 @@ class Controller:
             return answer(ErrorCode.FENCED_LEADER_EPOCH)
         if partition_epoch != entry.partition_epoch:
             return answer(ErrorCode.INVALID_UPDATE_VERSION)
-        if any(r not in entry.replicas or r not in self.live for r in new_isr) or leader not in new_isr:
+        eligible = self.elections.eligible
+        if (
+            any(r not in entry.replicas or not (r == leader or eligible(r)) for r in new_isr)
+            or leader not in new_isr
+        ):
             return answer(ErrorCode.INELIGIBLE_REPLICA)
         await self._write_state(
             tp, entry, PartitionState(state.leader, state.leader_epoch, new_isr, self.epoch)
