@@ -653,7 +653,7 @@ class ReplicaManager:
                 target = min(local[1], end_offset, leo)
         if target < plog.high_watermark:  # only after an unclean election: committed records are dropped
             log.warning(
-                "%s: records %d to %d were committed here but the leader (epoch %d) lacks them: lost "
+                "%s: records %d to %d were committed here but the leader lacks them (diverged after epoch %d): lost "
                 "(an unclean leader election)",
                 tp,
                 target,

@@ -95,6 +95,7 @@ class ZkBroker:
             unclean_leader_election_enable=bool(config.get("unclean.leader.election.enable")),
         )
         self.shutting_down = False  # a controlled shutdown began: no new fetchers
+        self._zk_connected = True
         self.broker_epoch = -1
         self._session_lost = False
         self._last_config_change = ""
@@ -176,6 +177,7 @@ class ZkBroker:
         """The session's state changes, on the event loop: lost (expired), suspended (disconnected), connected."""
         if self._closing:
             return
+        self._zk_connected = state == "connected"
         if state == "lost":
             log.warning("ZooKeeper session of broker %d expired", self.server.node_id)
             self._session_lost = True
@@ -248,8 +250,8 @@ class ZkBroker:
         shutdown): up to ``controlled.shutdown.max.retries`` attempts, ``controlled.shutdown.retry.backoff.ms``
         apart, until the controller answers that this broker leads nothing more. True when it did."""
         config = self.server.config
-        if not config.get("controlled.shutdown.enable") or self._session_lost:
-            return False
+        if not config.get("controlled.shutdown.enable") or self._session_lost or not self._zk_connected:
+            return False  # without ZooKeeper the controller could not write the new leaders
         self.shutting_down = True
         attempts = int(config.get("controlled.shutdown.max.retries"))
         backoff_s = int(config.get("controlled.shutdown.retry.backoff.ms")) / 1000
@@ -257,9 +259,16 @@ class ZkBroker:
             if attempt:
                 await asyncio.sleep(backoff_s)
             remaining = await self._ask_controlled_shutdown()
-            if remaining == 0:
+            if remaining is not None and not remaining:
                 log.info("broker %d: controlled shutdown succeeded", self.server.node_id)
                 return True
+            if remaining and not any(self._other_replica_alive(tp) for tp in remaining):
+                log.info(
+                    "broker %d: controlled shutdown: no other replica of the %d partitions it leads is alive",
+                    self.server.node_id,
+                    len(remaining),
+                )
+                return False  # a retry cannot help (Kafka would retry anyway)
         log.warning(
             "broker %d: controlled shutdown incomplete after %d attempts; stopping anyway",
             self.server.node_id,
@@ -267,9 +276,14 @@ class ZkBroker:
         )
         return False
 
-    async def _ask_controlled_shutdown(self) -> int | None:
-        """One ControlledShutdown to the controller: how many partitions this broker still leads (None: no
-        answer, or an error)."""
+    def _other_replica_alive(self, tp: TopicPartition) -> bool:
+        info = self.metadata.partition(tp)
+        node_id = self.server.node_id
+        return info is None or any(r != node_id and r in self.metadata.brokers for r in info.replicas)
+
+    async def _ask_controlled_shutdown(self) -> list[TopicPartition] | None:
+        """One ControlledShutdown to the controller: the partitions this broker still leads (None: no answer,
+        or an error)."""
         controller = self._controller_address()
         if controller is None:
             log.info("broker %d: controlled shutdown: no controller known", self.server.node_id)
@@ -313,7 +327,7 @@ class ZkBroker:
                 len(response.remaining_partitions),
                 names,
             )
-        return len(response.remaining_partitions)
+        return [TopicPartition(p.topic_name, p.partition_index) for p in response.remaining_partitions]
 
     async def stop(self) -> None:
         self._closing = True

@@ -222,13 +222,13 @@ class Elections:
         epoch = state.leader_epoch + 1
         log.warning(
             "controller: unclean leader election for %s: broker %d leads at epoch %d, though it was not in the "
-            "ISR %s (last leader %d, epoch %d); records it lacks from those epochs are lost (each returning "
+            "ISR %s (old leader %d, epoch %d); records of earlier epochs it lacks are lost (each returning "
             "replica logs the offsets it truncates)",
             tp,
             leader,
             epoch,
             list(state.isr),
-            state.leader,
+            state.leader if state.leader >= 0 else (state.isr[0] if state.isr else NO_LEADER),
             state.leader_epoch,
         )
         return PartitionState(leader, epoch, isr, self.controller.epoch)
