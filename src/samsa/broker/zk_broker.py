@@ -20,7 +20,10 @@ Leaders and ISRs then come from the controller: LeaderAndIsr makes this broker l
 partitions (creating their logs with the topic's overrides), UpdateMetadata feeds the metadata cache, StopReplica
 stops (and deletes) replicas. Followers copy their leaders through the replica fetchers; leaders send ISR changes
 to the controller through the ISR channel and take lagging followers out of the ISR every half of
-``replica.lag.time.max.ms``. A clean stop resigns and closes the session, so the controller sees this broker leave at once.
+``replica.lag.time.max.ms``. A clean stop first asks the controller to move this broker's leaderships away
+(ControlledShutdown, while the listeners still serve; ``controlled.shutdown.enable``, ``.max.retries``,
+``.retry.backoff.ms``; from then on no follower fetcher starts), then resigns and closes the session, so the
+controller sees this broker leave at once.
 
 When the ZooKeeper session expires (the broker was cut off, or paused, for longer than
 ``zookeeper.session.timeout.ms``) its ephemeral znodes are gone: the other brokers' controller has already treated

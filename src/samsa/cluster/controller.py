@@ -8,12 +8,16 @@ As Kafka's ZooKeeper-mode controller does:
 - **Failover.** The new controller loads live brokers, assignments and partition states, sends UpdateMetadata to every
   broker, then elects a leader for each partition without a live one and sends LeaderAndIsr to the live replicas.
 - **Brokers coming and going** (``/brokers/ids`` children): a dead broker's partitions get a new leader from the live
-  ISR (a clean election: unclean leader election is off), the dead broker leaves every ISR (never the last member:
-  with no live ISR member the partition is offline, leader -1), and each change bumps the leader epoch. A new or
+  ISR (a clean election, unless unclean election is allowed and no ISR member is alive), the dead broker leaves
+  every ISR (never the last member: with no live ISR member the partition is offline, leader -1), and each change
+  bumps the leader epoch. A new or
   restarted broker gets the full metadata and LeaderAndIsr for its replicas; offline partitions whose ISR member came
   back are elected again.
 - **New topics** (``/brokers/topics`` children): each partition's leader is its first live replica in assignment
   order, its ISR the live replicas; the state znodes are created, then LeaderAndIsr and UpdateMetadata sent.
+- **Elections beyond failover** live in :mod:`samsa.cluster.elections`: controlled shutdown (a shutting-down
+  broker may neither lead nor join an ISR, though it stays registered), ElectLeaders, the automatic leader
+  rebalance, and unclean election of an offline partition when ``unclean.leader.election.enable`` allows it.
 - **AlterPartition** from leaders: an ISR change is accepted when the leader epoch and the partition epoch (the state
   znode's version) match the controller's; it is written with the partition epoch as the expected version.
 
@@ -434,12 +438,13 @@ class Controller:
             state = entry.state
             if state is None or not (dead & (set(state.isr) | {state.leader})):
                 continue
-            live_isr = tuple(r for r in state.isr if self.elections.eligible(r))
+            live_isr = tuple(r for r in state.isr if r in self.live)
+            eligible_isr = tuple(r for r in live_isr if self.elections.eligible(r))  # not shutting down
             if state.leader in self.live:
                 leader, isr = state.leader, live_isr
-            elif live_isr:
-                leader = next(r for r in entry.replicas if r in live_isr)
-                isr = live_isr
+            elif eligible_isr:
+                leader = next(r for r in entry.replicas if r in eligible_isr)
+                isr = eligible_isr
             else:  # no live ISR member: offline; the last ISR member is never removed
                 leader, isr = NO_LEADER, state.isr if len(state.isr) <= 1 else (state.isr[0],)
             await self._write_state(
