@@ -66,6 +66,7 @@ log = logging.getLogger(__name__)
 STOP_REPLICA = 5
 MIN_STOP_REPLICA_VERSION = 3
 FIRST_REBALANCE_DELAY_S = 5.0
+WRITE_BATCH = 500  # partition states per ZooKeeper transaction
 
 _T = TypeVar("_T")
 
@@ -192,6 +193,23 @@ class Elections:
         self.controller._put(event)
         return await done
 
+    async def _write_states(self, changes: dict[TopicPartition, tuple[_Partition, PartitionState]]) -> None:
+        """Write many partitions' new states: in transactions of ``WRITE_BATCH`` (one ZooKeeper round trip
+        each), or one by one when a partition moved on under the controller."""
+        controller = self.controller
+        assert controller.fence is not None
+        items = sorted(changes.items())
+        for start in range(0, len(items), WRITE_BATCH):
+            chunk = items[start : start + WRITE_BATCH]
+            updates = [(tp.topic, tp.partition, new, entry.partition_epoch) for tp, (entry, new) in chunk]
+            versions = await controller._zk(controller.zk.write_partition_states, controller.fence, updates)
+            if versions is None:
+                for tp, (entry, new) in chunk:
+                    await controller._write_state(tp, entry, new)
+                continue
+            for (_, (entry, new)), version in zip(chunk, versions, strict=True):
+                entry.state, entry.partition_epoch = new, version
+
     # --- unclean election of offline partitions ---------------------------------------------------------
 
     async def unclean_allowed(self, topic: str) -> bool:
@@ -303,20 +321,17 @@ class Elections:
 
     async def _move_leaders(self, led: dict[TopicPartition, _Partition]) -> dict[TopicPartition, _Partition]:
         controller = self.controller
-        moved: dict[TopicPartition, _Partition] = {}
+        changes: dict[TopicPartition, tuple[_Partition, PartitionState]] = {}
         leaving = [b for b in controller.live if self.is_shutting_down(b)]
         for tp, entry in led.items():
             state = entry.state
             assert state is not None
             chosen = controlled_shutdown_leader(entry.replicas, state.isr, controller.live, leaving)
-            if chosen is None:
-                continue
-            leader, isr = chosen
-            await controller._write_state(
-                tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)
-            )
-            moved[tp] = entry
-        return moved
+            if chosen is not None:
+                leader, isr = chosen
+                changes[tp] = entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)
+        await self._write_states(changes)
+        return {tp: entry for tp, (entry, _) in changes.items()}
 
     async def _remove_from_isr(
         self, broker_id: int, followed: dict[TopicPartition, _Partition]
@@ -324,18 +339,18 @@ class Elections:
         """OfflineReplica for ``broker_id`` on partitions it follows: out of the ISR (unless the last member),
         leader epoch + 1."""
         controller = self.controller
-        shrunk: dict[TopicPartition, _Partition] = {}
+        changes: dict[TopicPartition, tuple[_Partition, PartitionState]] = {}
         for tp, entry in followed.items():
             state = entry.state
             assert state is not None
-            if broker_id not in state.isr or len(state.isr) <= 1:
-                continue
-            isr = tuple(r for r in state.isr if r != broker_id)
-            await controller._write_state(
-                tp, entry, PartitionState(state.leader, state.leader_epoch + 1, isr, controller.epoch)
-            )
-            shrunk[tp] = entry
-        return shrunk
+            if broker_id in state.isr and len(state.isr) > 1:
+                isr = tuple(r for r in state.isr if r != broker_id)
+                changes[tp] = (
+                    entry,
+                    PartitionState(state.leader, state.leader_epoch + 1, isr, controller.epoch),
+                )
+        await self._write_states(changes)
+        return {tp: entry for tp, (entry, _) in changes.items()}
 
     def _stop_replicas(self, broker_id: int, partitions: dict[TopicPartition, _Partition]) -> None:
         """StopReplica without delete to ``broker_id`` for ``partitions`` (its fetchers stop)."""
@@ -377,7 +392,7 @@ class Elections:
         if not controller.is_active:
             return {tp: (ErrorCode.NOT_CONTROLLER, NO_LEADER) for tp in asked}
         answers: dict[TopicPartition, tuple[ErrorCode, int]] = {}
-        changed: dict[TopicPartition, _Partition] = {}
+        changes: dict[TopicPartition, tuple[_Partition, PartitionState]] = {}
         for tp in asked:
             entry = controller.partitions.get(tp)
             if entry is None or entry.state is None:
@@ -388,11 +403,12 @@ class Elections:
             else:
                 error, new = self._unclean(tp, entry)
             if new is not None:
-                await controller._write_state(tp, entry, new)
-                changed[tp] = entry
+                changes[tp] = entry, new
                 answers[tp] = (ErrorCode.NONE, new.leader)
             elif not (partitions is None and error is ErrorCode.ELECTION_NOT_NEEDED):
                 answers[tp] = (error, NO_LEADER)
+        await self._write_states(changes)
+        changed = {tp: entry for tp, (entry, _) in changes.items()}
         controller._send_leader_and_isr(changed, is_new=False)
         controller._send_update_metadata(controller.live, changed)
         if changed:
