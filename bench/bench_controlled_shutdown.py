@@ -14,7 +14,7 @@ records/s spread over every partition throughout. Each round sends SIGTERM to br
   partition led by it (polled every 50 ms: each poll is a Metadata request of 100 partitions the brokers pay
   for); and the controller's own time for the request (its log line);
 - **stopped**: from SIGTERM until the process has exited;
-- the producer's **latency** (``produce()`` to delivery report) p50 / p99 / max of the records sent from SIGTERM
+- the producer's **latency** (``produce()`` to acknowledgement, as librdkafka times it: ``Message.latency()``) p50 / p99 / max of the records sent from SIGTERM
   until 1 s after the leaderships moved, against the same figures in the 3 s before; and its delivery errors.
 
 The broker is then restarted, waits to be back in every ISR, and a preferred election (ElectLeaders) gives its
@@ -69,18 +69,22 @@ class Load:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
-    def _report(self, sent: float, error: Any) -> None:
+    def _report(self, sent: float, error: Any, message: Any) -> None:
         if error is not None:
             self.errors.append(str(error))
-        else:
-            self.samples.append((sent, time.perf_counter() - sent))
+        else:  # librdkafka's own produce-to-acknowledgement time: a late poll() on this thread does not count
+            latency = message.latency()
+            self.samples.append((sent, latency if latency is not None else time.perf_counter() - sent))
 
     def _run(self) -> None:
         interval, next_at, n = 1 / self._rate, time.perf_counter(), 0
         while not self._stop.is_set():
             sent = time.perf_counter()
             self.producer.produce(
-                TOPIC, PAYLOAD, partition=n % PARTITIONS, on_delivery=lambda e, m, s=sent: self._report(s, e)
+                TOPIC,
+                PAYLOAD,
+                partition=n % PARTITIONS,
+                on_delivery=lambda e, m, s=sent: self._report(s, e, m),
             )
             n += 1
             next_at += interval
@@ -158,8 +162,6 @@ def one_round(cluster: LocalCluster, admin: AdminClient, load: Load, broker: int
     stopped = time.perf_counter() - term
     answered = answered_at(cluster, broker, term_wall) - term_wall
     time.sleep(1.0)
-    during = load.window(term, term + moved + 1.0)
-    before = load.window(term - 3.0, term)
     cluster.start_broker(broker)
     wait("every ISR full again", lambda: all(size == 3 for _, size in leaders(admin).values()))
     preferred_election(cluster.bootstrap_servers)
@@ -173,8 +175,8 @@ def one_round(cluster: LocalCluster, admin: AdminClient, load: Load, broker: int
         "answered_ms": answered * 1000,
         "controller_ms": controller_ms(cluster, broker),
         "stopped_ms": stopped * 1000,
-        "before": before,
-        "during": during,
+        "term": term,
+        "moved_s": moved,
         "errors": len(load.errors) - errors_before,
     }
 
@@ -210,9 +212,12 @@ def main() -> None:
             time.sleep(15)  # past the start-up transient (the first seconds of load are slow)
             results = []
             for _ in range(args.rounds):
-                result = one_round(cluster, admin, load, BROKER)
-                results.append(result)
-                before, during = result["before"], result["during"]
+                results.append(one_round(cluster, admin, load, BROKER))
+            load.stop()  # every record delivered: the slow ones count too
+            for result in results:
+                term = result["term"]
+                before = result["before"] = load.window(term - 3.0, term)
+                during = result["during"] = load.window(term, term + result["moved_s"] + 1.0)
                 print(
                     f"broker {result['broker']} (led {result['led']}): leaderships moved in "
                     f"{result['answered_ms']:.0f} ms (controller {result['controller_ms']:.0f} ms; metadata "
@@ -223,7 +228,6 @@ def main() -> None:
                     f"({len(during)} records); delivery errors {result['errors']}",
                     flush=True,
                 )
-            load.stop()
             print(
                 f"median over {len(results)}: moved {statistics.median(r['answered_ms'] for r in results):.0f} ms "
                 f"(metadata {statistics.median(r['moved_ms'] for r in results):.0f} ms), "

@@ -253,7 +253,9 @@ class ZkBroker:
         shutdown): up to ``controlled.shutdown.max.retries`` attempts, ``controlled.shutdown.retry.backoff.ms``
         apart, until the controller answers that this broker leads nothing more. True when it did."""
         config = self.server.config
-        if not config.get("controlled.shutdown.enable") or self._session_lost or not self._zk_connected:
+        if not config.get("controlled.shutdown.enable") or self.broker_epoch < 0:
+            return False  # disabled, or never registered: nothing to move
+        if self._session_lost or not self._zk_connected:
             return False  # without ZooKeeper the controller could not write the new leaders
         self.shutting_down = True
         attempts = int(config.get("controlled.shutdown.max.retries"))
