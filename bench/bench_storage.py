@@ -6,8 +6,10 @@ request buffer would be; the baseline appends the same copies to a plain file wi
 ceiling: what the disk and the system call cost with no log around them). Then reads single-batch slices at random
 offsets; the baseline is an ``os.pread`` of a batch at a known position. Batches of ~1 KiB (10 records of 100 bytes)
 and ~16 KiB (160 records), as producers with little and some lingering send them. Prints MB/s, records/s,
-microseconds per read and the ratios; the append ratio also in process CPU time (best of interleaved rounds),
-steadier than the wall clock on a shared machine. Runs in about fifteen seconds.
+microseconds per read and the ratios; the append ratio also in process CPU time (best of 15 interleaved rounds of 2,000 calls),
+steadier than the wall clock on a shared machine. The wall-clock append loops take turns (250 calls each), so
+both meet the same page-cache writeback (until 2026-11-25 the baseline ran first for its whole time and the log
+after it, throttled by the baseline's dirty pages). Runs in about fifteen seconds.
 
     .venv/bin/python bench/bench_storage.py [--seconds 2]
 """
@@ -27,22 +29,28 @@ from samsa.records import Record, build_batch
 from samsa.storage.config import LogConfig
 from samsa.storage.log import FetchIsolation, Log
 
+INTERLEAVE = 250
 
-def timed_loop(seconds: float, step: object) -> tuple[int, float]:
-    """Call ``step`` in chunks of 1000 until ``seconds`` pass; return the calls made and the time taken."""
-    assert callable(step)
-    done = 0
-    started = time.perf_counter()
-    deadline = started + seconds
+
+def timed_interleaved(seconds: float, steps: tuple[Callable[[], object], ...]) -> list[tuple[int, float]]:
+    """Call each of ``steps`` ``INTERLEAVE`` times in turn until ``seconds`` pass in all; per step, the calls made
+    and the wall time they took. Taking turns puts each through the same page-cache writeback: run one after the
+    other, the second meets the dirty pages of the first and is throttled for them."""
+    done = [0] * len(steps)
+    spent = [0.0] * len(steps)
+    deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
-        for _ in range(1000):
-            step()
-        done += 1000
-    return done, time.perf_counter() - started
+        for i, step in enumerate(steps):
+            started = time.perf_counter()
+            for _ in range(INTERLEAVE):
+                step()
+            spent[i] += time.perf_counter() - started
+            done[i] += INTERLEAVE
+    return list(zip(done, spent, strict=True))
 
 
-CPU_ROUNDS = 5
-CPU_CALLS = 3000
+CPU_ROUNDS = 15
+CPU_CALLS = 2000
 
 
 def cpu_per_call(ours: Callable[[], object], baseline: Callable[[], object]) -> tuple[float, float]:
@@ -66,8 +74,10 @@ def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
     fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     fd_cpu = os.open(tmp / f"raw-cpu-{records_per_batch}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        raw_n, raw_s = timed_loop(seconds, lambda: os.write(fd, bytearray(batch)))
-        log_n, log_s = timed_loop(seconds, lambda: log.append_as_leader(bytearray(batch)))
+        (raw_n, raw_s), (log_n, log_s) = timed_interleaved(
+            2 * seconds,
+            (lambda: os.write(fd, bytearray(batch)), lambda: log.append_as_leader(bytearray(batch))),
+        )
     finally:
         os.close(fd)
     raw_rate = raw_n * len(batch) / raw_s

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import random
+    from collections.abc import Callable
 
 
 class Clock(Protocol):
@@ -58,6 +59,7 @@ class ManualClock:
         self._now = start_ms
         self._mono = 0
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
         from random import Random  # not at module level, which SystemClock keeps cheap to import
 
         self._random = Random(seed)
@@ -79,6 +81,15 @@ class ManualClock:
         with self._lock:
             self._now += ms
             self._mono += ms
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener()
+
+    def on_advance(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (in the advancing thread) after each ``advance``: waiters with deadlines on this clock
+        (the broker's purgatories) end when it passes them."""
+        with self._lock:
+            self._listeners.append(listener)
 
 
 SYSTEM_CLOCK = SystemClock()

@@ -58,6 +58,7 @@ class BrokerProcess:
     port: int = 0
     process: subprocess.Popen[str] | None = None
     output: list[str] = field(default_factory=list)
+    open_files_limit: int | None = None  # RLIMIT_NOFILE (soft and hard) for the broker process
 
     @property
     def bootstrap(self) -> str:
@@ -83,6 +84,7 @@ class BrokerProcess:
             stderr=subprocess.STDOUT,
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=self._limit_open_files if self.open_files_limit else None,
         )
         deadline = time.monotonic() + timeout
         assert self.process.stdout is not None
@@ -96,6 +98,12 @@ class BrokerProcess:
                 return
         self.stop()
         raise RuntimeError("broker did not start:\n" + "".join(self.output))
+
+    def _limit_open_files(self) -> None:
+        import resource
+
+        assert self.open_files_limit is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files_limit, self.open_files_limit))
 
     def _drain_in_background(self) -> None:
         import threading

@@ -1,9 +1,6 @@
-"""Connection limits with Kafka's keys: idle connections closed, per-IP and broker-wide caps, and running out of
-file descriptors (a broker under a low RLIMIT_NOFILE) with existing clients still served and one log line, not
-one per refused attempt. Bounded in time; loopback only.
-
-Not here yet: a broker under a low RLIMIT_NOFILE flooded with connections (a first try showed asyncio accepting
-a whole burst before any admission check runs; the descriptor reserve in ``broker.network`` is untested)."""
+"""Connection limits with Kafka's keys: idle connections closed, per-IP and broker-wide caps. Bounded in time;
+loopback only. Running out of file descriptors (a ``samsa serve`` under a low RLIMIT_NOFILE, flooded) is in
+test_descriptor_exhaustion.py."""
 
 from __future__ import annotations
 

@@ -30,3 +30,12 @@ def zk_connect(zookeeper: ZooKeeperServer) -> str:
 @pytest.fixture
 def zk_data_dir(zookeeper: ZooKeeperServer) -> Path:
     return zookeeper.data_dir
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Keep the cluster tests on one xdist worker (`--dist loadgroup`): each starts ZooKeeper and several brokers
+    with timing that matters (session expiry, ISR lag), and two such clusters at once on two cores starve each
+    other."""
+    for item in items:
+        if "tests/cluster/" in str(item.fspath):
+            item.add_marker(pytest.mark.xdist_group("cluster"))

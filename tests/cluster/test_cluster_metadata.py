@@ -35,6 +35,11 @@ def start_broker(zk_connect: str, node_id: int, **config: str) -> samsa.Broker:
 def cluster(zk_connect: str) -> Iterator[list[samsa.Broker]]:
     brokers = [start_broker(zk_connect, node_id) for node_id in (1, 2, 3)]
     try:
+        for broker in brokers:  # every broker's metadata cache has them all (the controller's own included)
+            wait_for(
+                "three brokers in every broker's metadata",
+                lambda b=broker: len(admin(b).list_topics(timeout=10).brokers) == 3,
+            )
         yield brokers
     finally:
         for broker in brokers:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from samsa.cluster.local import LocalCluster
@@ -57,7 +57,7 @@ def partitions(admin: AdminClient, topic: str) -> dict[int, tuple[int, list[int]
 
 
 def create(admin: AdminClient, topic: str, count: int, rf: int, **config: str) -> None:
-    admin.create_topics([NewTopic(topic, count, rf, config=config)])[topic].result(30)
+    admin.create_topics([NewTopic(topic, count, rf, config=config)])[topic].result(60)
     wait_for(
         f"leaders of {topic}",
         lambda: (p := partitions(admin, topic)) and len(p) == count and all(v[0] >= 0 for v in p.values()),
@@ -80,8 +80,11 @@ def log_bytes(cluster: LocalCluster, broker_id: int, topic: str, partition: int)
     return b"".join(path.read_bytes() for path in sorted(directory.glob("*.log")))
 
 
-def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 60.0) -> dict[int, list[bytes]]:
-    """Every record of ``topic`` from the start, by partition in offset order."""
+def read_all(
+    bootstrap: str, topic: str, expected: int, timeout: float = 60.0, partitions: int | None = None
+) -> dict[int, list[bytes]]:
+    """Every record of ``topic`` from the start, by partition in offset order: through a consumer group, or with
+    ``partitions`` assigned directly (no group coordinator needed)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -90,7 +93,10 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 60.0) -
             "enable.auto.commit": False,
         }
     )
-    consumer.subscribe([topic])
+    if partitions is None:
+        consumer.subscribe([topic])
+    else:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got: dict[int, list[bytes]] = {}
     deadline = time.monotonic() + timeout
     try:
@@ -250,6 +256,9 @@ def test_a_former_leader_truncates_what_was_never_replicated(cluster: LocalClust
     time.sleep(1)  # followers learn the high watermark one fetch late
     for broker_id in followers:
         cluster.pause(broker_id)
+    # A follower's fetch parked at the leader when it was paused would still carry new records to it (they wait
+    # in its socket): let those fetches end empty (replica.fetch.wait.max.ms, 500 ms) before producing.
+    time.sleep(1.5)
     # acks=1: the leader alone takes these; nobody else ever gets them
     lonely = Producer({"bootstrap.servers": cluster.broker(leader).address, "acks": 1, "linger.ms": 0})
     for i in range(50):
@@ -372,3 +381,135 @@ def test_kafka_python_and_aiokafka_through_a_leader_change(cluster: LocalCluster
     expected = [f"kp-{i}".encode() for i in range(200)] + [f"aio-{i}".encode() for i in range(100)]
     assert values == expected
     cluster.start_broker(leader)
+
+
+def test_wrong_broker_and_too_many_replicas_are_answered_with_kafkas_errors(cluster: LocalCluster) -> None:
+    from samsa.client import NewTopic as NewTopic_
+    from samsa.client import SyncClient
+    from samsa.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+    from samsa.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    from samsa.records import Record, build_batch
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    create(admin, "routed", 1, 2)
+    leader, replicas, _ = partitions(admin, "routed")[0]
+    follower = next(r for r in replicas if r != leader)
+    outsider = next(b.broker_id for b in cluster.brokers if b.broker_id not in replicas)
+    batch = build_batch([Record(0, int(time.time() * 1000), b"k", b"v", ())])
+    with SyncClient(cluster.bootstrap_servers) as client:
+        for node in (
+            follower,
+            outsider,
+        ):  # a replica that does not lead it, and a broker that holds none of it
+            produced = client.send(
+                ProduceRequest(
+                    acks=-1,
+                    timeout_ms=5000,
+                    topic_data=[TopicProduceData("routed", [PartitionProduceData(0, batch)])],
+                ),
+                api_key=0,
+                node_id=node,
+            )
+            assert produced.responses[0].partition_responses[0].error_code == 6  # NOT_LEADER_OR_FOLLOWER
+            fetched = client.send(
+                FetchRequest(
+                    max_wait_ms=10,
+                    topics=[
+                        FetchTopic(
+                            topic="routed", partitions=[FetchPartition(partition=0, partition_max_bytes=1024)]
+                        )
+                    ],
+                ),
+                api_key=1,
+                node_id=node,
+            )
+            assert fetched.responses[0].partitions[0].error_code == 6
+        refused = client.create_topics([NewTopic_("wide", 1, 4)])
+        assert refused["wide"] is not None and refused["wide"].error_code == 38  # INVALID_REPLICATION_FACTOR
+
+
+def test_leaders_keep_serving_while_zookeeper_is_down(tmp_path: Path) -> None:
+    from samsa.cluster.zookeeper import ZooKeeperServer
+
+    zookeeper = ZooKeeperServer(tmp_path / "zookeeper")
+    zookeeper.start()
+    local = LocalCluster(tmp_path / "cluster", zookeeper=zookeeper.connect_string)
+    try:
+        local.up(3)
+        admin = AdminClient({"bootstrap.servers": local.bootstrap_servers})
+        create(admin, "zkless", 3, 3)
+        zookeeper.stop()  # longer than the session timeout: metadata changes must wait, the data path must not
+        try:
+            producer = Acked(local.bootstrap_servers, "zkless")
+            producer.send(300)
+            producer.flush(30)
+            assert not producer.errors and sum(len(v) for v in producer.acked.values()) == 300
+            got = read_all(local.bootstrap_servers, "zkless", 300, timeout=30, partitions=3)
+            assert got == producer.acked
+            time.sleep(8)  # past zookeeper.session.timeout.ms (6 s) with ZooKeeper away
+            more = Acked(local.bootstrap_servers, "zkless")
+            more.send(100)
+            more.flush(30)
+            assert not more.errors
+        finally:
+            zookeeper.start()
+        wait_for(
+            "every broker registered again",
+            lambda: len(admin.list_topics(timeout=10).brokers) == 3,
+            timeout=60,
+        )
+
+        def created() -> bool:
+            try:
+                create(admin, "after", 2, 3)
+            except KafkaException as exc:  # REQUEST_TIMED_OUT while the broker asked has not reconnected yet
+                assert exc.args[0].code() in (KafkaError.REQUEST_TIMED_OUT, KafkaError.TOPIC_ALREADY_EXISTS)
+                return exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+            return True
+
+        wait_for("metadata changes to work again", created, timeout=60)
+        again = Acked(local.bootstrap_servers, "after")
+        again.send(50)
+        again.flush(60)
+        assert not again.errors
+    finally:
+        local.down()
+        zookeeper.stop()
+
+
+def test_a_consumer_group_carries_on_when_a_leader_and_its_coordinator_die(cluster: LocalCluster) -> None:
+    from tests.groups.test_group_clients import Worker
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    create(admin, "grouped", 6, 3, **{"min.insync.replicas": "2"})
+    producer = Acked(cluster.bootstrap_servers, "grouped")
+    producer.send(600)
+    producer.flush()
+    workers = [Worker("confluent-kafka", cluster.bootstrap_servers, "grouped", "trio") for _ in range(3)]
+
+    def consumed() -> list[tuple[int, int, str]]:
+        records: list[tuple[int, int, str]] = []
+        for worker in workers:
+            with worker.lock:
+                records += worker.consumed
+        return records
+
+    try:
+        wait_for("the group consuming", lambda: len(consumed()) >= 200, timeout=90)
+        offsets = partitions(admin, "__consumer_offsets")
+        coordinator = offsets[partition_for("trio", len(offsets))][0]
+        cluster.kill(coordinator)  # the coordinator, and the leader of some of "grouped"'s partitions
+        producer.send(600, pause=0.002)
+        producer.flush()
+        cluster.start_broker(coordinator)
+        wait_for(
+            "every acknowledged record consumed", lambda: len({r[2] for r in consumed()}) >= 1200, timeout=120
+        )
+    finally:
+        for worker in workers:
+            worker.leave()
+    records = consumed()
+    positions = [(partition, offset) for partition, offset, _ in records]
+    assert len(positions) == len(set(positions)), "a record was reported twice: a committed offset was lost"
+    acked = {value.decode() for values in producer.acked.values() for value in values}
+    assert {value for _, _, value in records} == acked

@@ -8,12 +8,14 @@ Prints one JSON object a line on stdout:
     {"consumed": [[partition, offset, value], ...]}
                                             records of one poll, printed only after their offsets were committed
                                             synchronously; a failed commit prints nothing (the records are not
-                                            counted: their partition's next owner consumes them again)
+                                            counted: the consumer seeks back to them, or their partition's next
+                                            owner consumes them again)
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -75,6 +77,14 @@ def run_confluent(bootstrap: str, topic: str, group: str) -> None:
                     offsets=[TopicPartition(topic, p, o) for p, o in positions.items()], asynchronous=False
                 )
             except KafkaException:
+                # Not committed: read these records again (at-least-once), unless a rebalance moved them away.
+                firsts: dict[int, int] = {}
+                for m in records:
+                    firsts.setdefault(m.partition(), m.offset())
+                for partition, offset in firsts.items():
+                    if partition in owned:
+                        with contextlib.suppress(KafkaException):
+                            consumer.seek(TopicPartition(topic, partition, offset))
                 continue
             emit({"consumed": [[m.partition(), m.offset(), m.value().decode()] for m in records]})
     finally:

@@ -170,3 +170,17 @@ def test_session_expiry_and_offset_retention_with_an_injected_clock(tmp_path: Pa
             await broker.stop()
 
     asyncio.run(scenario())
+
+
+def test_member_ids_come_from_the_broker_clock(tmp_path: Path) -> None:
+    async def first_member_id(log_dir: Path, seed: int) -> str:
+        broker = make_broker(log_dir, ManualClock(seed=seed))
+        await broker.start()
+        try:
+            return await stable_member(broker, "g")
+        finally:
+            await broker.stop()
+
+    same = [asyncio.run(first_member_id(tmp_path / name, 3)) for name in ("a", "b")]
+    other = asyncio.run(first_member_id(tmp_path / "c", 4))
+    assert same[0] == same[1] != other

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from samsa.coordinator.group import (
@@ -359,3 +361,19 @@ def test_known_member_rejoin_with_same_metadata_gets_current_generation(state_af
     result = group.join(request(follower), T0 + 1)
     assert isinstance(result, JoinResult) and result.error is ErrorCode.NONE
     assert result.generation_id == group.generation_id and result.members == ()
+
+
+def test_member_ids_come_from_the_injected_randomness() -> None:
+    first = Group("g", config(), rng=random.Random(7))
+    second = Group("g", config(), rng=random.Random(7))
+    assert [new_member(first) for _ in range(3)] == [new_member(second) for _ in range(3)]
+    other = Group("g", config(), rng=random.Random(8))
+    assert new_member(other) != new_member(Group("g", config(), rng=random.Random(7)))
+
+
+def test_a_repeated_draw_never_hands_out_a_member_id_the_group_holds() -> None:
+    group = Group("g", config(), rng=random.Random(7))
+    held = new_member(group)
+    group.rng = random.Random(7)  # a restart with the same seed draws the same numbers again
+    assert new_member(group) != held
+    assert held in group.pending_members

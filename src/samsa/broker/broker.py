@@ -36,6 +36,7 @@ from .replica_manager import ReplicaManager
 if TYPE_CHECKING:
     from samsa.coordinator import CoordinatorConfig, GroupCoordinator
 
+    from .metadata_store import MetadataStore
     from .zk_broker import ZkBroker
 
 log = logging.getLogger(__name__)
@@ -90,12 +91,14 @@ class KafkaServer:
             per_ip_overrides=ConnectionLimits.parse_overrides(
                 str(config.get("max.connections.per.ip.overrides"))
             ),
+            backlog=int(config.get("socket.listen.backlog.size")),
         )
         self.bound_addresses: list[tuple[str, str, int]] = []
         self._scheduler: asyncio.Task[None] | None = None
         self._started = False
         self._coordinator_failure_logged = -TASK_FAILURE_LOG_INTERVAL_MS
         self.zk_broker: ZkBroker | None = None
+        self._metadata_store: MetadataStore | None = None
         if config.get("zookeeper.connect"):
             from .zk_broker import ZkBroker  # cluster mode only: the single broker never imports kazoo
 
@@ -127,6 +130,20 @@ class KafkaServer:
         self._scheduler = asyncio.create_task(self._run_scheduler(), name="samsa-scheduler")
         if self.zk_broker is not None:
             await self.zk_broker.register()
+
+    @property
+    def metadata_store(self) -> MetadataStore:
+        """The catalog handlers answer from: ZooKeeper's in cluster mode, this broker's own alone (made at the
+        first request that needs it)."""
+        if self._metadata_store is None:
+            from .metadata_store import LocalMetadataStore, ZkMetadataStore
+
+            self._metadata_store = (
+                ZkMetadataStore(self, self.zk_broker)
+                if self.zk_broker is not None
+                else LocalMetadataStore(self)
+            )
+        return self._metadata_store
 
     def partitions_changed(self) -> None:
         """Leadership of hosted partitions changed (cluster mode): the group coordinator loads the groups of the

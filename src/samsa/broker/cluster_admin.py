@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from .zk_broker import ZkBroker
 
 WAIT_STEP_S = 0.02
+ZOOKEEPER_CALL_TIMEOUT_S = 5.0
+# Metadata changes wait while ZooKeeper is away; the request is answered at once rather than held (a client's
+# connection serves one request at a time, so a held admin request would stall its fetches too).
+ZOOKEEPER_AWAY = AdminResult(ErrorCode.REQUEST_TIMED_OUT, "ZooKeeper is not reachable; try again")
 
 
 async def create_topic(
@@ -68,16 +72,23 @@ async def create_topic(
             return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
     if validate_only:
         return OK
+    if not zk_broker.zk.connected:
+        return ZOOKEEPER_AWAY
     topic_id = base64.urlsafe_b64encode(uuid.UUID(int=broker.clock.random().getrandbits(128)).bytes)
     assignment = TopicAssignment(
         {p: tuple(replicas) for p, replicas in placement.items()}, topic_id.decode().rstrip("=")
     )
     try:
-        await asyncio.to_thread(
-            zk_broker.zk.create_topic, topic, assignment, {k: str(v) for k, v in configs.items()}
+        await asyncio.wait_for(
+            asyncio.to_thread(
+                zk_broker.zk.create_topic, topic, assignment, {k: str(v) for k, v in configs.items()}
+            ),
+            ZOOKEEPER_CALL_TIMEOUT_S,
         )
     except TopicExistsError as exc:
         return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc))
+    except asyncio.TimeoutError:
+        return ZOOKEEPER_AWAY
     return OK
 
 
@@ -86,6 +97,8 @@ async def add_partitions(
 ) -> AdminResult:
     """Grow ``topic`` to ``total`` partitions, the new ones placed as Kafka places them (start index: where the
     topic's partition 0 leads, numbering on from the existing partitions)."""
+    if not zk_broker.zk.connected:
+        return ZOOKEEPER_AWAY
     current = await asyncio.to_thread(zk_broker.zk.topic_assignment, topic)
     if current is None:
         return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
@@ -130,6 +143,8 @@ async def delete_topic(broker: KafkaServer, zk_broker: ZkBroker, topic: str, tim
         )
     if not broker.config.get("delete.topic.enable"):
         return AdminResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+    if not zk_broker.zk.connected:
+        return ZOOKEEPER_AWAY
     await asyncio.to_thread(zk_broker.zk.mark_topic_for_deletion, topic)
     if not await _wait(lambda: not zk_broker.metadata.partitions_of(topic), timeout_ms):
         return AdminResult(ErrorCode.REQUEST_TIMED_OUT, f"Topic '{topic}' is being deleted.")

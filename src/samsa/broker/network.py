@@ -16,11 +16,16 @@ Limits, with Kafka's keys and defaults (``ConnectionLimits``, shared by every li
 waiting for its next request longer than ``connections.max.idle.ms`` (10 minutes) is closed; a new connection
 beyond ``max.connections.per.ip`` (and its ``max.connections.per.ip.overrides``, ``host:n,host:n``) or beyond
 ``max.connections`` is closed at once (Kafka's acceptor waits for a free slot instead; closing keeps the
-loop simple and the client retries). File descriptors: a new connection that would leave fewer than
-``DESCRIPTOR_RESERVE`` free under RLIMIT_NOFILE is closed too (counted from ``/proc/self/fd`` now and then, not
-per connection), so the broker keeps descriptors for its segments and checkpoints and existing clients are served
-throughout; should accept itself still fail (EMFILE, ENFILE), that is logged once a minute, not once per attempt
-(asyncio waits a second before accepting again). Refusals are logged once a minute.
+loop simple and the client retries).
+
+File descriptors: the server runs its own accept loop (a reader callback on the non-blocking listening socket,
+not asyncio's ``start_server``, which accepts a whole burst before any admission check can run). Each accepted
+socket is admitted or closed before the next ``accept``, and a connection that would leave fewer than
+``descriptor_reserve()`` descriptors free under RLIMIT_NOFILE is closed at once (free descriptors are counted from
+``/proc/self/fd`` now and then, not per connection). The broker so keeps descriptors for its segments and
+checkpoints, and existing clients are served throughout. Should ``accept`` itself fail (for want of resources:
+EMFILE, ENFILE, ENOBUFS, ENOMEM; or otherwise), the listener stops accepting for a second. Refusals of either kind are logged
+once a minute, with the count of those not logged.
 
 Event-loop thread only.
 """
@@ -28,32 +33,25 @@ Event-loop thread only.
 from __future__ import annotations
 
 import asyncio
+import errno
+import functools
 import logging
 import os
 import resource
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, Protocol, cast
+from typing import IO, cast
 
 from samsa.protocol.errors import FrameError
 from samsa.protocol.frames import frame_size
+from samsa.protocol.primitives import FileRegionLike
 
 log = logging.getLogger(__name__)
 
 
-class FileRegion(Protocol):
-    """A byte range of an open file: what a fetch response carries instead of copied bytes."""
-
-    @property
-    def fd(self) -> int: ...
-
-    @property
-    def position(self) -> int: ...
-
-    @property
-    def size(self) -> int: ...
-
+# A byte range of an open file: what a fetch response carries instead of copied bytes (sent with sendfile).
+FileRegion = FileRegionLike
 
 ResponsePart = bytes | bytearray | memoryview | FileRegion
 
@@ -147,27 +145,42 @@ def _is_uvloop(loop: asyncio.AbstractEventLoop) -> bool:
 
 RESOURCE_LOG_INTERVAL_S = 60.0
 DESCRIPTOR_RESERVE = 32
-"""File descriptors a broker keeps for itself (segments, checkpoints, the code a first request imports), beyond
-one accept burst (``socket.listen.backlog.size``: asyncio accepts up to that many at once before any is served):
-a new connection that would leave fewer free is refused, so running out never reaches the logs."""
+"""The fewest file descriptors a broker keeps for itself beyond its connections: a new connection that would leave
+fewer free than ``descriptor_reserve()`` is refused, so running out never reaches the logs."""
 
 
-def _free_descriptors() -> int:
-    """Open-file slots left under RLIMIT_NOFILE (counted from /proc/self/fd; a large number where unknown)."""
+def descriptor_reserve(soft_limit: int) -> int:
+    """Descriptors kept from connections under an RLIMIT_NOFILE of ``soft_limit``: a sixteenth of it, at least
+    ``DESCRIPTOR_RESERVE``. They are what the logs may still open once connections have taken the rest: three per
+    new segment (.log, .index, .timeindex), checkpoints written beside a file and renamed, the code a first request
+    imports, and the one a refused connection holds until it is closed. 1,250 under this machine's 20,000."""
+    return max(DESCRIPTOR_RESERVE, soft_limit // 16)
+
+
+ACCEPT_PAUSE_S = 1.0  # how long a listener stops accepting after accept() itself failed
+_STREAM_LIMIT = 2**16
+
+
+def _free_descriptors() -> tuple[int, int]:
+    """Open-file slots left under RLIMIT_NOFILE (counted from /proc/self/fd; a large number where unknown), and how
+    many of them are kept from connections."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:
         used = len(os.listdir("/proc/self/fd"))
     except OSError:
-        return 1 << 30
-    return (1 << 30 if soft == resource.RLIM_INFINITY else soft) - used
-
-
-ACCEPT_OUT_OF_RESOURCES = "socket.accept() out of system resource"
+        return 1 << 30, DESCRIPTOR_RESERVE
+    soft = 1 << 30 if soft == resource.RLIM_INFINITY else soft
+    return soft - used, descriptor_reserve(soft)
 
 
 @dataclass(slots=True)
 class ConnectionLimits:
-    """Kafka's connection limits for one broker, and the connections open now (every listener counts)."""
+    """Kafka's connection limits for one broker, and the connections open now (every listener counts).
+
+    Free descriptors are counted again once half of the headroom seen at the last count could have been used by
+    new connections, and at every new connection once fewer than the reserve are free; while short, a
+    refused connection counts again only after a connection closed or ``recount_every_s`` passed, so a flood of
+    refused attempts does not list /proc/self/fd for each."""
 
     max_idle_ms: int = 600_000
     max_connections: int = 2**31 - 1
@@ -176,7 +189,10 @@ class ConnectionLimits:
     open_total: int = 0
     open_by_ip: dict[str, int] | None = None
     recount_at: int = 0  # open connections at which free descriptors are counted again
-    backlog: int = 50  # socket.listen.backlog.size: also the largest accept burst
+    # socket.listen.backlog.size: also the most connections accepted in one turn of the loop
+    backlog: int = 50
+    short_since: float | None = None  # when descriptors were last found short (None: not short)
+    recount_every_s: float = 0.5
 
     @staticmethod
     def parse_overrides(text: str) -> dict[str, int]:
@@ -189,8 +205,9 @@ class ConnectionLimits:
             out[host] = int(count)
         return out
 
-    def admit(self, host: str) -> str | None:
-        """Count a new connection from ``host``; None, or why it is refused (then it is not counted)."""
+    def admit(self, host: str, now: float) -> str | None:
+        """Count a new connection from ``host`` (already accepted, so holding a descriptor); None, or why it is
+        refused (then it is not counted)."""
         by_ip = self.open_by_ip if self.open_by_ip is not None else {}
         self.open_by_ip = by_ip
         cap = (self.per_ip_overrides or {}).get(host, self.max_per_ip)
@@ -198,16 +215,24 @@ class ConnectionLimits:
             return f"{host} already has {by_ip.get(host, 0)} connections (max.connections.per.ip {cap})"
         if self.open_total >= self.max_connections:
             return f"the broker already has {self.open_total} connections (max.connections)"
-        if self.open_total >= self.recount_at:
-            free = _free_descriptors()
-            if free < DESCRIPTOR_RESERVE:
-                self.recount_at = self.open_total  # count again at the next connection
-                return (
-                    f"only {free} file descriptors are left, kept for the logs (raise the open files limit)"
-                )
-            self.recount_at = self.open_total + (free - DESCRIPTOR_RESERVE) // 2
+        refused = self._check_descriptors(now)
+        if refused is not None:
+            return refused
         by_ip[host] = by_ip.get(host, 0) + 1
         self.open_total += 1
+        return None
+
+    def _check_descriptors(self, now: float) -> str | None:
+        if self.short_since is not None and now - self.short_since < self.recount_every_s:
+            return "file descriptors are short, the rest are kept for the logs (raise the open files limit)"
+        if self.open_total < self.recount_at:
+            return None
+        free, reserve = _free_descriptors()
+        if free < reserve:
+            self.short_since, self.recount_at = now, self.open_total
+            return f"only {free} file descriptors are left, kept for the logs (raise the open files limit)"
+        self.short_since = None
+        self.recount_at = self.open_total + (free - reserve) // 2
         return None
 
     def release(self, host: str) -> None:
@@ -218,43 +243,35 @@ class ConnectionLimits:
         else:
             by_ip.pop(host, None)
         self.open_total -= 1
+        self.short_since = None  # a descriptor came back: count again at the next connection
 
 
-class _RateLimitedAcceptErrors:
-    """A loop exception handler that turns asyncio's per-attempt "out of system resource" reports on accept
-    (EMFILE, ENFILE) into one line a minute, and passes everything else on."""
-
-    def __init__(
-        self, previous: Callable[[asyncio.AbstractEventLoop, dict[str, object]], object] | None
-    ) -> None:
-        self.previous = previous
-        self.last_logged = -RESOURCE_LOG_INTERVAL_S
-        self.suppressed = 0
-
-    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
-        if context.get("message") != ACCEPT_OUT_OF_RESOURCES:
-            if self.previous is not None:
-                self.previous(loop, context)
-            else:
-                loop.default_exception_handler(context)
-            return
-        now = loop.time()
-        if now - self.last_logged < RESOURCE_LOG_INTERVAL_S:
-            self.suppressed += 1
-            return
-        log.error(
-            "cannot accept new connections: %s (%d more refused since the last report); existing connections "
-            "are served, accepting resumes when descriptors are free",
-            context.get("exception"),
-            self.suppressed,
-        )
-        self.last_logged, self.suppressed = now, 0
-
-
-def _install_accept_error_limiter(loop: asyncio.AbstractEventLoop) -> None:
-    current = loop.get_exception_handler()
-    if not isinstance(current, _RateLimitedAcceptErrors):
-        loop.set_exception_handler(_RateLimitedAcceptErrors(current))
+def _listening_sockets(host: str, port: int, backlog: int) -> list[socket.socket]:
+    """Non-blocking listening sockets for every address ``host`` names ("" for all), on one port."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            try:
+                sock = socket.socket(family, kind, proto)
+            except OSError:
+                continue  # a family this host does not have (IPv6 turned off), as asyncio skips it
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(sockets) > 1:  # one port for every address, as the first was given
+                address = (address[0], sockets[0].getsockname()[1], *address[2:])
+            sock.bind(address)
+            sock.listen(backlog)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    if not sockets:
+        raise OSError(f"no socket could be opened for {host or '*'}:{port}")
+    return sockets
 
 
 class Server:
@@ -272,23 +289,75 @@ class Server:
         self._listener = listener
         self._max_request_size = max_request_size
         self._limits = limits if limits is not None else ConnectionLimits()
-        self._server: asyncio.base_events.Server | None = None
+        self._sockets: list[socket.socket] = []
         self._connections: set[asyncio.Task[None]] = set()
+        self._transported: set[socket.socket] = set()  # accepted sockets a transport owns (and closes)
         self._idle_since: dict[
             asyncio.Task[None], float
         ] = {}  # connections waiting for a request, since when
         self._sweeper: asyncio.Task[None] | None = None
+        self._resume: list[asyncio.TimerHandle] = []
         self._refusals_logged = -RESOURCE_LOG_INTERVAL_S
+        self._refusals_unlogged = 0
         self._next_id = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
-        _install_accept_error_limiter(asyncio.get_running_loop())
-        self._server = await asyncio.start_server(
-            self._serve, host or None, port, reuse_address=True, backlog=self._limits.backlog
-        )
+        loop = self._loop = asyncio.get_running_loop()
+        self._sockets = _listening_sockets(host, port, self._limits.backlog)
+        for sock in self._sockets:
+            loop.add_reader(sock.fileno(), self._accept, sock)
         self._sweeper = asyncio.create_task(self._close_idle_connections(), name="samsa-idle-sweeper")
-        sockname = self._server.sockets[0].getsockname()
+        sockname = self._sockets[0].getsockname()
         return str(sockname[0]), int(sockname[1])
+
+    def _accept(self, listening: socket.socket) -> None:
+        """The listening socket is readable: accept up to a backlog's worth, admitting or closing each before the
+        next, so the connections in hand never outrun the descriptor budget."""
+        loop = self._loop
+        assert loop is not None
+        for _ in range(self._limits.backlog):
+            try:
+                sock, peer = listening.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in (errno.ECONNABORTED, errno.EPROTO, errno.EPERM):
+                    continue  # the client gave up before it was accepted
+                # out of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM) or anything else: not at once again
+                self._log_refusal(f"accept() failed: {exc}")
+                self._pause(listening)
+                return
+            host = str(peer[0])
+            refused = self._limits.admit(host, loop.time())
+            if refused is not None:
+                sock.close()
+                self._log_refusal(refused)
+                continue
+            task = loop.create_task(self._serve(sock, host, int(peer[1])))
+            self._connections.add(task)
+            task.add_done_callback(functools.partial(self._ended, sock=sock, host=host))
+
+    def _ended(self, task: asyncio.Task[None], sock: socket.socket, host: str) -> None:
+        """A connection's task is done (even one cancelled before it ran): its slot comes back, and its socket is
+        closed here unless a transport took it (the transport closes it, once it is off the selector)."""
+        self._connections.discard(task)
+        self._limits.release(host)
+        if sock in self._transported:
+            self._transported.discard(sock)
+        else:
+            sock.close()
+
+    def _pause(self, listening: socket.socket) -> None:
+        loop = self._loop
+        assert loop is not None
+        loop.remove_reader(listening.fileno())
+
+        def resume() -> None:
+            if listening in self._sockets:
+                loop.add_reader(listening.fileno(), self._accept, listening)
+
+        self._resume.append(loop.call_later(ACCEPT_PAUSE_S, resume))
 
     async def _close_idle_connections(self) -> None:
         """Close connections that waited for a request longer than ``connections.max.idle.ms``."""
@@ -306,43 +375,52 @@ class Server:
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
-        if self._server is not None:
-            self._server.close()
+        for handle in self._resume:
+            handle.cancel()
+        sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            if self._loop is not None:
+                self._loop.remove_reader(sock.fileno())
+            sock.close()
         for task in list(self._connections):
             task.cancel()
         if self._connections:
             await asyncio.gather(*self._connections, return_exceptions=True)
-        if self._server is not None:
-            await self._server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = writer.get_extra_info("peername") or ("?", 0)
-        refused = self._limits.admit(str(peer[0]))
-        if refused is not None:
-            self._log_refusal(refused)
-            writer.close()
-            return
+    async def _serve(self, sock: socket.socket, host: str, port: int) -> None:
+        """Serve one admitted connection (``_ended`` gives its slot back)."""
+        loop = asyncio.get_running_loop()
         try:
-            await self._serve_admitted(reader, writer, peer)
-        finally:
-            self._limits.release(str(peer[0]))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            reader = asyncio.StreamReader(limit=_STREAM_LIMIT, loop=loop)
+            protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+            transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock)
+        except (OSError, asyncio.CancelledError):
+            return
+        self._transported.add(sock)
+        writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+        await self._serve_admitted(reader, writer, (host, port))
 
     def _log_refusal(self, reason: str) -> None:
-        now = asyncio.get_running_loop().time()
-        if now - self._refusals_logged >= RESOURCE_LOG_INTERVAL_S:
-            log.warning("refusing new connections: %s (said once a minute)", reason)
-            self._refusals_logged = now
+        assert self._loop is not None
+        now = self._loop.time()
+        if now - self._refusals_logged < RESOURCE_LOG_INTERVAL_S:
+            self._refusals_unlogged += 1
+            return
+        log.warning(
+            "refusing new connections: %s (%d more refused since the last report; said once a minute; "
+            "existing connections are served)",
+            reason,
+            self._refusals_unlogged,
+        )
+        self._refusals_logged, self._refusals_unlogged = now, 0
 
     async def _serve_admitted(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: tuple[str, int]
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
         loop = asyncio.get_running_loop()
-        sock: socket.socket | None = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._next_id += 1
         info = ConnectionInfo(f"{self._listener}-{self._next_id}", str(peer[0]), int(peer[1]), self._listener)
         try:
@@ -376,7 +454,6 @@ class Server:
         except Exception:
             log.exception("closing connection %s after an unexpected error", info.connection_id)
         finally:
-            self._connections.discard(task)
             self._idle_since.pop(task, None)
             writer.close()
             try:

@@ -15,6 +15,10 @@ BLOCK_SIZE = 1000
 FILE_NAME = "producer-id-block"
 
 
+class ProducerIdsUnavailableError(RuntimeError):
+    """No producer id can be handed out now (cluster mode: the block is used up and ZooKeeper did not answer)."""
+
+
 class ProducerIdManager:
     """Not thread-safe; the event loop owns it."""
 

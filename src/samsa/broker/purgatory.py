@@ -1,9 +1,15 @@
 """Where requests wait: long-poll fetches until data arrives, acks=all produces until the high watermark moves.
 
-A waiter names the partitions it watches; ``notify(tp)`` wakes every waiter watching ``tp``. Waiting is bounded
-by the request's own timeout, so a request leaves the purgatory either woken or timed out, never stranded.
+A waiter names the partitions it watches and a deadline on the broker's ``Clock`` (monotonic milliseconds);
+``notify(tp)`` wakes every waiter watching ``tp``. A wait ends when it is notified (``wait`` returns True) or when
+its deadline passes (False), never stranded.
 
-Event-loop thread only.
+The deadline is the injected clock's: with the system clock a loop timer fires at it. A clock that moves only when
+told (``ManualClock``, the pytest plugin's ``samsa_clock``) tells the purgatory when it is advanced, and waiters
+whose deadline it passed end then; the same deadline in real time still bounds the wait, so a test that never
+advances its clock sees a long poll end as a client expects rather than hang.
+
+Event-loop thread only (a manual clock's advance may come from another thread: it is handed to the loop).
 """
 
 from __future__ import annotations
@@ -11,35 +17,78 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Hashable, Iterable
 
+from samsa.clock import SYSTEM_CLOCK, Clock
+
+
+class _Waiter:
+    __slots__ = ("deadline_ms", "event", "expired")
+
+    def __init__(self, deadline_ms: int) -> None:
+        self.deadline_ms = deadline_ms
+        self.event = asyncio.Event()
+        self.expired = False
+
 
 class Purgatory:
-    """Watchers keyed by a hashable key (a TopicPartition)."""
+    """Waiters keyed by a hashable key (a TopicPartition), with deadlines on ``clock`` (module doc)."""
 
-    def __init__(self) -> None:
-        self._watchers: dict[Hashable, set[asyncio.Event]] = {}
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._clock = clock
+        self._watchers: dict[Hashable, set[_Waiter]] = {}
+        self._waiting: set[_Waiter] = set()
+        self._subscribed = False
 
-    async def wait(self, keys: Iterable[Hashable], timeout_s: float) -> bool:
-        """Wait until one of ``keys`` is notified or ``timeout_s`` passes; True when woken."""
-        event = asyncio.Event()
+    async def wait(self, keys: Iterable[Hashable], deadline_ms: int) -> bool:
+        """Wait until one of ``keys`` is notified (True) or the clock reaches ``deadline_ms`` (False)."""
+        remaining_ms = deadline_ms - self._clock.monotonic_ms()
+        if remaining_ms <= 0:
+            return False
+        self._subscribe()
+        waiter = _Waiter(deadline_ms)
         watched = list(keys)
         for key in watched:
-            self._watchers.setdefault(key, set()).add(event)
+            self._watchers.setdefault(key, set()).add(waiter)
+        self._waiting.add(waiter)
         try:
-            await asyncio.wait_for(event.wait(), timeout_s)
-            return True
+            await asyncio.wait_for(waiter.event.wait(), remaining_ms / 1000)
+            return not waiter.expired
         except asyncio.TimeoutError:
             return False
         finally:
+            self._waiting.discard(waiter)
             for key in watched:
                 waiters = self._watchers.get(key)
                 if waiters is not None:
-                    waiters.discard(event)
+                    waiters.discard(waiter)
                     if not waiters:
                         del self._watchers[key]
 
     def notify(self, key: Hashable) -> None:
-        for event in self._watchers.get(key, ()):
-            event.set()
+        for waiter in self._watchers.get(key, ()):
+            waiter.event.set()
 
     def watched(self) -> int:
         return sum(len(w) for w in self._watchers.values())
+
+    def _subscribe(self) -> None:
+        """With a clock that is advanced by hand, learn of each advance (on this loop)."""
+        if self._subscribed:
+            return
+        self._subscribed = True
+        on_advance = getattr(self._clock, "on_advance", None)
+        if on_advance is None:
+            return
+        loop = asyncio.get_running_loop()
+
+        def advanced() -> None:  # the advancing thread
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self._expire_due)
+
+        on_advance(advanced)
+
+    def _expire_due(self) -> None:
+        now = self._clock.monotonic_ms()
+        for waiter in list(self._waiting):
+            if waiter.deadline_ms <= now:
+                waiter.expired = True
+                waiter.event.set()

@@ -197,8 +197,8 @@ class ReplicaManager:
         self.clock = clock
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.partitions: dict[TopicPartition, Partition] = {}
-        self.fetch_purgatory = Purgatory()
-        self.produce_purgatory = Purgatory()
+        self.fetch_purgatory = Purgatory(clock)
+        self.produce_purgatory = Purgatory(clock)
         # Cluster mode sets these (``ZkBroker``); the single-broker default has no followers and no controller.
         self.fetchers: FollowerFetchers | None = None
         self.isr_changes: IsrChangeSender | None = None
@@ -479,6 +479,7 @@ class ReplicaManager:
         deadline = self.clock.monotonic_ms() + max(timeout_ms, 0)
         answers: dict[TopicPartition, ErrorCode] = {}
         waiting = dict(pending)
+        timed_out = False
         while True:
             for tp, last_offset in list(waiting.items()):
                 partition = self.partitions.get(tp)
@@ -490,13 +491,12 @@ class ReplicaManager:
                 else:
                     continue
                 del waiting[tp]
-            remaining_ms = deadline - self.clock.monotonic_ms()
             if not waiting:
                 return answers
-            if remaining_ms <= 0:
+            if timed_out:
                 answers.update(dict.fromkeys(waiting, ErrorCode.REQUEST_TIMED_OUT))
                 return answers
-            await self.produce_purgatory.wait(list(waiting), remaining_ms / 1000)
+            timed_out = not await self.produce_purgatory.wait(list(waiting), deadline)
 
     # --- fetch -------------------------------------------------------------------------------------------------
 
@@ -582,7 +582,7 @@ class ReplicaManager:
             remaining_ms = deadline - self.clock.monotonic_ms()
             if ready >= min_bytes or errors or remaining_ms <= 0 or not requests:
                 return results
-            woken = await self.fetch_purgatory.wait([r.tp for r in requests], remaining_ms / 1000)
+            woken = await self.fetch_purgatory.wait([r.tp for r in requests], deadline)
             if not woken:
                 return self._read_all(requests, max_bytes, isolation)
 

@@ -61,13 +61,10 @@ BROKER_KEY_FOR_TOPIC_KEY.update(
 
 async def topic_overrides(broker: KafkaServer, topic: str) -> dict[str, str] | None:
     """The topic's own overrides; None when there is no such topic."""
-    zk_broker = broker.zk_broker
-    if zk_broker is None:
-        manager = broker.log_manager
-        return manager.topic_overrides(topic) if manager.partitions_of(topic) else None
-    if not zk_broker.metadata.partitions_of(topic):
+    store = broker.metadata_store
+    if not store.partitions_of(topic):
         return None
-    return await zk_broker.topic_overrides(topic)
+    return await store.topic_overrides(topic)
 
 
 def effective_config(broker: KafkaServer, overrides: Mapping[str, str]) -> dict[str, str]:
@@ -117,8 +114,5 @@ async def replace_topic_overrides(
         return ErrorCode.INVALID_CONFIG, str(exc)
     if validate_only:
         return ErrorCode.NONE, None
-    if broker.zk_broker is not None:
-        await broker.zk_broker.set_topic_overrides(topic, dict(overrides))
-    else:
-        manager.update_topic_config(topic, dict(overrides))
+    await broker.metadata_store.set_topic_overrides(topic, dict(overrides))
     return ErrorCode.NONE, None

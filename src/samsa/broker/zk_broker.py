@@ -47,8 +47,8 @@ from samsa.cluster.elections import ElectionConfig
 from samsa.cluster.isr_channel import IsrChange, IsrChannel
 from samsa.cluster.metadata_cache import MetadataCache
 from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
-from samsa.cluster.zk_client import ZkClient
-from samsa.cluster.znodes import BrokerRegistration, Endpoint
+from samsa.cluster.zk_client import BrokerAlreadyRegisteredError, ZkClient
+from samsa.cluster.znodes import BrokerRegistration, Endpoint, ProducerIdBlock
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from samsa.protocol.messages.leader_and_isr import (
@@ -61,6 +61,7 @@ from samsa.protocol.messages.leader_and_isr import (
 from samsa.storage import StorageError
 from samsa.topic_partition import TopicPartition
 
+from .producer_ids import ProducerIdsUnavailableError
 from .replica_manager import Partition, ReplicaState
 
 if TYPE_CHECKING:
@@ -69,6 +70,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CONTROLLED_SHUTDOWN = 7
+
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+PRODUCER_ID_PREFETCH = 0.9
+PRODUCER_ID_WAIT_S = 5.0
 
 
 class InconsistentClusterIdError(RuntimeError):
@@ -82,6 +88,8 @@ class ZkBroker:
         config = server.config
         self.server = server
         session_timeout_ms = int(config.get("zookeeper.session.timeout.ms"))
+        self._session_timeout_ms = session_timeout_ms
+        self._waited_for_old_session = False
         self.connection_timeout_s = (
             int(config.get("zookeeper.connection.timeout.ms") or session_timeout_ms) / 1000
         )
@@ -106,7 +114,10 @@ class ZkBroker:
         self._registration: BrokerRegistration | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._next_producer_id = 0
+        self._producer_block_start = 0
         self._producer_block_end = -1  # inclusive; -1: no block yet
+        self._prefetched: ProducerIdBlock | None = None  # the next block, fetched ahead
+        self._prefetch: asyncio.Task[None] | None = None
         self._producer_block_lock = asyncio.Lock()
         self.highest_controller_epoch = -1
         replicas = server.replica_manager
@@ -168,10 +179,30 @@ class ZkBroker:
         await self._config_changed()
         await self.controller.start()
         self._spawn(self._shrink_isr_periodically())
+        self._prefetch = asyncio.get_running_loop().create_task(
+            self._fetch_block()
+        )  # ids before ZooKeeper is needed
 
     async def _register(self) -> None:
         assert self._registration is not None
-        self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, self._registration)
+        # A broker restarted within zookeeper.session.timeout.ms of a crash finds its old session's znode still
+        # there: wait for that session to expire (a duplicate broker.id keeps its session alive, and fails after).
+        deadline = asyncio.get_running_loop().time() + self._session_timeout_ms * 1.5 / 1000 + 2
+        while True:
+            try:
+                self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, self._registration)
+                break
+            except BrokerAlreadyRegisteredError:
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise
+                if not self._waited_for_old_session:
+                    self._waited_for_old_session = True
+                    log.warning(
+                        "broker.id %d is still registered by an earlier session (a restart within "
+                        "zookeeper.session.timeout.ms?): waiting for it to expire",
+                        self.server.node_id,
+                    )
+                await asyncio.sleep(0.5)
         log.info(
             "broker %d registered in ZooKeeper (broker epoch %d)", self.server.node_id, self.broker_epoch
         )
@@ -239,14 +270,34 @@ class ZkBroker:
         task.add_done_callback(self._tasks.discard)
 
     async def next_producer_id(self) -> int:
-        """A producer id no other broker of the cluster hands out."""
+        """A producer id no other broker of the cluster hands out. The next block is fetched in the background
+        once 90% of the current one is used (and the first at registration), so producers still get ids while
+        ZooKeeper is briefly away; with no id left and ZooKeeper unreachable, ProducerIdsUnavailableError."""
         async with self._producer_block_lock:
             if self._next_producer_id > self._producer_block_end:
-                block = await asyncio.to_thread(self.zk.allocate_producer_ids, self.server.node_id)
-                self._next_producer_id, self._producer_block_end = block.block_start, block.block_end
+                await self._take_next_block()
             producer_id = self._next_producer_id
             self._next_producer_id += 1
+            used = self._next_producer_id - self._producer_block_start
+            if self._prefetched is None and used >= PRODUCER_ID_PREFETCH * PRODUCER_ID_BLOCK_SIZE:
+                self._prefetch = asyncio.get_running_loop().create_task(self._fetch_block())
             return producer_id
+
+    async def _take_next_block(self) -> None:
+        if self._prefetched is None:
+            if self._prefetch is None or (self._prefetch.done() and self._prefetch.exception() is not None):
+                self._prefetch = asyncio.get_running_loop().create_task(self._fetch_block())
+            try:
+                await asyncio.wait_for(asyncio.shield(self._prefetch), PRODUCER_ID_WAIT_S)
+            except (asyncio.TimeoutError, Exception) as exc:
+                raise ProducerIdsUnavailableError(f"no producer id block from ZooKeeper: {exc!r}") from None
+        block, self._prefetched, self._prefetch = self._prefetched, None, None
+        assert block is not None
+        self._producer_block_start = self._next_producer_id = block.block_start
+        self._producer_block_end = block.block_end
+
+    async def _fetch_block(self) -> None:
+        self._prefetched = await asyncio.to_thread(self.zk.allocate_producer_ids, self.server.node_id)
 
     async def controlled_shutdown(self) -> bool:
         """Ask the controller to move this broker's leaderships away before it stops (Kafka's controlled
@@ -338,6 +389,8 @@ class ZkBroker:
         self._closing = True
         for task in list(self._tasks):
             task.cancel()
+        if self._prefetch is not None:
+            self._prefetch.cancel()
         await self.fetchers.close()
         await self.isr_channel.close()
         await self.controller.stop()

@@ -237,6 +237,27 @@ def console_consumer(
     """Print the records of a topic to stdout (like kafka-console-consumer.sh)."""
     consumer_props = parse_properties(consumer_properties)
     isolation = consumer_props.get("isolation.level", isolation_level)
+    options = ConsumeOptions(
+        topic,
+        partition,
+        _start(partition, offset, from_beginning),
+        max_messages,
+        timeout_ms,
+        1 if isolation == "read_committed" else 0,
+        consumer_props.get("allow.auto.create.topics", "true").strip().lower() == "true",
+    )
+    formatter = MessageFormatter.from_properties(parse_properties(properties))
+    try:
+        asyncio.run(_consume(bootstrap_server, options, formatter, sys.stdout.buffer))
+    except KeyboardInterrupt:
+        pass
+    except KafkaError as exc:
+        log_line(str(exc))
+        sys.exit(1)
+
+
+def _start(partition: int | None, offset: str | None, from_beginning: bool) -> str:
+    """Where to start: "earliest", "latest" or an offset; the tool's usage errors for the ones it refuses."""
     if offset is not None and partition is None:
         usage_error("The partition is required when offset is specified.")
     if offset is not None and from_beginning:
@@ -246,40 +267,26 @@ def console_consumer(
         usage_error(
             "The provided offset value is incorrect. Valid values are 'earliest', 'latest', or a non-negative long."
         )
-    options = ConsumeOptions(
-        topic,
-        partition,
-        start,
-        max_messages,
-        timeout_ms,
-        1 if isolation == "read_committed" else 0,
-        consumer_props.get("allow.auto.create.topics", "true").strip().lower() == "true",
-    )
-    formatter = MessageFormatter.from_properties(parse_properties(properties))
-    out: BinaryIO = sys.stdout.buffer
+    return start
 
-    async def run() -> int:
-        async with KafkaClient(bootstrap_server, client_id=CLIENT_ID) as client:
-            consumer = ConsoleConsumer(client, options, formatter, out)
-            try:
-                await consumer.run()
-            except TimeoutError:
-                log_line(
-                    "Error processing message, terminating consumer process:  "
-                    f"({TOOL_CLASS})\norg.apache.kafka.common.errors.TimeoutException"
-                )
-            finally:
-                out.flush()
-                click.echo(f"Processed a total of {consumer.count} messages", err=True)
-            return consumer.count
 
-    try:
-        asyncio.run(run())
-    except KeyboardInterrupt:
-        pass
-    except KafkaError as exc:
-        log_line(str(exc))
-        sys.exit(1)
+async def _consume(
+    bootstrap_server: str, options: ConsumeOptions, formatter: MessageFormatter, out: BinaryIO
+) -> int:
+    """Consume until done (or the timeout, which ends the tool as Kafka's does); the records printed."""
+    async with KafkaClient(bootstrap_server, client_id=CLIENT_ID) as client:
+        consumer = ConsoleConsumer(client, options, formatter, out)
+        try:
+            await consumer.run()
+        except TimeoutError:
+            log_line(
+                "Error processing message, terminating consumer process:  "
+                f"({TOOL_CLASS})\norg.apache.kafka.common.errors.TimeoutException"
+            )
+        finally:
+            out.flush()
+            click.echo(f"Processed a total of {consumer.count} messages", err=True)
+        return consumer.count
 
 
 def usage_error(message: str) -> NoReturn:

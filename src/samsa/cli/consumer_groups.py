@@ -434,28 +434,8 @@ def consumer_groups(
         )
     spec = ResetSpec(to_earliest, to_latest, to_offset, to_datetime, shift_by)
     if reset_offsets:
-        scenarios = [
-            to_earliest,
-            to_latest,
-            to_offset is not None,
-            to_datetime is not None,
-            shift_by is not None,
-        ]
-        if sum(scenarios) != 1:
-            raise click.UsageError(
-                "Option --reset-offsets takes exactly one of --to-earliest, --to-latest, --to-offset, "
-                "--to-datetime, --shift-by"
-            )
-        if not topics and not all_topics:
-            raise click.UsageError("Option --reset-offsets needs one of --topic or --all-topics")
-        if dry_run and execute:
-            raise click.UsageError("Option --execute cannot be used with --dry-run")
-    if (members or state) and not describe:
-        raise click.UsageError("Options --members and --state need --describe")
-    if members and state:
-        raise click.UsageError("Options --members and --state cannot be used together")
-    if verbose and not members:
-        raise click.UsageError("Option --verbose needs --describe --members")
+        _check_reset_options(spec, topics, all_topics, dry_run, execute)
+    _check_describe_options(describe, DescribeView(members, verbose, state))
     if (describe or delete or reset_offsets) and not groups and not all_groups:
         raise click.UsageError("Option --describe, --delete and --reset-offsets need --group or --all-groups")
     try:
@@ -481,6 +461,36 @@ def consumer_groups(
         click.echo(NO_EXECUTE_WARNING)
     for line in lines:
         click.echo(line)
+
+
+def _check_reset_options(
+    spec: ResetSpec, topics: tuple[str, ...], all_topics: bool, dry_run: bool, execute: bool
+) -> None:
+    scenarios = [
+        spec.to_earliest,
+        spec.to_latest,
+        spec.to_offset is not None,
+        spec.to_datetime is not None,
+        spec.shift_by is not None,
+    ]
+    if sum(scenarios) != 1:
+        raise click.UsageError(
+            "Option --reset-offsets takes exactly one of --to-earliest, --to-latest, --to-offset, "
+            "--to-datetime, --shift-by"
+        )
+    if not topics and not all_topics:
+        raise click.UsageError("Option --reset-offsets needs one of --topic or --all-topics")
+    if dry_run and execute:
+        raise click.UsageError("Option --execute cannot be used with --dry-run")
+
+
+def _check_describe_options(describe: bool, view: DescribeView) -> None:
+    if (view.members or view.state) and not describe:
+        raise click.UsageError("Options --members and --state need --describe")
+    if view.members and view.state:
+        raise click.UsageError("Options --members and --state cannot be used together")
+    if view.verbose and not view.members:
+        raise click.UsageError("Option --verbose needs --describe --members")
 
 
 async def _run(

@@ -49,10 +49,16 @@ def segment_base_offsets(partition_dir: Path) -> list[int]:
 def walk_lookup(partition_dir: Path, target: int) -> tuple[list[LookupStep], Record | None]:
     """Find ``target`` the way a fetch does, returning each step taken and the record found."""
     steps: list[LookupStep] = []
-    bases = segment_base_offsets(partition_dir)
+    base = _find_segment(segment_base_offsets(partition_dir), target, steps)
+    position = _find_position(partition_dir, base, target, steps)
+    return steps, _scan(partition_dir, base, position, target, steps)
+
+
+def _find_segment(bases: list[int], target: int, steps: list[LookupStep]) -> int:
+    """The base offset of the segment holding ``target``: the last one <= ``target``, by binary search."""
     steps.append(LookupStep("segments", f"base offsets (from file names): {bases}"))
     lo, hi = 0, len(bases) - 1
-    while lo < hi:  # the last base offset <= target
+    while lo < hi:
         mid = (lo + hi + 1) // 2
         verdict = "<=" if bases[mid] <= target else ">"
         steps.append(
@@ -64,12 +70,16 @@ def walk_lookup(partition_dir: Path, target: int) -> tuple[list[LookupStep], Rec
             hi = mid - 1
     base = bases[lo]
     steps.append(LookupStep("segment", f"{base:020d}.log holds offsets from {base}"))
+    return base
+
+
+def _find_position(partition_dir: Path, base: int, target: int, steps: list[LookupStep]) -> int:
+    """Where the scan for ``target`` starts in the segment: the position of the largest indexed offset <= it."""
     with SegmentFiles(partition_dir, base).indexes() as (index, _):
         entries = [(e.offset, e.position) for e in map(index.entry, range(index.entries))]
-    position = 0
     lo, hi = 0, len(entries) - 1
     found = -1
-    while lo <= hi:  # the largest indexed offset <= target
+    while lo <= hi:
         mid = (lo + hi) // 2
         offset, _ = entries[mid]
         relation = "<=" if offset <= target else ">"
@@ -84,13 +94,20 @@ def walk_lookup(partition_dir: Path, target: int) -> tuple[list[LookupStep], Rec
             lo = mid + 1
         else:
             hi = mid - 1
-    if found >= 0:
-        offset, position = entries[found]
-        steps.append(
-            LookupStep("index entry", f"offset {offset} -> byte position {position} ({len(entries)} entries)")
-        )
-    else:
+    if found < 0:
         steps.append(LookupStep("index entry", "no entry at or below the offset: start at byte 0"))
+        return 0
+    offset, position = entries[found]
+    steps.append(
+        LookupStep("index entry", f"offset {offset} -> byte position {position} ({len(entries)} entries)")
+    )
+    return position
+
+
+def _scan(
+    partition_dir: Path, base: int, position: int, target: int, steps: list[LookupStep]
+) -> Record | None:
+    """Read batch headers from ``position`` until the batch holding ``target``; its record."""
     data = (partition_dir / f"{base:020d}.log").read_bytes()
     for batch in iter_batches(data, position):
         contains = batch.base_offset <= target <= batch.last_offset
@@ -105,10 +122,10 @@ def walk_lookup(partition_dir: Path, target: int) -> tuple[list[LookupStep], Rec
             record = next(r for r in iter_records(batch) if r.offset == target)
             scanned = batch.position - position
             steps.append(LookupStep("found", f"scanned {scanned} bytes of headers past the index entry"))
-            return steps, record
+            return record
         if batch.base_offset > target:
             break
-    return steps, None
+    return None
 
 
 def write_demo_data(data_dir: Path) -> None:

@@ -15,9 +15,16 @@ import shutil
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from samsa.cli.live_view import RunStatus
+    from samsa.spark.pipeline.job import PipelineConfig
+    from samsa.spark.pipeline.run import TrafficProducer
 
 
 def run_pipeline(
@@ -32,124 +39,184 @@ def run_pipeline(
     available_now: bool = False,
     live: bool = True,
 ) -> int:
+    """Run the job under a live table until ``duration`` passes or the topic is read; the windows written."""
     from rich.console import Console
-    from rich.live import Live
 
-    from samsa.cli.live_view import RunStatus, live_view
+    from samsa.cli.live_view import RunStatus
+    from samsa.spark.pipeline import job
     from samsa.spark.pipeline.accesslog import START_MS
-    from samsa.spark.pipeline.chart import write_chart
-    from samsa.spark.pipeline.job import (
-        DEAD_LETTER_TOPIC,
-        SOURCE_TOPIC,
-        STATS_TOPIC,
-        WATERMARK_MS,
-        PipelineConfig,
-        read_output,
-        start,
-    )
-    from samsa.spark.pipeline.run import (
-        SOURCE_PARTITIONS,
-        TrafficProducer,
-        caught_up,
-        ensure_topics,
-        latency_summary,
-        spark_session,
-        stats_latencies,
-        wait_until,
-    )
+    from samsa.spark.pipeline.run import SOURCE_PARTITIONS, TrafficProducer, ensure_topics
 
     console = Console()
-    ensure_topics(bootstrap_servers, {SOURCE_TOPIC: SOURCE_PARTITIONS, STATS_TOPIC: 1, DEAD_LETTER_TOPIC: 1})
-    spark_log = data_dir / "spark.log"
-    console.print(f"[bold]broker[/] {bootstrap_servers}   [bold]spark[/] {master}   [bold]data[/] {data_dir}")
-    console.print(f"starting Spark (its logs go to {spark_log})")
-    try:
-        spark = spark_session(master, log_file=spark_log)
-    except Exception as exc:  # its reason is in the log: a missing JDK, a port, memory
-        raise click.ClickException(f"Spark did not start: {exc}\n(Spark's log: {spark_log})") from exc
-    windows: list[dict[str, Any]] = []
+    topics = {job.SOURCE_TOPIC: SOURCE_PARTITIONS, job.STATS_TOPIC: 1, job.DEAD_LETTER_TOPIC: 1}
+    ensure_topics(bootstrap_servers, topics)
+    spark = _start_spark(console, bootstrap_servers, master, data_dir)
     output_dir = data_dir / "stats"
-    if output_dir.exists():
-        windows.extend(r.asDict() for r in read_output(spark, output_dir).collect())
-    cfg = PipelineConfig(
+    windows = _windows_written(spark, output_dir)
+    cfg = job.PipelineConfig(
         bootstrap_servers=bootstrap_servers,
         output_dir=output_dir,
         checkpoint_dir=data_dir / "checkpoint",
         available_now=available_now,
         on_batch=lambda batch_id, rows: windows.extend(rows),
     )
-    producer = (
-        TrafficProducer(
-            bootstrap_servers, SOURCE_TOPIC, data_dir / "generator.json", rate=rate, speedup=speedup
+    producer = None
+    if produce:
+        generator_state = data_dir / "generator.json"
+        producer = TrafficProducer(
+            bootstrap_servers, job.SOURCE_TOPIC, generator_state, rate=rate, speedup=speedup
         )
-        if produce
-        else None
-    )
     traffic_start_ms = START_MS if produce else None  # the generated traffic starts there, in every run
-    queries = start(spark, cfg)
+    queries = job.start(spark, cfg)
     if producer is not None:
         producer.start()
-    run = RunStatus(duration=duration, producing=producer is not None)
-
-    def view(done: bool = False) -> Any:
-        run.observe(queries[0].recentProgress)
-        produced = producer.produced if producer is not None else None
-        return live_view(console, windows, run.line(produced, len(windows), done=done), traffic_start_ms)
-
-    try:
-        with Live(view(), console=console, refresh_per_second=2, transient=not live) as shown:
-            while True:
-                time.sleep(0.5)
-                shown.update(view())
-                if producer is not None and producer.errors:
-                    raise click.ClickException(f"traffic producer failed: {producer.errors[0]}")
-                if any(q.exception() is not None for q in queries):
-                    raise click.ClickException(str(next(q.exception() for q in queries if q.exception())))
-                if available_now and not any(q.isActive for q in queries):
-                    break
-                if duration is not None and time.monotonic() - run.began >= duration:
-                    break
-            if producer is not None:
-                producer.stop()
-            run.end_traffic()
-            if not available_now:
-
-                def caught_up_shown() -> bool:
-                    shown.update(view())
-                    return caught_up(queries[0], bootstrap_servers, SOURCE_TOPIC)
-
-                if wait_until(caught_up_shown, timeout=120, poll=0.5):
-                    # the batch after the one that read the last lines emits the windows its watermark closed
-                    last = queries[0].lastProgress
-                    wait_until(
-                        lambda: (queries[0].lastProgress or {}).get("batchId", -1) > last["batchId"],
-                        timeout=3 * cfg.trigger_seconds
-                        + last["durationMs"].get("triggerExecution", 0) / 1000,
-                        poll=0.5,
-                    )
-            shown.update(view(done=True))
-    except KeyboardInterrupt:
-        console.print("stopping")
-    finally:
-        if producer is not None:
-            producer.stop()
-        durations = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in queries[0].recentProgress]
-        for q in queries:
-            q.stop()
+    status = RunStatus(duration=duration, producing=producer is not None)
+    watch = _Watch(console, cfg, queries, producer, windows, status, traffic_start_ms)
+    durations = watch.run(live=live)
     console.print()
+    return _report(
+        console, spark, cfg, durations, data_dir=data_dir, traffic_start_ms=traffic_start_ms, produced=produce
+    )
+
+
+def _windows_written(spark: Any, output_dir: Path) -> list[dict[str, Any]]:
+    """The windows an earlier run wrote to the Parquet output (none on a first run)."""
+    from samsa.spark.pipeline.job import read_output
+
+    return [r.asDict() for r in read_output(spark, output_dir).collect()] if output_dir.exists() else []
+
+
+def _start_spark(console: Console, bootstrap_servers: str, master: str, data_dir: Path) -> Any:
+    from samsa.spark.pipeline.run import spark_session
+
+    spark_log = data_dir / "spark.log"
+    console.print(f"[bold]broker[/] {bootstrap_servers}   [bold]spark[/] {master}   [bold]data[/] {data_dir}")
+    console.print(f"starting Spark (its logs go to {spark_log})")
+    try:
+        return spark_session(master, log_file=spark_log)
+    except Exception as exc:  # its reason is in the log: a missing JDK, a port, memory
+        raise click.ClickException(f"Spark did not start: {exc}\n(Spark's log: {spark_log})") from exc
+
+
+class _Watch:
+    """The live table over the running queries, and when to stop them. Main thread only."""
+
+    def __init__(
+        self,
+        console: Console,
+        cfg: PipelineConfig,
+        queries: list[Any],
+        producer: TrafficProducer | None,
+        windows: list[dict[str, Any]],
+        status: RunStatus,
+        traffic_start_ms: int | None,
+    ) -> None:
+        self.console = console
+        self.cfg = cfg
+        self.queries = queries
+        self.producer = producer
+        self.windows = windows
+        self.status = status
+        self.traffic_start_ms = traffic_start_ms
+
+    def view(self, done: bool = False) -> Any:
+        from samsa.cli.live_view import live_view
+
+        self.status.observe(self.queries[0].recentProgress)
+        produced = self.producer.produced if self.producer is not None else None
+        line = self.status.line(produced, len(self.windows), done=done)
+        return live_view(self.console, self.windows, line, self.traffic_start_ms)
+
+    def run(self, *, live: bool) -> list[float]:
+        """Show the table until the run ends (or Ctrl-C), stop the queries; the recent micro-batch durations."""
+        from rich.live import Live
+
+        try:
+            with Live(self.view(), console=self.console, refresh_per_second=2, transient=not live) as shown:
+                self._until_done(shown)
+                if self.producer is not None:
+                    self.producer.stop()
+                self.status.end_traffic()
+                if not self.cfg.available_now:
+                    self._until_caught_up(shown)
+                shown.update(self.view(done=True))
+        except KeyboardInterrupt:
+            self.console.print("stopping")
+        finally:
+            if self.producer is not None:
+                self.producer.stop()
+            durations = [
+                p["durationMs"].get("triggerExecution", 0) / 1000 for p in self.queries[0].recentProgress
+            ]
+            for q in self.queries:
+                q.stop()
+        return durations
+
+    def _until_done(self, shown: Any) -> None:
+        """Refresh every half second until the duration passes or an available-now run ends; raise on a failure."""
+        queries, duration = self.queries, self.status.duration
+        while True:
+            time.sleep(0.5)
+            shown.update(self.view())
+            if self.producer is not None and self.producer.errors:
+                raise click.ClickException(f"traffic producer failed: {self.producer.errors[0]}")
+            if any(q.exception() is not None for q in queries):
+                raise click.ClickException(str(next(q.exception() for q in queries if q.exception())))
+            if self.cfg.available_now and not any(q.isActive for q in queries):
+                return
+            if duration is not None and time.monotonic() - self.status.began >= duration:
+                return
+
+    def _until_caught_up(self, shown: Any) -> None:
+        """Wait for the query to read the last lines, then for the batch after it (it emits the closed windows)."""
+        from samsa.spark.pipeline.job import SOURCE_TOPIC
+        from samsa.spark.pipeline.run import caught_up, wait_until
+
+        query = self.queries[0]
+
+        def caught_up_shown() -> bool:
+            shown.update(self.view())
+            return caught_up(query, self.cfg.bootstrap_servers, SOURCE_TOPIC)
+
+        if not wait_until(caught_up_shown, timeout=120, poll=0.5):
+            return
+        last = query.lastProgress
+        wait_until(
+            lambda: (query.lastProgress or {}).get("batchId", -1) > last["batchId"],
+            timeout=3 * self.cfg.trigger_seconds + last["durationMs"].get("triggerExecution", 0) / 1000,
+            poll=0.5,
+        )
+
+
+def _report(
+    console: Console,
+    spark: Any,
+    cfg: PipelineConfig,
+    durations: list[float],
+    *,
+    data_dir: Path,
+    traffic_start_ms: int | None,
+    produced: bool,
+) -> int:
+    """Print the batch times, write the chart, print the latency summary, stop Spark; the windows written."""
+    from samsa.spark.pipeline.chart import write_chart
+    from samsa.spark.pipeline.job import STATS_TOPIC, WATERMARK_MS
+    from samsa.spark.pipeline.run import latency_summary, stats_latencies
+
     if durations:
         console.print(
             f"stats query: {len(durations)} recent micro-batches, median {statistics.median(durations):.2f} s, "
             f"max {max(durations):.2f} s (the first one includes Spark's warm-up)"
         )
-    rows = [r.asDict() for r in read_output(spark, output_dir).collect()] if output_dir.exists() else []
+    output_dir = cfg.output_dir
+    rows = _windows_written(spark, output_dir)
     chart = data_dir / "windows.png"
     if rows:
         write_chart(rows, chart, traffic_start_ms=traffic_start_ms)
         console.print(f"chart: {chart}")
     console.print(f"parquet: {output_dir} ({len(rows)} windows); watermark {WATERMARK_MS // 1000} s")
-    if produce:  # a replay of old records has no meaningful produce-to-window latency
-        console.print(latency_summary(stats_latencies(spark, bootstrap_servers, STATS_TOPIC)))
+    if produced:  # a replay of old records has no meaningful produce-to-window latency
+        console.print(latency_summary(stats_latencies(spark, cfg.bootstrap_servers, STATS_TOPIC)))
     spark.stop()
     return len(rows)
 

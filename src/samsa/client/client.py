@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -349,49 +350,19 @@ class KafkaClient:
         """Fetch from each partition's leader at ``positions``; errors are per partition (``error_code``)."""
         from samsa.protocol.messages import fetch as fe
 
+        limits = _FetchLimits(max_wait_ms, min_bytes, max_bytes, partition_max_bytes, isolation_level)
+
         async def call(node_id: int, tps: list[TopicPartition]) -> dict[TopicPartition, Any]:
             connection = await self.connection(node_id)
-            by_topic: dict[str, list[fe.FetchPartition]] = defaultdict(list)
-            for tp in tps:
-                by_topic[tp.topic].append(
-                    fe.FetchPartition(
-                        partition=tp.partition,
-                        current_leader_epoch=-1,
-                        fetch_offset=positions[tp],
-                        last_fetched_epoch=-1,
-                        log_start_offset=-1,
-                        partition_max_bytes=partition_max_bytes,
-                    )
-                )
-            request = fe.FetchRequest(
-                replica_id=-1,
-                max_wait_ms=max_wait_ms,
-                min_bytes=min_bytes,
-                max_bytes=max_bytes,
-                isolation_level=isolation_level,
-                session_id=0,
-                session_epoch=-1,
-                topics=[fe.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
-                rack_id="",
-            )
+            request = _fetch_request([(tp, positions[tp]) for tp in tps], limits)
             response = await connection.request(request, fe.FetchRequest.API_KEY)
             if response.error_code:
                 return {tp: (response.error_code, _empty_fetch(response.error_code)) for tp in tps}
-            out: dict[TopicPartition, Any] = {}
-            for topic in response.responses:
-                for p in topic.partitions:
-                    fetched = FetchedPartition(
-                        error_code=p.error_code,
-                        high_watermark=p.high_watermark,
-                        last_stable_offset=p.last_stable_offset,
-                        log_start_offset=p.log_start_offset,
-                        records=bytes(p.records) if p.records is not None else b"",
-                        aborted_transactions=tuple(
-                            (a.producer_id, a.first_offset) for a in (p.aborted_transactions or ())
-                        ),
-                    )
-                    out[TopicPartition(topic.topic, p.partition_index)] = (p.error_code, fetched)
-            return out
+            return {
+                TopicPartition(topic.topic, p.partition_index): (p.error_code, _fetched(p))
+                for topic in response.responses
+                for p in topic.partitions
+            }
 
         results = await self._per_leader(list(positions), call)
         return {
@@ -703,6 +674,58 @@ def _first_list(response: Any) -> list[Any]:
 
 def _error_or_none(error_code: int, message: str | None) -> BrokerError | None:
     return BrokerError.from_code(error_code, message) if error_code else None
+
+
+@dataclass(frozen=True, slots=True)
+class _FetchLimits:
+    """How long a Fetch may wait, how much it may return, and what it may read (``fetch``'s arguments)."""
+
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    partition_max_bytes: int
+    isolation_level: int
+
+
+def _fetch_request(partitions: list[tuple[TopicPartition, int]], limits: _FetchLimits) -> Any:
+    """A sessionless FetchRequest from a consumer for ``partitions`` (each with its fetch offset)."""
+    from samsa.protocol.messages import fetch as fe
+
+    by_topic: dict[str, list[fe.FetchPartition]] = defaultdict(list)
+    for tp, offset in partitions:
+        by_topic[tp.topic].append(
+            fe.FetchPartition(
+                partition=tp.partition,
+                current_leader_epoch=-1,
+                fetch_offset=offset,
+                last_fetched_epoch=-1,
+                log_start_offset=-1,
+                partition_max_bytes=limits.partition_max_bytes,
+            )
+        )
+    return fe.FetchRequest(
+        replica_id=-1,
+        max_wait_ms=limits.max_wait_ms,
+        min_bytes=limits.min_bytes,
+        max_bytes=limits.max_bytes,
+        isolation_level=limits.isolation_level,
+        session_id=0,
+        session_epoch=-1,
+        topics=[fe.FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+        rack_id="",
+    )
+
+
+def _fetched(p: Any) -> FetchedPartition:
+    """One partition of a Fetch response (``fetch.PartitionData``), its records copied out of the response."""
+    return FetchedPartition(
+        error_code=p.error_code,
+        high_watermark=p.high_watermark,
+        last_stable_offset=p.last_stable_offset,
+        log_start_offset=p.log_start_offset,
+        records=bytes(p.records) if p.records is not None else b"",
+        aborted_transactions=tuple((a.producer_id, a.first_offset) for a in (p.aborted_transactions or ())),
+    )
 
 
 def _empty_fetch(error_code: int) -> FetchedPartition:

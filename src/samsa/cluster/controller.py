@@ -513,8 +513,9 @@ class Controller:
         async def event() -> None:
             try:
                 done.set_result(await self._alter_partition(request))
-            except BaseException as exc:
-                done.set_exception(exc)
+            except BaseException:
+                # the controller lost ZooKeeper or was fenced mid-change: the leader asks the next controller
+                done.set_result(AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER))
                 raise
 
         event.__name__ = "alter_partition"

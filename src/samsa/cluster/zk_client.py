@@ -110,6 +110,11 @@ class ZkClient:
 
         self.kazoo.add_listener(listener)
 
+    @property
+    def connected(self) -> bool:
+        """Whether the session is connected now (calls made while it is not wait for a reconnection)."""
+        return bool(self.kazoo.connected)
+
     def close(self) -> None:
         """End the session: this broker's ephemeral znodes vanish at once (a clean stop is seen immediately)."""
         self.kazoo.stop()

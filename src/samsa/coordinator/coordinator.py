@@ -145,7 +145,7 @@ class GroupCoordinator:
             log.error("cannot load %s: %s", tp, exc)
             return
         for group_id in loaded.group_ids():
-            group = Group(group_id, self.config.group)
+            group = Group(group_id, self.config.group, rng=self.clock.random())
             offsets_topic.restore_group(group, loaded.groups.get(group_id), now)
             group.offsets.update(loaded.offsets.get(group_id, {}))
             self.groups[group_id] = group
@@ -274,7 +274,12 @@ class GroupCoordinator:
     def _group(self, group_id: str, create: bool = False) -> Group | None:
         group = self.groups.get(group_id)
         if group is None and create:
-            group = Group(group_id, self.config.group, state_timestamp_ms=self.clock.milliseconds())
+            group = Group(
+                group_id,
+                self.config.group,
+                state_timestamp_ms=self.clock.milliseconds(),
+                rng=self.clock.random(),
+            )
             self.groups[group_id] = group
         return group
 

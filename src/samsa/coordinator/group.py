@@ -6,6 +6,7 @@ the assignment) gets ``PENDING`` back, and its answer appears later in the group
 there by whichever later call completed it: another member's join, the leader's sync, or ``poll(now_ms)`` when a
 deadline passes. ``next_deadline()`` says when ``poll`` has work to do. The caller (``GroupCoordinator``) parks
 the request, drains the outbox after every call, and persists the group when ``take_store()`` says so.
+New member ids are drawn from the ``rng`` the group is given (the coordinator's clock's ``random()``).
 
 States and transitions (Kafka's names)::
 
@@ -22,6 +23,7 @@ Not thread-safe: the coordinator calls it from the event loop only.
 from __future__ import annotations
 
 import enum
+import random
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -173,6 +175,8 @@ class Group:
     join_deadline_ms: int | None = None
     initial_delay_deadline_ms: int | None = None
     sync_deadline_ms: int | None = None
+    rng: random.Random = field(default_factory=random.Random)
+    """Where member ids come from: the coordinator passes its clock's ``random()``, so tests fix them by seed."""
     _replies: list[Reply] = field(default_factory=list)
     _store: bool = False
 
@@ -255,7 +259,7 @@ class Group:
     def _join_unknown_member(self, request: JoinRequest, now_ms: int) -> JoinResult | Pending:
         instance_id = request.group_instance_id
         prefix = instance_id if instance_id is not None else request.client_id
-        new_member_id = f"{prefix}-{uuid.uuid4()}"
+        new_member_id = self._new_member_id(prefix)
         if instance_id is not None and instance_id in self.static_members:
             return self._replace_static_member(request, new_member_id, now_ms)
         if len(self.members) + len(self.pending_members) >= self.config.max_size:
@@ -264,6 +268,13 @@ class Group:
             self.pending_members[new_member_id] = now_ms + request.session_timeout_ms
             return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_member_id)
         return self._add_member_and_rebalance(request, new_member_id, now_ms)
+
+    def _new_member_id(self, prefix: str) -> str:
+        """``<prefix>-<uuid>`` (Kafka's form), drawn from ``rng`` and never one the group already holds."""
+        while True:
+            member_id = f"{prefix}-{uuid.UUID(int=self.rng.getrandbits(128), version=4)}"
+            if member_id not in self.members and member_id not in self.pending_members:
+                return member_id
 
     def _join_known_member(self, request: JoinRequest, now_ms: int) -> JoinResult | Pending:
         member_id = request.member_id

@@ -180,17 +180,7 @@ def build_batch(
     if timestamp_type is TimestampType.LOG_APPEND_TIME and items:
         append_time = max(r.timestamp for r in items) if log_append_time is None else log_append_time
         items = [Record(r.offset, append_time, r.key, r.value, r.headers) for r in items]
-    if items:
-        base_timestamp = items[0].timestamp
-        largest = max(r.timestamp for r in items)
-        last_offset_delta = items[-1].offset - base
-    else:
-        base_timestamp = largest = NO_TIMESTAMP
-        last_offset_delta = 0
-    if last_offset is not None:
-        if last_offset - base < last_offset_delta or last_offset - base > INT32_MAX:
-            raise ValueError(f"last offset {last_offset} does not fit the records from base offset {base}")
-        last_offset_delta = last_offset - base
+    base_timestamp, largest, last_offset_delta = _span(items, base, last_offset)
     if max_timestamp is None:
         max_timestamp = largest
     if delete_horizon_ms >= 0:
@@ -203,23 +193,39 @@ def build_batch(
     attributes |= TRANSACTIONAL_MASK if is_transactional else 0
     attributes |= CONTROL_MASK if is_control else 0
     attributes |= DELETE_HORIZON_MASK if delete_horizon_ms >= 0 else 0
+    producer = (producer_id, producer_epoch, base_sequence)
+    after_crc = (attributes, last_offset_delta, base_timestamp, max_timestamp, *producer, len(items))
+    return _assemble(base, partition_leader_epoch, after_crc, payload)
+
+
+def _span(items: list[Record], base_offset: int, last_offset: int | None) -> tuple[int, int, int]:
+    """(baseTimestamp, the largest timestamp, lastOffsetDelta) of ``items``, -1, -1 and 0 when there are none;
+    ``last_offset`` keeps a larger last offset (the cleaner's), which must fit an int32 delta."""
+    if items:
+        base_timestamp = items[0].timestamp
+        largest = max(r.timestamp for r in items)
+        last_offset_delta = items[-1].offset - base_offset
+    else:
+        base_timestamp = largest = NO_TIMESTAMP
+        last_offset_delta = 0
+    if last_offset is not None:
+        if last_offset - base_offset < last_offset_delta or last_offset - base_offset > INT32_MAX:
+            raise ValueError(
+                f"last offset {last_offset} does not fit the records from base offset {base_offset}"
+            )
+        last_offset_delta = last_offset - base_offset
+    return base_timestamp, largest, last_offset_delta
+
+
+def _assemble(
+    base_offset: int, partition_leader_epoch: int, after_crc_fields: tuple[int, ...], payload: bytes
+) -> bytes:
+    """The batch's bytes: the fields before the CRC, the CRC-32C of everything after it, the fields after it
+    (attributes to record count, in ``V2_AFTER_CRC``'s order) and the records section."""
     try:
-        after_crc = V2_AFTER_CRC.pack(
-            attributes,
-            last_offset_delta,
-            base_timestamp,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            len(items),
-        )
-        prefix = V2_PREFIX.pack(
-            base,
-            RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload),
-            partition_leader_epoch,
-            MAGIC_V2,
-        )
+        after_crc = V2_AFTER_CRC.pack(*after_crc_fields)
+        size = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(payload)
+        prefix = V2_PREFIX.pack(base_offset, size, partition_leader_epoch, MAGIC_V2)
     except struct.error as exc:
         raise ValueError(f"a batch header field is out of range: {exc}") from exc
     crc = crc32c(payload, crc32c(after_crc))
@@ -356,46 +362,19 @@ def decode_batch(
         raise InvalidRecordError(f"batch at position {view.position} has magic {view.magic}, not 2")
     if verify_crc:
         view.ensure_valid()
-    start = view.position
-    (
-        base_offset,
-        batch_length,
-        leader_epoch,
-        magic,
-        crc,
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        count,
-    ) = view.v2_header()
+    header = view.v2_header()
+    count = header.records_count
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
+    attributes = header.attributes
     codec = CompressionType.from_id(attributes & COMPRESSION_MASK)
-    payload = view.buf[start + RECORD_BATCH_OVERHEAD : view.end]
+    payload = view.buf[view.position + RECORD_BATCH_OVERHEAD : view.end]
     data = bytes(payload) if codec is CompressionType.NONE else decompress(codec, payload, magic=MAGIC_V2)
-    append_time = max_timestamp if attributes & TIMESTAMP_TYPE_MASK else None
-    records = decode_records(data, count, base_offset, base_timestamp, append_time)
+    append_time = header.max_timestamp if attributes & TIMESTAMP_TYPE_MASK else None
+    records = decode_records(data, count, header.base_offset, header.base_timestamp, append_time)
     controls = tuple(parse_control_record(r) for r in records) if attributes & CONTROL_MASK else ()
-    return DecodedBatch(
-        base_offset,
-        batch_length,
-        leader_epoch,
-        magic,
-        crc,
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        tuple(records),
-        controls,
-    )
+    fields = header[:12]  # every header field but the record count, in DecodedBatch's order
+    return DecodedBatch(*fields, records=tuple(records), control_records=controls)
 
 
 def decode_records(
@@ -405,6 +384,8 @@ def decode_records(
 
     The one-byte varint fast path is inlined: this loop is the whole cost of a decode.
     """
+    # Long on purpose: one loop over the records with the varints decoded inline. A helper per record or per
+    # varint costs a Python call each (five varints a record), which is what bench_records.py's decode measures.
     records: list[Record] = []
     emit = records.append
     end = len(data)
@@ -494,6 +475,55 @@ def decode_records(
     if pos != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
     return records
+
+
+def keyless_records(
+    batch: BatchView | bytes | bytearray | memoryview, *, max_inflated: int | None = None
+) -> list[int]:
+    """The positions in a v2 batch (0 for its first record) of the records without a key: what a compacted
+    topic refuses. Reads each record's length and key length only, so the memory it takes is the inflated
+    records, never a record object each; with ``max_inflated``, compressed records that would inflate past it
+    raise InflatedTooLargeError having inflated at most that much. Raises as ``decode_batch`` for a malformed
+    batch (the CRC is not checked: the caller has)."""
+    view = as_view(batch)
+    if view.size_in_bytes < RECORD_BATCH_OVERHEAD or view.magic != MAGIC_V2:
+        return [i for i, r in enumerate(decode_batch(view, verify_crc=False).records) if r.key is None]
+    header = view.v2_header()
+    count = header.records_count
+    if count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch")
+    codec = CompressionType.from_id(header.attributes & COMPRESSION_MASK)
+    payload = view.buf[view.position + RECORD_BATCH_OVERHEAD : view.end]
+    data = (
+        payload
+        if codec is CompressionType.NONE
+        else decompress(codec, payload, magic=MAGIC_V2, max_size=max_inflated)
+    )
+    keyless: list[int] = []
+    end = len(data)
+    pos = 0
+    try:
+        for i in range(count):
+            length, pos = decode_varint(data, pos)
+            body_end = pos + length
+            if length < 0 or body_end > end:
+                raise InvalidRecordError(
+                    f"Invalid record size: expected {length} bytes in record payload, but instead the buffer "
+                    f"has only {end - pos} remaining bytes."
+                )
+            _, pos = decode_varlong(data, pos + 1)  # after the attributes: timestampDelta
+            _, pos = decode_varint(data, pos)  # offsetDelta
+            key_length, pos = decode_varint(data, pos)
+            if key_length < 0:
+                keyless.append(i)
+            if pos > body_end:
+                raise InvalidRecordError(f"record {i} ends inside its own header")
+            pos = body_end
+    except VarintError as exc:
+        raise InvalidRecordError(f"Found invalid record structure: {exc}") from exc
+    if pos != end:
+        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
+    return keyless
 
 
 def _decode_headers(data: bytes, pos: int, body_end: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:

@@ -107,12 +107,16 @@ def encode_message(
 
 
 def decode_legacy(
-    batch: BatchView | bytes | bytearray | memoryview, *, verify_crc: bool = True
+    batch: BatchView | bytes | bytearray | memoryview,
+    *,
+    verify_crc: bool = True,
+    max_inflated: int | None = None,
 ) -> list[Record]:
     """The records of one shallow v0/v1 message: itself, or the inner messages of a compressed wrapper.
 
     Raises CorruptRecordError (size, CRC, codec stream) or InvalidRecordError (format rules, inner
-    compression, empty wrapper, impossible offsets); zstd raises UnsupportedCompressionError.
+    compression, empty wrapper, impossible offsets); zstd raises UnsupportedCompressionError. With
+    ``max_inflated``, a wrapper whose inner messages would inflate past it raises InflatedTooLargeError.
     """
     view = as_view(batch)
     magic = view.magic
@@ -127,7 +131,7 @@ def decode_legacy(
     codec = CompressionType.from_id(codec_id)
     if value is None:
         raise InvalidRecordError(f"compressed message at offset {offset} has a null value")
-    inner = _decode_inner(decompress(codec, value, magic=magic), offset, verify_crc)
+    inner = _decode_inner(decompress(codec, value, magic=magic, max_size=max_inflated), offset, verify_crc)
     if magic == MAGIC_V0:
         return inner
     if attributes & TIMESTAMP_TYPE_MASK:

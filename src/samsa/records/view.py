@@ -369,9 +369,33 @@ def iter_request_batches(buf: bytes | bytearray | memoryview, max_message_size: 
 
 V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 """The whole 61-byte v2 header in one unpack: baseOffset, batchLength, partitionLeaderEpoch, magic, crc,
-attributes, lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
-(for hot paths that need several fields of one batch at once)."""
-V2_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")
-"""baseOffset, batchLength, partitionLeaderEpoch: the fields a leader stamps, in one ``pack_into``."""
-V2_CRC_START = 21
-"""The CRC-32C covers the batch from the attributes field (byte 21) to its end."""
+attributes, lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount."""
+_V2_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+_V2_CRC_START = 21  # the CRC-32C covers the batch from the attributes field to its end
+
+
+def lone_v2_batch(buf: bytearray, max_size: int) -> tuple[int, int, int, int] | None:
+    """``buf`` read as exactly one valid v2 batch of at most ``max_size`` bytes: ``(batchLength, lastOffsetDelta,
+    maxTimestamp, producerId)``, what a leader append needs (a plain tuple: one is made per append); None when it is anything else (shorter or longer than its length field says, another magic, a
+    negative lastOffsetDelta, a CRC-32C that does not match), for a caller that then takes the general path, which
+    names the fault. One unpack and one C CRC call: the produce path's common case, per partition."""
+    size = len(buf)
+    if size < RECORD_BATCH_OVERHEAD or size > max_size:
+        return None
+    header = V2_HEADER.unpack_from(buf)
+    if (
+        header[3] != 2
+        or header[1] + LOG_OVERHEAD != size
+        or header[6] < 0
+        or CRC32C_C(memoryview(buf)[_V2_CRC_START:]) != header[4]
+    ):
+        return None
+    return header[1], header[6], header[8], header[9]
+
+
+def stamp_v2_batch(
+    buf: bytearray | memoryview, position: int, batch_length: int, base_offset: int, epoch: int
+) -> None:
+    """Write a v2 batch's base offset and partition leader epoch in place, in one pack (``batch_length`` is the
+    batch's own length field, written back unchanged); the CRC does not cover them."""
+    _V2_OFFSET_LENGTH_EPOCH.pack_into(buf, position, base_offset, batch_length, epoch)

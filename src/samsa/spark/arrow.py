@@ -187,6 +187,34 @@ def _decode_run(buf: bytes, batches: list[_Batch], include_headers: bool) -> lis
     other field is decoded for all records at once and a record is accepted only if its fields end exactly at the
     record's end with a zero header count, which is what the reference decoder checks; anything else goes to it.
     """
+    prefix, walked = _walk_records(buf, batches)
+    if not prefix:  # nothing to decode: the batches that walked hold no records
+        return [batch.view for batch, ok in zip(batches, walked, strict=True) if not ok]
+    good = [b for b, ok in zip(batches, walked, strict=True) if ok]
+    whole, bad_batch = _decode_columns(buf, good, prefix, include_headers)
+    if len(good) == len(batches) and not bad_batch.any():
+        return [whole]
+    out: list[_Piece | BatchView] = []
+    row = run_lo = g = 0
+    for batch, ok in zip(batches, walked, strict=True):
+        accepted = ok and not bad_batch[g]
+        g += ok
+        if accepted:
+            row += batch.count
+            continue
+        if row > run_lo:
+            out.append(whole.slice(run_lo, row))
+        out.append(batch.view)
+        row += batch.count if ok else 0
+        run_lo = row
+    if row > run_lo:
+        out.append(whole.slice(run_lo, row))
+    return out
+
+
+def _walk_records(buf: bytes, batches: list[_Batch]) -> tuple[list[int], list[bool]]:
+    """Where each record of ``batches`` starts, found from the length prefixes (the one sequential step), and per
+    batch whether its walk ended exactly at its end; a batch whose walk did not contributes no positions."""
     prefix: list[int] = []
     append = prefix.append
     walked: list[bool] = []
@@ -198,7 +226,7 @@ def _decode_run(buf: bytes, batches: list[_Batch], include_headers: bool) -> lis
         )  # else the walk could run far past the end
         if ok:
             try:
-                for _ in range(batch.count):  # the one sequential step: 2-byte prefixes are checked below
+                for _ in range(batch.count):  # 2-byte prefixes are checked by _decode_columns
                     append(pos)
                     byte = buf[pos]
                     pos += 1 + (byte >> 1) if byte < 0x80 else 2 + ((byte & 0x7F) >> 1) + (buf[pos + 1] << 6)
@@ -208,87 +236,75 @@ def _decode_run(buf: bytes, batches: list[_Batch], include_headers: bool) -> lis
         if not ok:
             del prefix[mark:]
         walked.append(ok)
-    good = [b for b, ok in zip(batches, walked, strict=True) if ok]
-    n = len(prefix)
+    return prefix, walked
+
+
+def _decode_columns(
+    buf: bytes, good: list[_Batch], prefix: list[int], include_headers: bool
+) -> tuple[_Piece, np.ndarray]:
+    """The records of ``good`` (starting at ``prefix``) as one piece, and per batch whether one of its records is
+    not what the column decoder takes (its rows in the piece are then not to be used)."""
+    u8 = np.frombuffer(buf, np.uint8)
+    last = len(buf) - 1
+    p = np.array(prefix, np.int64)
+    b0 = u8[p]
+    b1 = u8[np.minimum(p + 1, last)]
+    two = b0 >= 0x80
+    # a 1- or 2-byte zig-zag length, non-negative: what the walk assumed
+    bad = ((b0 & 1) != 0) | (two & (b1 >= 0x80))
+    body = p + 1 + two
+    length = np.where(two, ((b0 & 0x7F) >> 1).astype(np.int64) + (b1.astype(np.int64) << 6), b0 >> 1)
+    body_end = body + length
+    ts_delta, at = _varints_or_bad(u8, body + 1, last, 10, bad)  # + 1: the attributes byte (unused)
+    offset_delta, at = _varints_or_bad(u8, at, last, 5, bad)
+    key_len, key_start = _varints_or_bad(u8, at, last, 5, bad)
+    value_len, value_start = _varints_or_bad(u8, key_start + np.maximum(key_len, 0), last, 5, bad)
+    at = value_start + np.maximum(value_len, 0)
+    bad |= (u8[np.minimum(at, last)] != 0) | (at + 1 != body_end)  # no headers, and nothing left over
+    counts = np.array([b.count for b in good], np.int64)
+    log_append = np.repeat(np.array([b.log_append for b in good], np.bool_), counts)
+    timestamps = _add_checked(
+        np.repeat(np.array([b.base_timestamp for b in good], np.int64), counts), ts_delta, bad
+    )
+    if log_append.any():
+        max_timestamps = np.repeat(np.array([b.max_timestamp for b in good], np.int64), counts)
+        timestamps = np.where(log_append, max_timestamps, timestamps)
+    offsets = _add_checked(
+        np.repeat(np.array([b.base_offset for b in good], np.int64), counts), offset_delta, bad
+    )
     bad_batch = np.zeros(len(good), np.bool_)
-    whole: _Piece | None = None
-    if n:
-        u8 = np.frombuffer(buf, np.uint8)
-        last = len(buf) - 1
-        p = np.array(prefix, np.int64)
-        b0 = u8[p]
-        b1 = u8[np.minimum(p + 1, last)]
-        two = b0 >= 0x80
-        # a 1- or 2-byte zig-zag length, non-negative: what the walk assumed
-        bad = ((b0 & 1) != 0) | (two & (b1 >= 0x80))
-        body = p + 1 + two
-        length = np.where(two, ((b0 & 0x7F) >> 1).astype(np.int64) + (b1.astype(np.int64) << 6), b0 >> 1)
-        body_end = body + length
-        ts_delta, at, too_long = _varints(u8, body + 1, last, 10)  # + 1: the attributes byte (unused)
-        if too_long is not None:
-            bad |= too_long
-        offset_delta, at, too_long = _varints(u8, at, last, 5)
-        if too_long is not None:
-            bad |= too_long
-        key_len, key_start, too_long = _varints(u8, at, last, 5)
-        if too_long is not None:
-            bad |= too_long
-        value_len, value_start, too_long = _varints(u8, key_start + np.maximum(key_len, 0), last, 5)
-        if too_long is not None:
-            bad |= too_long
-        at = value_start + np.maximum(value_len, 0)
-        bad |= (u8[np.minimum(at, last)] != 0) | (at + 1 != body_end)  # no headers, and nothing left over
-        counts = np.array([b.count for b in good], np.int64)
+    if bad.any():
+        bad_batch[np.repeat(np.arange(len(good)), counts)[bad]] = True
+    headers: list[list[dict[str, object]] | None] | None = [None] * len(prefix) if include_headers else None
+    piece = _Piece(
+        buf,
+        key_start,
+        key_len,
+        value_start,
+        value_len,
+        offsets,
+        timestamps,
+        log_append.astype(np.int32),
+        headers,
+    )
+    return piece, bad_batch
 
-        def per_row(values: list[int]) -> np.ndarray:
-            return np.repeat(np.array(values, np.int64), counts)
 
-        def plus(base: np.ndarray, delta: np.ndarray) -> np.ndarray:
-            """``base + delta``, with the rows that overflow int64 marked bad (the records path raises for them)."""
-            nonlocal bad
-            total: np.ndarray = base + delta
-            bad |= ((base ^ total) & (delta ^ total)) < 0
-            return total
+def _varints_or_bad(
+    u8: np.ndarray, at: np.ndarray, last: int, width: int, bad: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_varints`` with the rows whose varint is longer than ``width`` bytes marked in ``bad``."""
+    value, end, too_long = _varints(u8, at, last, width)
+    if too_long is not None:
+        bad |= too_long
+    return value, end
 
-        log_append = np.repeat(np.array([b.log_append for b in good], np.bool_), counts)
-        timestamps = plus(per_row([b.base_timestamp for b in good]), ts_delta)
-        if log_append.any():
-            timestamps = np.where(log_append, per_row([b.max_timestamp for b in good]), timestamps)
-        offsets = plus(per_row([b.base_offset for b in good]), offset_delta)
-        if bad.any():
-            bad_batch[np.repeat(np.arange(len(good)), counts)[bad]] = True
-        whole = _Piece(
-            buf,
-            key_start,
-            key_len,
-            value_start,
-            value_len,
-            offsets,
-            timestamps,
-            log_append.astype(np.int32),
-            [None] * n if include_headers else None,
-        )
-    if n and len(good) == len(batches) and not bad_batch.any():
-        assert whole is not None
-        return [whole]
-    out: list[_Piece | BatchView] = []
-    row = run_lo = g = 0
-    for batch, ok in zip(batches, walked, strict=True):
-        accepted = ok and not bad_batch[g]
-        g += ok
-        if accepted:
-            row += batch.count
-            continue
-        if row > run_lo:
-            assert whole is not None
-            out.append(whole.slice(run_lo, row))
-        out.append(batch.view)
-        row += batch.count if ok else 0
-        run_lo = row
-    if row > run_lo:
-        assert whole is not None
-        out.append(whole.slice(run_lo, row))
-    return out
+
+def _add_checked(base: np.ndarray, delta: np.ndarray, bad: np.ndarray) -> np.ndarray:
+    """``base + delta``, with the rows that overflow int64 marked in ``bad`` (the records path raises for them)."""
+    total: np.ndarray = base + delta
+    bad |= ((base ^ total) & (delta ^ total)) < 0
+    return total
 
 
 def _shared_bytes(view: BatchView) -> bytes | None:
@@ -311,65 +327,93 @@ def decode_views(views: Sequence[BatchView | _Piece], include_headers: bool) -> 
 
 def _column_items(views: Sequence[BatchView | _Piece], include_headers: bool) -> list[_Piece | BatchView]:
     """``decode_views`` before the records path: the batches the column decoder refuses stay views."""
-    out: list[_Piece | BatchView] = []
-    run: list[_Batch] = []
-    run_buffer: bytes | None = None  # the shared buffer of the run; None: a run of joined payloads
-    joined: list[bytes] = []
-    joined_size = 0
-
-    def end_run() -> None:
-        nonlocal run_buffer, joined_size
-        if run:
-            buf = run_buffer if run_buffer is not None else b"".join(joined)
-            out.extend(_decode_run(buf, run, include_headers))
-        run.clear()
-        joined.clear()
-        run_buffer, joined_size = None, 0
-
-    last_buf: memoryview | None = None  # views of one buffer share the memoryview: look its bytes up once
-    last_shared: bytes | None = None
+    runs = _Runs(include_headers)
     for item in views:
         if isinstance(item, _Piece):
-            end_run()
-            out.append(item)
-            continue
-        view = item
+            runs.keep(item)
+        else:
+            runs.add(item)
+    runs.end_run()
+    return runs.out
+
+
+class _Runs:
+    """Collects consecutive v2 batches into runs that ``_decode_run`` decodes together: uncompressed batches of one
+    shared buffer are read in place; other payloads (decompressed, or of a buffer that is not ``bytes``) are
+    joined into one. Everything else is passed through, in order, into ``out``. Not thread-safe; one per call."""
+
+    def __init__(self, include_headers: bool) -> None:
+        self.include_headers = include_headers
+        self.out: list[_Piece | BatchView] = []
+        self._run: list[_Batch] = []
+        self._run_buffer: bytes | None = None  # the shared buffer of the run; None: a run of joined payloads
+        self._joined: list[bytes] = []
+        self._joined_size = 0
+        self._last_buf: memoryview | None = None  # views of one buffer share the memoryview: look it up once
+        self._last_shared: bytes | None = None
+
+    def end_run(self) -> None:
+        if self._run:
+            buf = self._run_buffer if self._run_buffer is not None else b"".join(self._joined)
+            self.out.extend(_decode_run(buf, self._run, self.include_headers))
+        self._run.clear()
+        self._joined.clear()
+        self._run_buffer, self._joined_size = None, 0
+
+    def keep(self, item: _Piece | BatchView) -> None:
+        """``item`` as it is, after the run so far."""
+        self.end_run()
+        self.out.append(item)
+
+    def add(self, view: BatchView) -> None:
         position = view.position
         header = view.v2_header() if len(view.buf) - position >= RECORD_BATCH_OVERHEAD else None
         if header is None or header.magic != 2 or header.size < RECORD_BATCH_OVERHEAD - 12:
-            end_run()
-            out.append(view)
-            continue
-        base_offset, size, attributes = header.base_offset, header.size, header.attributes
-        base_ts, max_ts, count = header.base_timestamp, header.max_timestamp, header.records_count
-        codec = attributes & 0x07
-        start, end = position + RECORD_BATCH_OVERHEAD, position + 12 + size
-        if codec == 0 and view.buf is not last_buf:
-            last_buf, last_shared = view.buf, _shared_bytes(view)
-        shared = last_shared if codec == 0 else None
+            self.keep(view)
+            return
+        codec = header.attributes & 0x07
+        start, end = position + RECORD_BATCH_OVERHEAD, position + 12 + header.size
+        if codec == 0 and view.buf is not self._last_buf:
+            self._last_buf, self._last_shared = view.buf, _shared_bytes(view)
+        shared = self._last_shared if codec == 0 else None
         if shared is not None:
-            if run_buffer is not shared:
-                end_run()
-                run_buffer = shared
+            if self._run_buffer is not shared:
+                self.end_run()
+                self._run_buffer = shared
         else:
-            payload = view.buf[start:end]
-            try:
-                data = bytes(payload) if codec == 0 else decompress(codec, payload)
-            except Exception:  # the reference decoder raises the same error, with its message
-                data = None
-            if data is None:
-                end_run()
-                out.append(view)
-                continue
-            if run_buffer is not None:
-                end_run()
-            joined.append(data)
-            start, end = joined_size, joined_size + len(data)
-            joined_size = end
-        log_append = bool(attributes & 0x08)
-        run.append(_Batch(view, start, end, count, base_offset, base_ts, max_ts, log_append))
-    end_run()
-    return out
+            span = self._join(view, codec, start, end)
+            if span is None:
+                self.keep(view)
+                return
+            start, end = span
+        log_append = bool(header.attributes & 0x08)
+        self._run.append(
+            _Batch(
+                view,
+                start,
+                end,
+                header.records_count,
+                header.base_offset,
+                header.base_timestamp,
+                header.max_timestamp,
+                log_append,
+            )
+        )
+
+    def _join(self, view: BatchView, codec: int, start: int, end: int) -> tuple[int, int] | None:
+        """The payload ``view.buf[start:end]`` (decompressed) appended to the joined run: its span there; None
+        when it does not decompress (the records path raises the same error, with its message)."""
+        payload = view.buf[start:end]
+        try:
+            data = bytes(payload) if codec == 0 else decompress(codec, payload)
+        except Exception:
+            return None
+        if self._run_buffer is not None:
+            self.end_run()
+        self._joined.append(data)
+        start, end = self._joined_size, self._joined_size + len(data)
+        self._joined_size = end
+        return start, end
 
 
 def piece_from_batch(view: BatchView, include_headers: bool) -> _Piece | None:
@@ -510,6 +554,15 @@ class RecordBatchBuilder:
         self._rows += max(view.records_count, 1) if v2 else 1  # an estimate: cuts only
         self._bytes += view.size_in_bytes
         return self._full()
+
+    def add_range(self, view: BatchView, lo: int, hi: int | None) -> list[pa.RecordBatch]:
+        """Append the records of one batch whose offsets are in [lo, hi) (no upper bound when ``hi`` is None):
+        the whole batch column-wise when all of it is wanted; RecordBatches when full."""
+        if lo <= view.base_offset and (hi is None or view.next_offset <= hi):
+            return self.add_view(view)
+        records = iter_records(view, verify_crc=False)
+        wanted = (r for r in records if lo <= r.offset and (hi is None or r.offset < hi))
+        return self.add(wanted, view.timestamp_type)
 
     def flush(self) -> pa.RecordBatch:
         queue, self._queue, self._rows, self._bytes = self._queue, [], 0, 0

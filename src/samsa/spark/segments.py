@@ -44,7 +44,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from samsa.records import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, BatchView, iter_batches, iter_records
+from samsa.records import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, BatchView, iter_batches
 from samsa.records.view import CONTROL_MASK
 from samsa.storage.errors import StorageError
 from samsa.storage.log_dir_reader import LogDirReader, SegmentFiles
@@ -247,7 +247,7 @@ def read_slice(
             if action is _Action.STOP:
                 break
             if action is _Action.TAKE:
-                yield from _add(builder, view, lo, hi)
+                yield from builder.add_range(view, lo, hi)
     if len(builder):
         yield builder.flush()
 
@@ -307,17 +307,6 @@ def _select(view: BatchView, lo: int, hi: int | None, min_ts: int | None) -> _Ac
     if min_ts is not None and max_ts < min_ts:
         return _Action.SKIP
     return _Action.TAKE
-
-
-def _add(builder: RecordBatchBuilder, view: BatchView, lo: int, hi: int | None) -> Iterator[pa.RecordBatch]:
-    """Append one batch's records in [lo, hi): column-wise when the whole batch is wanted."""
-    if lo <= view.base_offset and (hi is None or view.next_offset <= hi):
-        yield from builder.add_view(view)
-        return
-    records = iter_records(view, verify_crc=False)
-    yield from builder.add(
-        (r for r in records if lo <= r.offset and (hi is None or r.offset < hi)), view.timestamp_type
-    )
 
 
 class SegmentsReader(DataSourceReader):  # type: ignore[misc]

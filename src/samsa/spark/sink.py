@@ -14,7 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
@@ -25,7 +25,11 @@ from samsa.protocol import ErrorCode
 from samsa.records import Record, build_batch
 
 from .arrow import headers_from_arrow
+from .connection import broker_error, connect
 from .options import SamsaOptionError
+
+if TYPE_CHECKING:
+    from samsa.client import SyncClient
 
 BATCH_RECORDS = 2000
 
@@ -62,7 +66,9 @@ def _as_bytes(value: Any) -> bytes | None:
     return bytes(value)
 
 
-def topic_partition_count(client: Any, topic: str, bootstrap_servers: str, wait_s: float = 10.0) -> int:
+def topic_partition_count(
+    client: SyncClient, topic: str, bootstrap_servers: str, wait_s: float = 10.0
+) -> int:
     """The partition count of ``topic``, letting the broker create it when it allows (as Kafka's producer and
     Spark's Kafka sink do, through a Metadata request); a topic that stays unknown is one clear error."""
     deadline = time.monotonic() + wait_s
@@ -83,64 +89,79 @@ def topic_partition_count(client: Any, topic: str, bootstrap_servers: str, wait_
 
 def write_rows(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> ProducedMessage:
     """Produce every row of ``batches``; returns how many. Raises on the first broker error."""
-    from samsa.client import TopicPartition
+    producer = _RowProducer(opts, connect(opts.bootstrap_servers))
+    try:
+        for batch in batches:
+            producer.add(batch)
+        producer.flush()
+    finally:
+        producer.client.close()
+    return ProducedMessage(producer.total)
 
-    from .source import _wrap, connect
 
-    client = connect(opts.bootstrap_servers)
-    counts: dict[str, int] = {}
-    round_robin: dict[str, int] = defaultdict(int)
-    pending: dict[tuple[str, int], list[Record]] = defaultdict(list)
-    total = 0
+class _RowProducer:
+    """Rows routed to partitions and produced in batches of up to ``BATCH_RECORDS`` records per partition. One per
+    task; not thread-safe."""
 
-    def partitions_of(topic: str) -> int:
-        if topic not in counts:
-            counts[topic] = topic_partition_count(client, topic, opts.bootstrap_servers)
-        return counts[topic]
+    def __init__(self, opts: SinkOptions, client: SyncClient) -> None:
+        self.opts = opts
+        self.client = client
+        self.total = 0
+        self._counts: dict[str, int] = {}
+        self._round_robin: dict[str, int] = defaultdict(int)
+        self._pending: dict[tuple[str, int], list[Record]] = defaultdict(list)
 
-    def send(tp: tuple[str, int]) -> None:
-        records = pending.pop(tp)
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Route every row of ``batch`` (timestamped now), producing each partition's batch when it is full."""
+        cols = {name.lower(): batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
+        n = batch.num_rows
+        values = cols["value"]
+        keys = cols.get("key", [None] * n)
+        topics = [self.opts.topic] * n if self.opts.topic is not None else cols["topic"]
+        parts = cols.get("partition", [None] * n)
+        headers = cols.get("headers", [None] * n)
+        now = int(time.time() * 1000)
+        for i in range(n):
+            topic = topics[i]
+            if topic is None:
+                raise SamsaOptionError("sink: a row has a null 'topic' and no 'topic' option is set")
+            key = _as_bytes(keys[i])
+            tp = (topic, self._partition(topic, key, parts[i]))
+            pending = self._pending[tp]
+            pending.append(Record(0, now, key, _as_bytes(values[i]), headers_from_arrow(headers[i])))
+            if len(pending) >= BATCH_RECORDS:
+                self._send(tp)
+            self.total += 1
+
+    def flush(self) -> None:
+        for tp in list(self._pending):
+            self._send(tp)
+
+    def _partition(self, topic: str, key: bytes | None, partition: int | None) -> int:
+        """The row's own partition, else murmur2 of its key, else the next in turn (null keys). The topic's
+        partition count is asked for either way: that is what creates the topic, or fails clearly."""
+        if topic not in self._counts:
+            self._counts[topic] = topic_partition_count(self.client, topic, self.opts.bootstrap_servers)
+        count = self._counts[topic]
+        if partition is not None:
+            return int(partition)
+        if key is not None:
+            return partition_for_key(key, count)
+        chosen = self._round_robin[topic] % count
+        self._round_robin[topic] += 1
+        return chosen
+
+    def _send(self, tp: tuple[str, int]) -> None:
+        from samsa.client import TopicPartition
+
+        records = self._pending.pop(tp)
         batch = build_batch(
             [Record(i, r.timestamp, r.key, r.value, r.headers) for i, r in enumerate(records)]
         )
         try:
-            client.produce(TopicPartition(*tp), batch, acks=-1)
+            self.client.produce(TopicPartition(*tp), batch, acks=-1)
         except Exception as exc:
-            raise _wrap(opts.bootstrap_servers, exc) from exc
-
-    try:
-        for batch in batches:
-            cols = {name.lower(): batch.column(i).to_pylist() for i, name in enumerate(batch.schema.names)}
-            n = batch.num_rows
-            values = cols["value"]
-            keys = cols.get("key", [None] * n)
-            topics = [opts.topic] * n if opts.topic is not None else cols["topic"]
-            parts = cols.get("partition", [None] * n)
-            headers = cols.get("headers", [None] * n)
-            now = int(time.time() * 1000)
-            for i in range(n):
-                topic = topics[i]
-                if topic is None:
-                    raise SamsaOptionError("sink: a row has a null 'topic' and no 'topic' option is set")
-                key = _as_bytes(keys[i])
-                partition = parts[i]
-                count = partitions_of(topic)
-                if partition is None:
-                    if key is None:
-                        partition = round_robin[topic] % count
-                        round_robin[topic] += 1
-                    else:
-                        partition = partition_for_key(key, count)
-                tp = (topic, int(partition))
-                pending[tp].append(Record(0, now, key, _as_bytes(values[i]), headers_from_arrow(headers[i])))
-                if len(pending[tp]) >= BATCH_RECORDS:
-                    send(tp)
-                total += 1
-        for tp in list(pending):
-            send(tp)
-    finally:
-        client.close()
-    return ProducedMessage(total)
+            raise broker_error(self.opts.bootstrap_servers, exc) from exc
 
 
 class SamsaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -42,9 +42,14 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from samsa.records import iter_batches
+from samsa.records import BatchView, iter_batches
 
 from .arrow import RecordBatchBuilder, spark_ddl
+from .connection import SamsaBrokerError, broker_error, connect
+
+if TYPE_CHECKING:
+    from samsa.client import FetchedPartition, SyncClient
+
 from .options import (
     EARLIEST,
     LATEST,
@@ -57,7 +62,6 @@ from .options import (
     offsets_json,
     split_range,
 )
-from .segments import _add
 
 log = logging.getLogger("samsa.spark")
 
@@ -71,25 +75,10 @@ class SamsaDataLossError(RuntimeError):
     """Offsets a query needs are gone from the log (and ``failOnDataLoss`` is true)."""
 
 
-class SamsaBrokerError(RuntimeError):
-    """The broker could not be reached or refused a request; the message names the option or partition."""
-
-
 TP = tuple[str, int]
 
 
-def connect(bootstrap_servers: str) -> Any:
-    """A ``SyncClient``; an unreachable broker becomes a SamsaBrokerError naming ``kafka.bootstrap.servers``."""
-    from samsa.client import SyncClient
-
-    return SyncClient(bootstrap_servers, request_timeout_ms=10000)
-
-
-def _wrap(bootstrap_servers: str, exc: Exception) -> SamsaBrokerError:
-    return SamsaBrokerError(f"option 'kafka.bootstrap.servers' = {bootstrap_servers!r}: {exc}")
-
-
-def discover_partitions(client: Any, opts: SourceOptions, *, strict: bool = True) -> list[TP]:
+def discover_partitions(client: SyncClient, opts: SourceOptions, *, strict: bool = True) -> list[TP]:
     """The partitions the subscription names, checked against metadata (unknown topics fail with its option)."""
     sub = opts.subscription
     try:
@@ -101,7 +90,7 @@ def discover_partitions(client: Any, opts: SourceOptions, *, strict: bool = True
     except SamsaBrokerError:
         raise
     except Exception as exc:
-        raise _wrap(opts.bootstrap_servers, exc) from exc
+        raise broker_error(opts.bootstrap_servers, exc) from exc
     found: list[TP] = []
     for name, topic in sorted(meta.topics.items()):
         if not sub.matches(name) or topic.error_code == UNKNOWN_TOPIC_OR_PARTITION:
@@ -129,7 +118,7 @@ def discover_partitions(client: Any, opts: SourceOptions, *, strict: bool = True
     return found
 
 
-def list_offsets(client: Any, bootstrap: str, tps: Mapping[TP, int]) -> PartitionOffsets:
+def list_offsets(client: SyncClient, bootstrap: str, tps: Mapping[TP, int]) -> PartitionOffsets:
     """``{tp: timestamp or -1/-2}`` to offsets (an offset of -1 for a timestamp: no record that late)."""
     if not tps:
         return {}
@@ -138,12 +127,12 @@ def list_offsets(client: Any, bootstrap: str, tps: Mapping[TP, int]) -> Partitio
     try:
         answer = client.list_offsets({TopicPartition(t, p): ts for (t, p), ts in tps.items()})
     except Exception as exc:
-        raise _wrap(bootstrap, exc) from exc
+        raise broker_error(bootstrap, exc) from exc
     return {(tp.topic, tp.partition): int(v[0]) for tp, v in answer.items()}
 
 
 def resolve(
-    client: Any, opts: SourceOptions, spec: StartSpec, tps: list[TP], option: str
+    client: SyncClient, opts: SourceOptions, spec: StartSpec, tps: list[TP], option: str
 ) -> PartitionOffsets:
     """Offsets for ``spec`` on every partition of ``tps``; an offset JSON must name each of them."""
     latest = list_offsets(client, opts.bootstrap_servers, {tp: LATEST for tp in tps})
@@ -186,7 +175,7 @@ class OffsetRange(InputPartition):  # type: ignore[misc]
 
 
 def check_data_loss(
-    client: Any, opts: SourceOptions, start: PartitionOffsets, end: PartitionOffsets
+    client: SyncClient, opts: SourceOptions, start: PartitionOffsets, end: PartitionOffsets
 ) -> PartitionOffsets:
     """``start`` moved up to each log start offset; fails instead when ``failOnDataLoss``."""
     earliest = list_offsets(client, opts.bootstrap_servers, {tp: EARLIEST for tp in end})
@@ -235,75 +224,118 @@ def plan_ranges(opts: SourceOptions, start: PartitionOffsets, end: PartitionOffs
 
 def read_range(part: OffsetRange) -> Iterator[pa.RecordBatch]:
     """Fetch [start, end) of one partition; yields RecordBatches. Runs in a Spark executor."""
-    from samsa.client import TopicPartition
-
     client = connect(part.bootstrap_servers)
-    tp = TopicPartition(part.topic, part.partition)
+    fetches = _Prefetcher(client, part)
     builder = RecordBatchBuilder(part.topic, part.partition, part.include_headers)
-    position = part.start
-    deadline = time.monotonic() + part.poll_timeout_ms / 1000
-    pool = ThreadPoolExecutor(1, thread_name_prefix="samsa-prefetch")
-
-    def fetch(at: int) -> Any:
-        try:
-            return client.fetch(
-                {tp: at}, max_wait_ms=FETCH_MAX_WAIT_MS, partition_max_bytes=FETCH_PARTITION_BYTES
-            )[tp]
-        except Exception as exc:
-            raise _wrap(part.bootstrap_servers, exc) from exc
-
-    pending: tuple[int, Future[Any]] | None = None
     try:
-        while position < part.end:
-            if pending is None or pending[0] != position:
-                pending = (position, pool.submit(fetch, position))
-            fetched = pending[1].result()
-            pending = None
-            if fetched.error_code == OFFSET_OUT_OF_RANGE:
-                first = fetched.log_start_offset
-                message = (
-                    f"partition {part.topic}-{part.partition}: offset {position} is out of range "
-                    f"(log start offset {first}, high watermark {fetched.high_watermark})"
-                )
-                if part.fail_on_data_loss or first <= position:
-                    raise SamsaDataLossError(message)
-                log.warning("%s; skipping to %d (failOnDataLoss=false)", message, first)
-                position = first
-                continue
-            if fetched.error_code:
-                raise SamsaBrokerError(
-                    f"partition {part.topic}-{part.partition}: fetch at offset {position} failed with error "
-                    f"code {fetched.error_code}"
-                )
-            views = [v for v in iter_batches(fetched.records) if v.next_offset > position]
-            if views and views[-1].next_offset < part.end:  # fetch the next chunk while this one decodes
-                pending = (views[-1].next_offset, pool.submit(fetch, views[-1].next_offset))
-            advanced = False
-            for view in views:
-                if view.base_offset >= part.end:
-                    position = part.end
-                    break
-                advanced = True
-                end_at = view.next_offset
-                if not (view.magic >= 2 and view.is_control):
-                    yield from _add(builder, view, position, part.end)
-                position = min(end_at, part.end)
-                if position >= part.end:
-                    break
-            if advanced:
-                deadline = time.monotonic() + part.poll_timeout_ms / 1000
-            elif position < part.end and time.monotonic() > deadline:
-                raise SamsaBrokerError(
-                    f"partition {part.topic}-{part.partition}: no records at offset {position} (expected up to "
-                    f"{part.end}) within kafkaConsumer.pollTimeoutMs={part.poll_timeout_ms}"
-                )
+        yield from _read_into(builder, fetches, part)
     finally:
-        if pending is not None:
-            pending[1].cancel()
-        pool.shutdown(wait=True)
+        fetches.close()
         client.close()
     if len(builder):
         yield builder.flush()
+
+
+def _read_into(
+    builder: RecordBatchBuilder, fetches: _Prefetcher, part: OffsetRange
+) -> Iterator[pa.RecordBatch]:
+    """Fetch from ``part.start`` until ``part.end`` is reached, yielding the RecordBatches ``builder`` fills; fail
+    when no record arrives within ``kafkaConsumer.pollTimeoutMs``."""
+    position = part.start
+    deadline = time.monotonic() + part.poll_timeout_ms / 1000
+    while position < part.end:
+        fetched = fetches.get(position)
+        if fetched.error_code == OFFSET_OUT_OF_RANGE:
+            position = _skip_lost_records(part, position, fetched)
+            continue
+        if fetched.error_code:
+            raise SamsaBrokerError(
+                f"partition {part.topic}-{part.partition}: fetch at offset {position} failed with error "
+                f"code {fetched.error_code}"
+            )
+        views = [v for v in iter_batches(fetched.records) if v.next_offset > position]
+        if views and views[-1].next_offset < part.end:  # fetch the next chunk while this one decodes
+            fetches.prefetch(views[-1].next_offset)
+        position, advanced = yield from _take(builder, views, position, part.end)
+        if advanced:
+            deadline = time.monotonic() + part.poll_timeout_ms / 1000
+        elif position < part.end and time.monotonic() > deadline:
+            raise SamsaBrokerError(
+                f"partition {part.topic}-{part.partition}: no records at offset {position} (expected up to "
+                f"{part.end}) within kafkaConsumer.pollTimeoutMs={part.poll_timeout_ms}"
+            )
+
+
+def _skip_lost_records(part: OffsetRange, position: int, fetched: FetchedPartition) -> int:
+    """Where to go on after OFFSET_OUT_OF_RANGE at ``position``: the log start offset, when ``failOnDataLoss`` is
+    false and it is ahead; a SamsaDataLossError otherwise."""
+    first = fetched.log_start_offset
+    message = (
+        f"partition {part.topic}-{part.partition}: offset {position} is out of range "
+        f"(log start offset {first}, high watermark {fetched.high_watermark})"
+    )
+    if part.fail_on_data_loss or first <= position:
+        raise SamsaDataLossError(message)
+    log.warning("%s; skipping to %d (failOnDataLoss=false)", message, first)
+    return first
+
+
+def _take(
+    builder: RecordBatchBuilder, views: list[BatchView], position: int, end: int
+) -> Generator[pa.RecordBatch, None, tuple[int, bool]]:
+    """Append the records of ``views`` from ``position`` up to ``end`` (control batches skipped), yielding the
+    RecordBatches that fills; returns the new position and whether a batch below ``end`` was reached."""
+    advanced = False
+    for view in views:
+        if view.base_offset >= end:
+            return end, advanced
+        advanced = True
+        if not (view.magic >= 2 and view.is_control):
+            yield from builder.add_range(view, position, end)
+        position = min(view.next_offset, end)
+        if position >= end:
+            break
+    return position, advanced
+
+
+class _Prefetcher:
+    """Fetches of one partition on a background thread, so the next chunk arrives while this one decodes. One per
+    ``read_range``; not thread-safe."""
+
+    def __init__(self, client: SyncClient, part: OffsetRange) -> None:
+        from samsa.client import TopicPartition
+
+        self._client = client
+        self._bootstrap_servers = part.bootstrap_servers
+        self._tp = TopicPartition(part.topic, part.partition)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="samsa-prefetch")
+        self._pending: tuple[int, Future[FetchedPartition]] | None = None
+
+    def prefetch(self, at: int) -> None:
+        """Start fetching at offset ``at``."""
+        self._pending = (at, self._pool.submit(self._fetch, at))
+
+    def get(self, at: int) -> FetchedPartition:
+        """The fetch at offset ``at``: the prefetched one when it started there, else a new one."""
+        if self._pending is None or self._pending[0] != at:
+            self.prefetch(at)
+        assert self._pending is not None
+        fetched = self._pending[1].result()
+        self._pending = None
+        return fetched
+
+    def close(self) -> None:
+        if self._pending is not None:
+            self._pending[1].cancel()
+        self._pool.shutdown(wait=True)
+
+    def _fetch(self, at: int) -> FetchedPartition:
+        try:
+            return self._client.fetch(
+                {self._tp: at}, max_wait_ms=FETCH_MAX_WAIT_MS, partition_max_bytes=FETCH_PARTITION_BYTES
+            )[self._tp]
+        except Exception as exc:
+            raise broker_error(self._bootstrap_servers, exc) from exc
 
 
 class BrokerBatchReader(DataSourceReader):  # type: ignore[misc]
@@ -331,7 +363,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
 
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
-        self._client: Any = None
+        self._client: SyncClient | None = None
         self._available_now: PartitionOffsets | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -339,7 +371,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
         state["_client"] = None
         return state
 
-    def _conn(self) -> Any:
+    def _conn(self) -> SyncClient:
         if self._client is None:
             self._client = connect(self.opts.bootstrap_servers)
         return self._client

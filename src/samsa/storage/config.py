@@ -22,6 +22,11 @@
     min.cleanable.dirty.ratio min_cleanable_dirty_ratio 0.5           in [0, 1]
     compression.type          compression_type         producer       producer|uncompressed|gzip|snappy|lz4|zstd
 
+A compressed batch a leader must inflate (a compacted topic's key check, a legacy wrapper's offset count) may
+inflate to ``max_inflated_bytes``: ``INFLATION_FACTOR`` (16) times max.message.bytes, 16 MiB by default; past
+that it is refused as too large, having inflated no more than that (Kafka has no such bound; a 480 KB gzip batch
+can inflate to 100 MB).
+
 Other Kafka topic keys (``OTHER_TOPIC_KEYS``) are accepted and kept as strings in ``others`` so a client's
 CreateTopics with them round-trips; any other key is an ``InvalidConfigError`` naming the key.
 
@@ -42,6 +47,7 @@ if TYPE_CHECKING:
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
+INFLATION_FACTOR = 16
 
 CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
@@ -220,6 +226,11 @@ class LogConfig:
     def log_append_time(self) -> bool:
         """True when the broker stamps batches with its clock (message.timestamp.type=LogAppendTime)."""
         return self.message_timestamp_type == LOG_APPEND_TIME
+
+    @property
+    def max_inflated_bytes(self) -> int:
+        """How far a compressed batch may inflate when a leader must look inside it (module doc)."""
+        return INFLATION_FACTOR * max(self.max_message_bytes, 1)
 
     @property
     def max_segment_ms(self) -> int:

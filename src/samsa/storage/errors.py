@@ -9,6 +9,7 @@ StorageError                          base of this layer
 ├── IndexFullError                    an append to a full index (Kafka: IllegalArgumentException)
 ├── CorruptIndexError                 an index failing its sanity check
 ├── RecordTooLargeError               a batch larger than max.message.bytes (leader appends)
+│   └── InflatedBatchTooLargeError    a compressed batch inflating past 16 x max.message.bytes
 ├── RecordBatchTooLargeError          an append larger than segment.bytes
 ├── OffsetsOutOfOrderError            follower batches whose offsets do not increase
 ├── UnexpectedAppendOffsetError       a follower append starting below the log end offset
@@ -123,6 +124,21 @@ class RecordTooLargeError(StorageError):
         )
         self.size = size
         self.max_size = max_size
+        self.position = position
+
+
+class InflatedBatchTooLargeError(RecordTooLargeError):
+    """A compressed batch (at ``position`` in the request) that inflates past ``max_inflated`` bytes; refused like
+    a batch over max.message.bytes (MESSAGE_TOO_LARGE), having inflated at most that much."""
+
+    def __init__(self, size: int, max_inflated: int, position: int = 0) -> None:
+        StorageError.__init__(
+            self,
+            f"the compressed batch at position {position} ({size} bytes) inflates past {max_inflated} bytes "
+            "(16 times max.message.bytes)",
+        )
+        self.size = size
+        self.max_size = max_inflated
         self.position = position
 
 

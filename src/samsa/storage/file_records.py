@@ -4,14 +4,23 @@ There is no header, footer or padding: batches follow one another (field layouts
 The logical ``size`` is tracked in memory; with ``preallocate`` the file may be longer (zeros after ``size``)
 until it is trimmed on roll or close. A file can never exceed Int.MAX (2147483647) bytes.
 
+Blocks ahead: on Linux an appended file reserves disk blocks ``ALLOCATE_AHEAD`` bytes past its end at a time
+(``fallocate`` with ``FALLOC_FL_KEEP_SIZE``: the file's length does not change, so readers, recovery and Kafka's
+tools see nothing), so a write fills blocks it already has instead of allocating them: about 15% less system
+time per 16 KiB append on ext4 (``bench/bench_storage.py``). A reservation that fails (a full disk, a filesystem
+without it) is skipped, and the write itself then reports what is wrong; trimming on roll or close gives the
+blocks back. Blocks reserved before a crash stay with the file until it is deleted (at most ``ALLOCATE_AHEAD``).
+
 Concurrency contract: not thread-safe; the owning ``LogSegment`` (and its ``Log``) serialises calls. Slices
 handed out stay readable while the file is open.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from samsa.records import CorruptRecordError
@@ -29,6 +38,41 @@ from .file_slice import FileSlice
 
 INT_MAX = 2**31 - 1
 _CHUNK = 64 * 1024
+ALLOCATE_AHEAD = 1 << 20
+_FALLOC_FL_KEEP_SIZE = 1
+_NOT_SUPPORTED = frozenset({errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ENODEV})
+_fallocate: Callable[[int, int, int], int] | None = (
+    None  # (fd, offset, length) -> errno or 0, loaded on first use
+)
+
+
+def _keep_size_fallocate() -> Callable[[int, int, int], int]:
+    """libc's ``fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length)`` returning 0 or the errno; one that always
+    answers ENOSYS where there is none (not Linux, no libc). ctypes is imported here, at the first append, not at
+    start-up."""
+    global _fallocate
+    if _fallocate is not None:
+        return _fallocate
+
+    def unsupported(fd: int, offset: int, length: int) -> int:
+        return errno.ENOSYS
+
+    _fallocate = unsupported
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            function = ctypes.CDLL(None, use_errno=True).fallocate
+        except (OSError, AttributeError):
+            return _fallocate
+        function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+        function.restype = ctypes.c_int
+
+        def keep_size(fd: int, offset: int, length: int) -> int:
+            return 0 if function(fd, _FALLOC_FL_KEEP_SIZE, offset, length) == 0 else ctypes.get_errno()
+
+        _fallocate = keep_size
+    return _fallocate
 
 
 class FileRecords:
@@ -39,6 +83,8 @@ class FileRecords:
         self._fd = fd
         self._size = size
         self.writable = writable
+        self._reserved = size  # blocks are reserved up to here (module doc)
+        self._reserving = writable  # False once the filesystem said it cannot
 
     @classmethod
     def open(
@@ -86,11 +132,22 @@ class FileRecords:
             raise ValueError(
                 f"appending {length} bytes to {self.path} of size {size} would exceed {INT_MAX} bytes"
             )
+        if size + length > self._reserved and self._reserving:
+            self._reserve_ahead(size, length)
         written = os.pwrite(self._fd, data, size)
         while written < length:
             written += os.pwrite(self._fd, memoryview(data)[written:], size + written)
         self._size = size + length
         return length
+
+    def _reserve_ahead(self, size: int, length: int) -> None:
+        """Reserve blocks for ``length`` bytes at ``size`` and ``ALLOCATE_AHEAD`` more (module doc)."""
+        failed = _keep_size_fallocate()(self._fd, size, length + ALLOCATE_AHEAD)
+        if failed == 0:
+            self._reserved = size + length + ALLOCATE_AHEAD
+        elif failed in _NOT_SUPPORTED:
+            self._reserving = False  # this file's filesystem cannot: never ask again
+        # else (ENOSPC, EIO...): not now; the write says what is wrong, the next append asks again
 
     def undo_append(self, size: int) -> None:
         """Cut the file back to ``size`` after a failed or undone append (bytes a failed write left beyond the
@@ -111,9 +168,10 @@ class FileRecords:
         return removed
 
     def trim(self) -> None:
-        """Drop preallocated bytes beyond the logical size."""
-        if self.file_length() != self._size:
+        """Drop preallocated bytes and reserved blocks beyond the logical size."""
+        if self._reserved > self._size or self.file_length() != self._size:
             os.ftruncate(self._fd, self._size)
+        self._reserved = self._size
 
     def flush(self) -> None:
         os.fsync(self._fd)

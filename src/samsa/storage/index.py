@@ -23,9 +23,18 @@ Memory, not a mapping: Kafka maps index files; Samsa keeps the valid entries in 
 file when a lookup first needs them). Nothing ever touches the file through a mapping, so a full disk or a sparse
 (preallocated) region can only ever surface as an ``OSError`` from a write, never as SIGBUS.
 
-Each new entry is written to its slot with one ``pwrite`` before it is kept, so other readers of the file (Kafka's
-dump tool on a live segment) see it at once, and a failed write (a full disk) leaves the index unchanged.
-Recovery builds a whole index in memory (``write=False``) and writes it with one ``pwrite`` (``persist``).
+New entries are kept in memory at once and written behind: the first at once (a preallocated file's zero slot 0
+would otherwise read as an entry at the base offset), then every ``WRITE_BEHIND`` (32) entries with one ``pwrite``
+of them all, and always at a flush, a resize, a roll (``trim_to_valid_size``) and a close, before anything that
+needs the file (the clean-shutdown marker, the start-up check, a roll's final entry) can look. One ``pwrite`` per entry cost
+a leader about 1.1 us per 16 KiB append (7% of it; ``bench/bench_storage.py``, 2026-11-25). So other readers of a
+live segment's file (Kafka's dump tool, samsa-segments) may miss its last 31 entries: an index is a sparse hint,
+they find the same batches from an earlier entry, and samsa-segments prunes by the last time-index entry of
+inactive segments only, which a roll has written. A crash loses at most those entries, and recovery rebuilds the
+active segment's indexes anyway. A write that fails (a full disk) drops the entry that triggered it and raises (its
+append is undone); the earlier entries stay pending for the next write. ``WRITE_BEHIND = 1`` writes each entry
+before it is kept. Recovery builds a whole index in memory (``write=False``) and writes it with one ``pwrite``
+(``persist``).
 
 Concurrency contract: not thread-safe; the owning ``LogSegment`` serialises calls.
 """
@@ -58,6 +67,10 @@ class TimestampOffset:
 
     timestamp: int
     offset: int
+
+
+WRITE_BEHIND = 32
+"""Entries kept in memory before they are written to the file (module doc)."""
 
 
 class AbstractIndex:
@@ -181,15 +194,22 @@ class AbstractIndex:
         return relative
 
     def _add_entry(self, entry: bytes, write: bool) -> None:
-        """Add one packed entry: written to its slot first (``write``), kept in memory once that succeeded, so
-        a failed write leaves the index as it was. Without ``write`` it waits for ``persist``."""
-        data = self._buf()
-        if write:
-            self.persist()
-            os.pwrite(self._fd, entry, self._entries * self.entry_size)
-            self._persisted = self._entries + 1
+        """Add one packed entry, kept in memory at once; with ``write`` the pending entries are written when
+        ``WRITE_BEHIND`` of them wait (a failed write drops this entry again and raises, so the index is as it
+        was). Without ``write`` it waits for ``persist``."""
+        data = self._data
+        if data is None:
+            data = self._buf()
+        entries = self._entries
         data += entry
-        self._entries += 1
+        self._entries = entries + 1
+        if write and (entries + 1 - self._persisted >= WRITE_BEHIND or self._persisted == 0):
+            try:
+                self.persist()
+            except BaseException:
+                del data[-len(entry) :]
+                self._entries = entries
+                raise
 
     def persist(self) -> None:
         """Write the entries added with ``write=False`` since the last ``persist`` to their slots, with one
@@ -206,9 +226,11 @@ class AbstractIndex:
     # --- resizing ------------------------------------------------------------------------------------------
 
     def resize(self, new_size: int) -> bool:
-        """Set the file length to ``new_size`` rounded down to whole entries; False when already that long."""
+        """Set the file length to ``new_size`` rounded down to whole entries (the pending ones written first);
+        False when already that long."""
         self._ensure_writable()
         self._load()
+        self.persist()
         rounded = new_size - new_size % self.entry_size
         if rounded == self._length:
             return False
@@ -354,12 +376,18 @@ class OffsetIndex(AbstractIndex):
     def append(self, offset: int, position: int, write: bool = True) -> None:
         """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError, and
         OSError when the write fails (the index is then unchanged). ``write=False``: see ``persist``."""
-        self._ensure_writable()
-        if self.is_full():
+        if not self.writable:
+            self._ensure_writable()
+        if not self._loaded:
+            self._load()
+        if self._entries >= self._length // self.entry_size:  # full
             raise IndexFullError(self.path, self.entries, self.max_entries)
         if self._entries and offset <= self._last_offset:
             raise InvalidOffsetError(self.path, offset, self._last_offset)
-        self._add_entry(_OFFSET_ENTRY.pack(self.relative_offset(offset), position), write)
+        relative = offset - self.base_offset
+        if not 0 <= relative <= INT_MAX:
+            raise IndexOffsetOverflowError(self.path, self.base_offset, offset)
+        self._add_entry(_OFFSET_ENTRY.pack(relative, position), write)
         self._last_offset = offset
 
     def lookup(self, target_offset: int) -> OffsetPosition:
@@ -445,10 +473,13 @@ class TimeIndex(AbstractIndex):
         ValueError for a timestamp going back, OSError when the write fails (the index is then unchanged).
         ``write=False``: see ``persist``.
         """
-        self._ensure_writable()
-        if not skip_full_check and self.is_full():
+        if not self.writable:
+            self._ensure_writable()
+        if not self._loaded:
+            self._load()
+        if not skip_full_check and self._entries >= self._length // self.entry_size - 1:  # full
             raise IndexFullError(self.path, self.entries, self.max_entries)
-        last = self.last_entry
+        last = self._last_entry
         if self._entries and offset < last.offset:
             raise InvalidOffsetError(self.path, offset, last.offset)
         if self._entries and timestamp < last.timestamp:

@@ -67,33 +67,30 @@ from __future__ import annotations
 import enum
 import functools
 import logging
-import os
 import shutil
-import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 
 from samsa.clock import Clock
-from samsa.records import InvalidRecordError, iter_records
-from samsa.records.batch import set_max_timestamp
+from samsa.records import InflatedTooLargeError, InvalidRecordError
+from samsa.records.batch import keyless_records
 from samsa.records.legacy import decode_legacy, set_legacy_timestamp
 from samsa.records.record import TimestampType
-from samsa.records.view import CRC32C_C as _crc32c
 from samsa.records.view import (
     LOG_OVERHEAD,
-    RECORD_BATCH_OVERHEAD,
-    V2_CRC_START,
-    V2_HEADER,
-    V2_OFFSET_LENGTH_EPOCH,
     BatchView,
     iter_request_batches,
+    lone_v2_batch,
+    stamp_v2_batch,
 )
 
+from .checkpoint import fsync_directory
 from .config import LogConfig
 from .errors import (
     AppendRollbackError,
     IllegalRollError,
+    InflatedBatchTooLargeError,
     KafkaStorageError,
     OffsetOutOfRangeError,
     OffsetsOutOfOrderError,
@@ -124,9 +121,6 @@ _log = logging.getLogger(__name__)
 INT_MAX = 2**31 - 1
 UNKNOWN_OFFSET = -1
 
-_I = struct.Struct(">i")
-_Q = struct.Struct(">q")
-_BASE_OFFSET_AND_EPOCH = struct.Struct(">qii")  # v2 baseOffset, batchLength (rewritten as is), leaderEpoch
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -164,6 +158,12 @@ class LogAppendInfo(NamedTuple):
         return self.last_offset - self.first_offset + 1 if self.first_offset >= 0 else 0
 
 
+_new_append_info: Callable[[tuple[int, int, int, int, int, int, int, int, bool]], LogAppendInfo] = (
+    functools.partial(tuple.__new__, LogAppendInfo)
+)
+"""A LogAppendInfo from all nine fields at once, without the Python-level ``__new__`` of a named tuple (half the
+cost; the leader's fast path makes one per append)."""
+
 _Predicate = Callable[[LogSegment, "LogSegment | None"], bool]
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
@@ -178,17 +178,26 @@ def _io_boundary(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concate
             raise KafkaStorageError(self.directory, self.offline_error)
         try:
             return method(self, *args, **kwargs)
-        except AppendRollbackError as exc:
-            self.offline_error = exc
-            _log.error("%s is offline: %s", self.directory, exc)
-            raise
-        except KafkaStorageError:
-            raise
         except OSError as exc:
-            raise KafkaStorageError(self.directory, exc) from exc
+            failure = _storage_failure(self, exc)
+            if failure is exc:
+                raise
+            raise failure from exc
 
     functools.update_wrapper(wrapper, method)
     return wrapper
+
+
+def _storage_failure(log: Log, exc: OSError) -> OSError:
+    """What ``_io_boundary`` raises for ``exc``: AppendRollbackError (the log is now offline) and
+    KafkaStorageError as they are, any other OSError as a KafkaStorageError naming the log directory."""
+    if isinstance(exc, AppendRollbackError):
+        log.offline_error = exc
+        _log.error("%s is offline: %s", log.directory, exc)
+        return exc
+    if isinstance(exc, KafkaStorageError):
+        return exc
+    return KafkaStorageError(log.directory, exc)
 
 
 class Log:
@@ -222,6 +231,7 @@ class Log:
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.offline_error: OSError | None = None  # set when a failed append could not be undone
         self._stamps_or_compacts = config.is_compacted or config.log_append_time
+        self._max_segment_ms = config.max_segment_ms
         self.load_report = LoadReport()  # what loading found (``open`` fills it)
         if producer_state is None:
             producer_state = ProducerStateManager(directory)
@@ -371,25 +381,32 @@ class Log:
 
     # --- append ------------------------------------------------------------------------------------------
 
-    @_io_boundary
     def append_as_leader(
         self, records: bytes | bytearray | memoryview, leader_epoch: int = 0
     ) -> LogAppendInfo:
-        """Validate, assign offsets from LEO in place, stamp ``leader_epoch``, and append with one write."""
-        if type(records) is bytearray and not self._stamps_or_compacts:
-            fast = self._append_one_batch(records, leader_epoch)
+        """Validate, assign offsets from LEO in place, stamp ``leader_epoch``, and append with one write.
+
+        Storage failures as ``_io_boundary`` says; the common case (one v2 batch in a request buffer) is tried
+        first without its wrapper, one Python call less per append."""
+        if type(records) is bytearray and not self._stamps_or_compacts and self.offline_error is None:
+            try:
+                fast = self._append_one_batch(records, leader_epoch)
+            except OSError as exc:
+                failure = _storage_failure(self, exc)
+                if failure is exc:
+                    raise
+                raise failure from exc
             if fast is not None:
                 return fast
+        return self._append_as_leader(records, leader_epoch)
+
+    @_io_boundary
+    def _append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
         view, batches = self._analyze(records)
         if not batches:
             return self._empty_append_info()
         valid_bytes = batches[-1].end
-        for batch in batches:
-            if batch.size_in_bytes > self.config.max_message_bytes:
-                raise RecordTooLargeError(batch.size_in_bytes, self.config.max_message_bytes, batch.position)
-        self._check_segment_size(valid_bytes)
-        if self.config.is_compacted:
-            self._validate_keys(batches)
+        self._check_leader_batches(batches, valid_bytes)
         now = self.clock.milliseconds()
         log_append = self.config.log_append_time
         producers = self.producer_state
@@ -408,28 +425,7 @@ class Log:
             )
         pending = producers.validate_append(batches)
         first_offset = self._log_end_offset
-        next_offset = first_offset
-        max_ts, shallow = -1, first_offset
-        for batch in batches:
-            magic = batch.magic
-            if magic >= 2:
-                position = batch.position
-                count = _I.unpack_from(view, position + 23)[0] + 1  # lastOffsetDelta + 1
-                _BASE_OFFSET_AND_EPOCH.pack_into(view, position, next_offset, batch.size_field, leader_epoch)
-                if log_append:
-                    set_max_timestamp(view, position, now, TimestampType.LOG_APPEND_TIME)
-                batch_max_ts = _Q.unpack_from(view, position + 35)[0]
-                if batch_max_ts > max_ts or log_append:
-                    max_ts, shallow = batch_max_ts, next_offset + count - 1
-                next_offset += count
-                continue
-            count = self._offset_count(batch)
-            batch.set_base_offset(next_offset + count - 1)
-            if log_append and magic == 1:
-                set_legacy_timestamp(view, batch.position, now, TimestampType.LOG_APPEND_TIME)
-            next_offset += count
-            if batch.max_timestamp > max_ts or log_append:
-                max_ts, shallow = batch.max_timestamp, batch.last_offset
+        next_offset, max_ts, shallow = self._assign_offsets(view, batches, leader_epoch, now, log_append)
         info = LogAppendInfo(
             first_offset,
             next_offset - 1,
@@ -448,25 +444,52 @@ class Log:
         producers.complete_append(pending, next_offset)
         return info
 
+    def _check_leader_batches(self, batches: list[BatchView], valid_bytes: int) -> None:
+        """Kafka's size checks per batch and for the segment; a compacted topic's keys."""
+        for batch in batches:
+            if batch.size_in_bytes > self.config.max_message_bytes:
+                raise RecordTooLargeError(batch.size_in_bytes, self.config.max_message_bytes, batch.position)
+        self._check_segment_size(valid_bytes)
+        if self.config.is_compacted:
+            self._validate_keys(batches)
+
+    def _assign_offsets(
+        self, view: memoryview, batches: list[BatchView], leader_epoch: int, now: int, log_append: bool
+    ) -> tuple[int, int, int]:
+        """Patch each batch's offsets (and epoch, and LogAppendTime) in place from the log end; returns the next
+        offset, the largest timestamp and the offset holding it."""
+        next_offset = self._log_end_offset
+        max_ts, shallow = -1, next_offset
+        for batch in batches:
+            magic = batch.magic
+            if magic >= 2:
+                count = batch.last_offset_delta + 1
+                stamp_v2_batch(view, batch.position, batch.size_field, next_offset, leader_epoch)
+                if log_append:
+                    batch.set_max_timestamp(now, log_append_time=True)
+                batch_max_ts = batch.max_timestamp
+                if batch_max_ts > max_ts or log_append:
+                    max_ts, shallow = batch_max_ts, next_offset + count - 1
+                next_offset += count
+                continue
+            count = self._offset_count(batch)
+            batch.set_base_offset(next_offset + count - 1)
+            if log_append and magic == 1:
+                set_legacy_timestamp(view, batch.position, now, TimestampType.LOG_APPEND_TIME)
+            next_offset += count
+            if batch.max_timestamp > max_ts or log_append:
+                max_ts, shallow = batch.max_timestamp, batch.last_offset
+        return next_offset, max_ts, shallow
+
     def _append_one_batch(self, records: bytearray, leader_epoch: int) -> LogAppendInfo | None:
         """The common leader append in the fewest steps: ``records`` is exactly one valid v2 batch, on a topic
         that neither compacts nor stamps LogAppendTime. Returns None to take the general path (which also
         raises whichever error applies); the effects are the general path's, to the byte."""
-        size = len(records)
-        if size < RECORD_BATCH_OVERHEAD:
-            return None
-        header = V2_HEADER.unpack_from(records)
-        length, last_delta, max_ts, pid = header[1], header[6], header[8], header[9]
         config = self.config
-        if (
-            header[3] != 2  # magic
-            or length + LOG_OVERHEAD != size
-            or last_delta < 0
-            or size > config.max_message_bytes
-            or size > config.segment_bytes
-            or _crc32c(memoryview(records)[V2_CRC_START:]) != header[4]
-        ):
+        batch = lone_v2_batch(records, min(config.max_message_bytes, config.segment_bytes))
+        if batch is None:
             return None
+        length, last_delta, max_ts, pid = batch
         pending = None
         if pid >= 0:
             producers = self.producer_state
@@ -476,15 +499,16 @@ class Log:
             pending = producers.validate_append(batches)
         first = self._log_end_offset
         last = first + last_delta
-        V2_OFFSET_LENGTH_EPOCH.pack_into(records, 0, first, length, leader_epoch)
+        stamp_v2_batch(records, 0, length, first, leader_epoch)
         if leader_epoch >= 0:
             latest = self.leader_epoch_cache.latest_epoch()
             if latest is None or leader_epoch > latest:
                 self.leader_epoch_cache.assign(leader_epoch, first)
-        info = LogAppendInfo(first, last, max_ts, last, -1, self._log_start_offset, size, 1)
+        size = length + LOG_OVERHEAD
+        info = _new_append_info((first, last, max_ts, last, -1, self._log_start_offset, size, 1, False))
         self._append(records, info)
         if pending is not None:
-            self.producer_state.complete_append(pending, last + 1)
+            producers.complete_append(pending, last + 1)
         return info
 
     @_io_boundary
@@ -536,9 +560,18 @@ class Log:
 
     def _validate_keys(self, batches: list[BatchView]) -> None:
         """A compacted topic refuses records without a key (Kafka's ``LogValidator.validateKey``). The only
-        per-record work of a leader append, done for compacted topics alone."""
+        per-record work of a leader append, done for compacted topics alone; compressed records inflate to
+        ``max_inflated_bytes`` at most (InflatedBatchTooLargeError past it)."""
+        limit = self.config.max_inflated_bytes
         for batch in batches:
-            missing = [i for i, r in enumerate(iter_records(batch, verify_crc=False)) if r.key is None]
+            try:
+                if batch.magic >= 2:
+                    missing = keyless_records(batch, max_inflated=limit)
+                else:
+                    records = decode_legacy(batch, verify_crc=False, max_inflated=limit)
+                    missing = [i for i, r in enumerate(records) if r.key is None]
+            except InflatedTooLargeError:
+                raise InflatedBatchTooLargeError(batch.size_in_bytes, limit, batch.position) from None
             if missing:
                 message = f"Compacted topic cannot accept message without key in topic partition {self.directory.name}."
                 raise RecordValidationError([(i, message) for i in missing])
@@ -553,7 +586,11 @@ class Log:
                 f"a compressed magic 0 message set at position {batch.position} needs re-compression to get "
                 "offsets, which this log does not do"
             )
-        return len(decode_legacy(batch, verify_crc=False))
+        limit = self.config.max_inflated_bytes
+        try:
+            return len(decode_legacy(batch, verify_crc=False, max_inflated=limit))
+        except InflatedTooLargeError:
+            raise InflatedBatchTooLargeError(batch.size_in_bytes, limit, batch.position) from None
 
     def _check_segment_size(self, size: int) -> None:
         if size > self.config.segment_bytes:
@@ -567,7 +604,17 @@ class Log:
     def _append(self, data: bytearray | memoryview, info: LogAppendInfo) -> None:
         """Roll if due, write, index, flush if due: all or nothing. A failure leaves the log as it was before
         (the log end offset unmoved, the bytes cut off again); one that cannot be undone takes it offline."""
-        segment = self._maybe_roll(len(data), info)
+        segment = self.segments.active_segment
+        if segment.should_roll_for(
+            len(data),
+            info.max_timestamp,
+            info.last_offset,
+            None,
+            self._max_segment_ms,
+            self.config.segment_bytes,
+        ):
+            expected = info.first_offset if info.first_offset >= 0 else info.last_offset - INT_MAX
+            segment = self.roll(expected)
         end = info.last_offset + 1
         if end - self._recovery_point < self.config.flush_messages:
             segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp, data)
@@ -582,21 +629,6 @@ class Log:
             raise
         self._log_end_offset = end
         self._mark_flushed(end)
-
-    def _maybe_roll(self, messages_size: int, info: LogAppendInfo) -> LogSegment:
-        segment = self.segments.active_segment
-        config = self.config
-        if not segment.should_roll_for(
-            messages_size,
-            info.max_timestamp,
-            info.last_offset,
-            self.clock.milliseconds(),
-            config.max_segment_ms,
-            config.segment_bytes,
-        ):
-            return segment
-        expected = info.first_offset if info.first_offset >= 0 else info.last_offset - INT_MAX
-        return self.roll(expected)
 
     # --- roll --------------------------------------------------------------------------------------------
 
@@ -821,7 +853,7 @@ class Log:
         ordered = sorted(new_segments, key=lambda s: s.base_offset)
         for segment in reversed(ordered):
             segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
-        _fsync_directory(self.directory)
+        fsync_directory(self.directory)
         new_bases = {s.base_offset for s in ordered}
         doomed = sorted(
             (s for s in old_segments if self.segments.get(s.base_offset) is s), key=lambda s: s.base_offset
@@ -835,7 +867,7 @@ class Log:
         self._delete_segment_files(doomed)
         for segment in ordered:
             segment.change_file_suffixes(SWAP_SUFFIX, "")
-        _fsync_directory(self.directory)
+        fsync_directory(self.directory)
         self._hw_metadata = None
 
     @_io_boundary
@@ -865,7 +897,7 @@ class Log:
         for segment in flushed:
             segment.flush()
         if any(s.base_offset >= self._recovery_point for s in flushed):
-            _fsync_directory(self.directory)
+            fsync_directory(self.directory)
 
     def _mark_flushed(self, offset: int) -> None:
         if offset > self._recovery_point:
@@ -927,6 +959,7 @@ class Log:
         """Apply new topic settings (index interval, retention, roll and flush limits) from now on."""
         self.config = config
         self._stamps_or_compacts = config.is_compacted or config.log_append_time
+        self._max_segment_ms = config.max_segment_ms
         for segment in self.segments:
             segment.index_interval_bytes = config.index_interval_bytes
 
@@ -957,14 +990,3 @@ class Log:
             f"Log({self.directory}, start={self._log_start_offset}, end={self._log_end_offset}, "
             f"hw={self._high_watermark}, segments={len(self.segments)})"
         )
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except FileNotFoundError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -71,6 +71,13 @@ class LoadReport:
     bytes_truncated: int = 0
     set_aside: list[Path] = field(default_factory=list)
 
+    def add(self, other: LoadReport) -> None:
+        """Count ``other`` in (a log directory's summary of its partitions)."""
+        self.segments_checked += other.segments_checked
+        self.segments_recovered += other.segments_recovered
+        self.bytes_truncated += other.bytes_truncated
+        self.set_aside += other.set_aside
+
 
 @dataclass(frozen=True, slots=True)
 class LoadedLog:
@@ -260,24 +267,7 @@ def load(
             _check_after_clean_shutdown(segments, epochs, report)
         else:
             claimed = recover_segments(segments, recovery_point, epochs, report)
-    last = segments.last_segment()
-    if last is not None and last.read_next_offset() < log_start_offset:
-        for segment in list(segments):
-            segments.remove(segment.base_offset)
-            segment.delete()
-        last = None
-    if last is None or claimed > last.read_next_offset():
-        if last is not None:
-            last.on_become_inactive_segment()
-        last = LogSegment.open(
-            directory,
-            max(log_start_offset, claimed),
-            config,
-            clock,
-            init_file_size=config.segment_bytes,
-            preallocate=config.preallocate,
-        )
-        segments.add(last)
+    last = _active_segment(directory, segments, config, clock, log_start_offset, claimed)
     log_end_offset = last.read_next_offset()
     last.resize_indexes(config.segment_index_bytes)
     first = segments.first_base_offset()
@@ -295,6 +285,38 @@ def load(
         producer_state,
         report,
     )
+
+
+def _active_segment(
+    directory: Path,
+    segments: LogSegments,
+    config: LogConfig,
+    clock: Clock,
+    log_start_offset: int,
+    claimed: int,
+) -> LogSegment:
+    """The segment appends go to: the last one, unless the log is empty, wholly below ``log_start_offset``
+    (everything is deleted) or behind ``claimed`` (segments were set aside); then a new one is opened there."""
+    last = segments.last_segment()
+    if last is not None and last.read_next_offset() < log_start_offset:
+        for segment in list(segments):
+            segments.remove(segment.base_offset)
+            segment.delete()
+        last = None
+    if last is not None and claimed <= last.read_next_offset():
+        return last
+    if last is not None:
+        last.on_become_inactive_segment()
+    last = LogSegment.open(
+        directory,
+        max(log_start_offset, claimed),
+        config,
+        clock,
+        init_file_size=config.segment_bytes,
+        preallocate=config.preallocate,
+    )
+    segments.add(last)
+    return last
 
 
 def _check_after_clean_shutdown(

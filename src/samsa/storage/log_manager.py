@@ -83,6 +83,7 @@ from .topic import (
 
 if TYPE_CHECKING:
     from .log import Log
+    from .log_loader import LoadReport
 
 # .log (with the loader, segments, indexes and samsa.records) is imported when the first log is opened or
 # created: a broker with none answers its first requests without it (start-up time)
@@ -533,12 +534,10 @@ class LogManager:
         return min(self._dirs, key=lambda d: counts[id(d)])
 
     def _load_dir(self, log_dir: _LogDir) -> None:
-        recovery_points = _read_or_empty(log_dir.path / RECOVERY_POINT_CHECKPOINT)
-        start_offsets = _read_or_empty(log_dir.path / LOG_START_OFFSET_CHECKPOINT)
-        high_watermarks = _read_or_empty(log_dir.path / REPLICATION_OFFSET_CHECKPOINT)
-        cleaned_to = _read_or_empty(log_dir.path / CLEANER_OFFSET_CHECKPOINT)
-        started = time.monotonic()
-        loaded = checked = recovered = truncated = set_aside = 0
+        checkpoints = _DirCheckpoints.read(log_dir.path)
+        started = time.monotonic()  # a figure for the log line, not a decision: real time, not the clock's
+        summary: LoadReport | None = None  # made with the first log (log_loader is imported with it)
+        loaded = 0
         for child in sorted(log_dir.path.iterdir()):
             if not child.is_dir() or child.name in IGNORED_DIRS:
                 continue
@@ -555,49 +554,42 @@ class LogManager:
                 continue
             if parsed.kind is not DirKind.LIVE:
                 continue  # -future and -stray replicas are not served by this manager
-            tp = parsed.tp
-            if tp in self._logs:
-                raise LogManagerError(
-                    f"duplicate log directories for {tp}: {self._log_dir_of[tp].path / child.name} and {child}"
-                )
-            if not log_dir.had_clean_shutdown:
-                self.recovered_logs.add(tp)
-            from .log import Log  # imported with the first log (start-up time; see the imports)
-
-            log = Log.open(
-                child,
-                self.topic_config(tp.topic),
-                self.clock,
-                recovery_point=recovery_points.get(tp, 0),
-                log_start_offset=start_offsets.get(tp, 0),
-                had_clean_shutdown=log_dir.had_clean_shutdown,
-            )
-            if tp in high_watermarks:
-                log.update_high_watermark(high_watermarks[tp])  # clamped to [log start, LEO] by the log
+            log = self._load_log(log_dir, child, parsed.tp, checkpoints)
             loaded += 1
-            report = log.load_report
-            checked += report.segments_checked
-            recovered += report.segments_recovered
-            truncated += report.bytes_truncated
-            set_aside += len(report.set_aside)
-            self._logs[tp] = log
-            self._log_dir_of[tp] = log_dir
-            if tp in cleaned_to:
-                self._cleaner_checkpoints[tp] = cleaned_to[tp]
-        level = logging.WARNING if truncated or set_aside else logging.INFO
-        _log.log(
-            level,
-            "loaded %d logs from %s in %.0f ms %s: %d segments checked, %d recovered, %d bytes truncated, "
-            "%d segments set aside",
-            loaded,
-            log_dir.path,
-            (time.monotonic() - started) * 1000,
-            "after a clean shutdown" if log_dir.had_clean_shutdown else "with no clean-shutdown marker",
-            checked,
-            recovered,
-            truncated,
-            set_aside,
+            if summary is None:
+                summary = type(log.load_report)()
+            summary.add(log.load_report)
+        _log_loaded(log_dir, loaded, summary, (time.monotonic() - started) * 1000)
+
+    def _load_log(
+        self, log_dir: _LogDir, child: Path, tp: TopicPartition, checkpoints: _DirCheckpoints
+    ) -> Log:
+        """Open the partition directory ``child`` of ``log_dir`` from its checkpointed offsets and serve it."""
+        if tp in self._logs:
+            raise LogManagerError(
+                f"duplicate log directories for {tp}: {self._log_dir_of[tp].path / child.name} and {child}"
+            )
+        if not log_dir.had_clean_shutdown:
+            self.recovered_logs.add(tp)
+        from .log import Log  # imported with the first log (start-up time; see the imports)
+
+        log = Log.open(
+            child,
+            self.topic_config(tp.topic),
+            self.clock,
+            recovery_point=checkpoints.recovery_points.get(tp, 0),
+            log_start_offset=checkpoints.start_offsets.get(tp, 0),
+            had_clean_shutdown=log_dir.had_clean_shutdown,
         )
+        if tp in checkpoints.high_watermarks:
+            log.update_high_watermark(
+                checkpoints.high_watermarks[tp]
+            )  # clamped to [log start, LEO] by the log
+        self._logs[tp] = log
+        self._log_dir_of[tp] = log_dir
+        if tp in checkpoints.cleaned_to:
+            self._cleaner_checkpoints[tp] = checkpoints.cleaned_to[tp]
+        return log
 
     def _start_offset_to_checkpoint(self, log: Log) -> int | None:
         first_base = log.segments.first_base_offset() if len(log.segments) else log.log_start_offset
@@ -658,3 +650,50 @@ def partition_counts(manager: LogManager) -> dict[Path, int]:
     for tp in manager.all_logs():
         counts[manager.log_dir_of(tp)] += 1
     return counts
+
+
+@dataclass(frozen=True, slots=True)
+class _DirCheckpoints:
+    """The offset checkpoints of one log directory, as loading reads them (a missing file reads as empty)."""
+
+    recovery_points: Mapping[TopicPartition, int]
+    start_offsets: Mapping[TopicPartition, int]
+    high_watermarks: Mapping[TopicPartition, int]
+    cleaned_to: Mapping[TopicPartition, int]
+
+    @classmethod
+    def read(cls, path: Path) -> _DirCheckpoints:
+        return cls(
+            _read_or_empty(path / RECOVERY_POINT_CHECKPOINT),
+            _read_or_empty(path / LOG_START_OFFSET_CHECKPOINT),
+            _read_or_empty(path / REPLICATION_OFFSET_CHECKPOINT),
+            _read_or_empty(path / CLEANER_OFFSET_CHECKPOINT),
+        )
+
+
+def _log_loaded(log_dir: _LogDir, loaded: int, summary: LoadReport | None, elapsed_ms: float) -> None:
+    """The one line per log directory after loading it: a warning when anything was truncated or set aside."""
+    checked, recovered, truncated, set_aside = (
+        (
+            summary.segments_checked,
+            summary.segments_recovered,
+            summary.bytes_truncated,
+            len(summary.set_aside),
+        )
+        if summary is not None
+        else (0, 0, 0, 0)
+    )
+    level = logging.WARNING if truncated or set_aside else logging.INFO
+    _log.log(
+        level,
+        "loaded %d logs from %s in %.0f ms %s: %d segments checked, %d recovered, %d bytes truncated, "
+        "%d segments set aside",
+        loaded,
+        log_dir.path,
+        elapsed_ms,
+        "after a clean shutdown" if log_dir.had_clean_shutdown else "with no clean-shutdown marker",
+        checked,
+        recovered,
+        truncated,
+        set_aside,
+    )

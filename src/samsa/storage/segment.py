@@ -432,15 +432,16 @@ class LogSegment:
         self._load_first_batch_timestamp()
         return LONG_MAX if self._rolling_based_timestamp is None else self._rolling_based_timestamp
 
-    def time_waited_for_roll(self, now: int, message_timestamp: int) -> int:
-        """Record time since the first batch when it has a timestamp, else wall time since creation."""
+    def time_waited_for_roll(self, now: int | None, message_timestamp: int) -> int:
+        """Record time since the first batch when it has a timestamp, else wall time since creation (``now``, or
+        this segment's clock when None)."""
         first = self._rolling_based_timestamp
         if first is None:
             self._load_first_batch_timestamp()
             first = self._rolling_based_timestamp
         if first is not None and first >= 0:
             return message_timestamp - first
-        return now - self._created
+        return (self.clock.milliseconds() if now is None else now) - self._created
 
     def should_roll(self, params: RollParams) -> bool:
         """Kafka's roll predicate (4.1): size, time (with this segment's jitter), a full index, offset overflow."""
@@ -458,11 +459,12 @@ class LogSegment:
         messages_size: int,
         max_timestamp: int,
         max_offset: int,
-        now: int,
+        now: int | None,
         max_segment_ms: int,
         max_segment_bytes: int,
     ) -> bool:
-        """``should_roll`` with the parameters spread out (the append path makes no ``RollParams``)."""
+        """``should_roll`` with the parameters spread out (the append path makes no ``RollParams``); ``now``
+        None reads this segment's clock, and only when the time rule needs it (a batch without timestamps)."""
         size = self.log.size
         return (
             size > max_segment_bytes - messages_size

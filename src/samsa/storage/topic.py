@@ -139,6 +139,8 @@ def suffixed_dir_name(tp: TopicPartition, kind: DirKind, unique_id: str | None =
     if unique_id is None:
         import uuid  # start-up time: only renames for deletion or quarantine need a fresh id
 
+        # The OS's randomness, not the clock's: a seeded clock draws the same ids again after a restart, and a
+        # rename onto a -delete directory still waiting for file.delete.delay.ms would fail.
         unique_id = uuid.uuid4().hex
     uid = unique_id
     tail = f"-{tp.partition}.{uid}{kind.value}"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.create_topics import (
+    CreatableTopic,
     CreatableTopicResult,
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
 
-from .. import topic_admin
 from ..context import RequestContext
 
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -21,101 +21,56 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
     if _partitions_requested(ctx, request) > MAX_PARTITIONS_PER_REQUEST:
         message = f"Excessively large number of partitions per request (limit {MAX_PARTITIONS_PER_REQUEST})."
         return CreateTopicsResponse(
-            topics=[
-                CreatableTopicResult(
-                    name=t.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=message
-                )
-                for t in request.topics
-            ]
+            topics=[_refused(t.name, ErrorCode.POLICY_VIOLATION, message) for t in request.topics]
         )
     results = []
     seen: set[str] = set()
     for topic in request.topics:
         if topic.name in seen:
-            results.append(
-                CreatableTopicResult(
-                    name=topic.name,
-                    error_code=ErrorCode.INVALID_REQUEST,
-                    error_message=f"Create topics request from client contains duplicate topic {topic.name}",
-                )
-            )
+            message = f"Create topics request from client contains duplicate topic {topic.name}"
+            results.append(_refused(topic.name, ErrorCode.INVALID_REQUEST, message))
             continue
         seen.add(topic.name)
-        partitions, replication = topic.num_partitions, topic.replication_factor
-        if topic.assignments:
-            if partitions != -1 or replication != -1:
-                results.append(
-                    CreatableTopicResult(
-                        name=topic.name,
-                        error_code=ErrorCode.INVALID_REQUEST,
-                        error_message="Both numPartitions or replicationFactor and replicasAssignments were set.",
-                    )
-                )
-                continue
-            partitions = len(topic.assignments)
-            replication = len(topic.assignments[0].broker_ids)
-        configs = {c.name: c.value for c in topic.configs if c.value is not None}
-        if ctx.broker.zk_broker is not None:
-            placement = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
-            results.append(
-                await _create_in_cluster(
-                    ctx, request, topic.name, partitions, replication, configs, placement
-                )
-            )
-            continue
-        outcome = topic_admin.create_topic(
-            ctx.broker, topic.name, partitions, replication, configs, validate_only=request.validate_only
-        )
-        ok = outcome.error is ErrorCode.NONE
-        results.append(
-            CreatableTopicResult(
-                name=topic.name,
-                topic_id=topic_admin.topic_id(topic.name),
-                error_code=outcome.error,
-                error_message=outcome.message,
-                num_partitions=len(ctx.broker.replica_manager.partitions_of(topic.name)) if ok else -1,
-                replication_factor=1 if ok else -1,
-            )
-        )
+        results.append(await _create(ctx, request, topic))
     return CreateTopicsResponse(topics=results)
 
 
-async def _create_in_cluster(
-    ctx: RequestContext,
-    request: CreateTopicsRequest,
-    name: str,
-    partitions: int,
-    replication: int,
-    configs: dict[str, str],
-    placement: dict[int, list[int]] | None,
+async def _create(
+    ctx: RequestContext, request: CreateTopicsRequest, topic: CreatableTopic
 ) -> CreatableTopicResult:
-    """Cluster mode: write the topic to ZooKeeper, then wait (up to the request's timeout) for its leaders."""
-    from .. import cluster_admin  # cluster mode only
-
-    zk_broker = ctx.broker.zk_broker
-    assert zk_broker is not None
-    outcome = await cluster_admin.create_topic(
-        ctx.broker,
-        zk_broker,
-        name,
+    """One topic of the request: its partitions and replication from the counts or from explicit assignments."""
+    partitions, replication = topic.num_partitions, topic.replication_factor
+    if topic.assignments:
+        if partitions != -1 or replication != -1:
+            message = "Both numPartitions or replicationFactor and replicasAssignments were set."
+            return _refused(topic.name, ErrorCode.INVALID_REQUEST, message)
+        partitions = len(topic.assignments)
+        replication = len(topic.assignments[0].broker_ids)
+    configs = {c.name: c.value for c in topic.configs if c.value is not None}
+    placement = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
+    store = ctx.broker.metadata_store
+    outcome = await store.create_topic(
+        topic.name,
         partitions,
         replication,
         configs,
         placement=placement,
         validate_only=request.validate_only,
+        timeout_ms=request.timeout_ms,
     )
-    waited = outcome.ok and not request.validate_only
-    if waited and not await cluster_admin.wait_for_leaders(zk_broker, name, request.timeout_ms):
-        outcome = topic_admin.AdminResult(ErrorCode.REQUEST_TIMED_OUT, "Leaders were not elected in time.")
-    known = zk_broker.metadata.partitions_of(name)
+    known = store.partitions_of(topic.name) if outcome.ok else []
     return CreatableTopicResult(
-        name=name,
-        topic_id=zk_broker.metadata.topic_ids.get(name, topic_admin.topic_id(name)),
+        name=topic.name,
+        topic_id=store.topic_id(topic.name),
         error_code=outcome.error,
         error_message=outcome.message,
         num_partitions=len(known) if known else -1,
         replication_factor=len(known[0].replicas) if known else -1,
     )
+
+
+def _refused(name: str, code: ErrorCode, message: str) -> CreatableTopicResult:
+    return CreatableTopicResult(name=name, error_code=code, error_message=message)
 
 
 def _partitions_requested(ctx: RequestContext, request: CreateTopicsRequest) -> int:

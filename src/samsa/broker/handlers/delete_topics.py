@@ -13,26 +13,14 @@ from samsa.protocol.messages.delete_topics import (
     DeleteTopicsResponse,
 )
 
-from .. import topic_admin
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    if ctx.broker.zk_broker is not None:
-        from ..cluster_admin import delete_topic  # cluster mode only
-
-        outcomes = [
-            (n, await delete_topic(ctx.broker, ctx.broker.zk_broker, n, request.timeout_ms))
-            for n in request.topic_names
-        ]
-        return DeleteTopicsResponse(
-            responses=[
-                DeletableTopicResult(name=n, error_code=o.error, error_message=o.message) for n, o in outcomes
-            ]
-        )
+    store = ctx.broker.metadata_store
     results = []
     for name in request.topic_names:
-        outcome = topic_admin.delete_topic(ctx.broker, name)
+        outcome = await store.delete_topic(name, request.timeout_ms)
         results.append(
             DeletableTopicResult(name=name, error_code=outcome.error, error_message=outcome.message)
         )

@@ -13,24 +13,14 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
-    broker = ctx.broker
-    if broker.zk_broker is not None:  # cluster mode: the brokers and controller the controller last sent
-        cache = broker.zk_broker.metadata
-        nodes = [(n, n.address(ctx.connection.listener)) for n in cache.alive_brokers()]
-        return DescribeClusterResponse(
-            error_code=ErrorCode.NONE,
-            endpoint_type=request.endpoint_type,
-            cluster_id=broker.cluster_id,
-            controller_id=cache.controller_id if cache.controller_id is not None else -1,
-            brokers=[
-                DescribeClusterBroker(n.broker_id, a[0], a[1], n.rack) for n, a in nodes if a is not None
-            ],
-        )
-    host, port = broker.advertised()
+    store = ctx.broker.metadata_store
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         endpoint_type=request.endpoint_type,
-        cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
-        brokers=[DescribeClusterBroker(broker.node_id, host, port, broker.config.get("broker.rack"))],
+        cluster_id=ctx.broker.cluster_id,
+        controller_id=store.controller_id(),
+        brokers=[
+            DescribeClusterBroker(n.broker_id, n.host, n.port, n.rack)
+            for n in store.alive_brokers(ctx.connection.listener)
+        ],
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
+    DescribeConfigsResource,
     DescribeConfigsResourceResult,
     DescribeConfigsResponse,
     DescribeConfigsResult,
@@ -27,63 +28,16 @@ from ..topic_configs import (
 async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = []
     for resource in request.resources:
-        rows: list[tuple[str, str | None, ConfigSource]]
-        wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
-        if resource.resource_type == ResourceType.TOPIC:
-            overrides = await topic_overrides(ctx.broker, resource.resource_name)
-            if overrides is None:
-                results.append(
-                    _error(
-                        resource.resource_type,
-                        resource.resource_name,
-                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        f"Topic {resource.resource_name} does not exist.",
-                    )
-                )
-                continue
-            rows = describe_topic(ctx.broker, overrides)
-        elif resource.resource_type == ResourceType.BROKER:
-            if resource.resource_name not in ("", str(ctx.broker.node_id)):
-                results.append(
-                    _error(
-                        resource.resource_type,
-                        resource.resource_name,
-                        ErrorCode.INVALID_REQUEST,
-                        f"Unexpected broker id, expected {ctx.broker.node_id}",
-                    )
-                )
-                continue
-            rows = describe_broker(ctx.broker)
-        else:
-            results.append(
-                _error(
-                    resource.resource_type,
-                    resource.resource_name,
-                    ErrorCode.INVALID_REQUEST,
-                    f"Unsupported resource type {resource.resource_type}",
-                )
-            )
+        rows = await _rows(ctx, resource)
+        if isinstance(rows, DescribeConfigsResult):
+            results.append(rows)
             continue
-        configs = []
-        for name, value, source in rows:
-            if wanted is not None and name not in wanted:
-                continue
-            broker_key = KEYS_BY_NAME.get(BROKER_KEY_FOR_TOPIC_KEY.get(name, name))
-            synonyms = []
-            if request.include_synonyms and source is ConfigSource.DYNAMIC_TOPIC_CONFIG:
-                synonyms.append(DescribeConfigsSynonym(name, value, int(source)))
-            configs.append(
-                DescribeConfigsResourceResult(
-                    name=name,
-                    value=value,
-                    read_only=resource.resource_type == ResourceType.BROKER,
-                    is_default=source is ConfigSource.DEFAULT_CONFIG,
-                    config_source=int(source),
-                    is_sensitive=False,
-                    synonyms=synonyms,
-                    config_type=CONFIG_TYPES.get(broker_key.type, 0) if broker_key else 0,
-                )
-            )
+        wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+        configs = [
+            _config(resource.resource_type, name, value, source, request.include_synonyms)
+            for name, value, source in rows
+            if wanted is None or name in wanted
+        ]
         results.append(
             DescribeConfigsResult(
                 error_code=ErrorCode.NONE,
@@ -93,6 +47,44 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
             )
         )
     return DescribeConfigsResponse(results=results)
+
+
+Rows = list[tuple[str, str | None, ConfigSource]]
+
+
+async def _rows(ctx: RequestContext, resource: DescribeConfigsResource) -> Rows | DescribeConfigsResult:
+    """Every (name, value, source) of the topic or broker ``resource`` names; the error result when it cannot."""
+    kind, name = resource.resource_type, resource.resource_name
+    if kind == ResourceType.TOPIC:
+        overrides = await topic_overrides(ctx.broker, name)
+        if overrides is None:
+            return _error(kind, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
+        return describe_topic(ctx.broker, overrides)
+    if kind == ResourceType.BROKER:
+        if name not in ("", str(ctx.broker.node_id)):
+            message = f"Unexpected broker id, expected {ctx.broker.node_id}"
+            return _error(kind, name, ErrorCode.INVALID_REQUEST, message)
+        return describe_broker(ctx.broker)
+    return _error(kind, name, ErrorCode.INVALID_REQUEST, f"Unsupported resource type {kind}")
+
+
+def _config(
+    resource_type: int, name: str, value: str | None, source: ConfigSource, include_synonyms: bool
+) -> DescribeConfigsResourceResult:
+    broker_key = KEYS_BY_NAME.get(BROKER_KEY_FOR_TOPIC_KEY.get(name, name))
+    synonyms = []
+    if include_synonyms and source is ConfigSource.DYNAMIC_TOPIC_CONFIG:
+        synonyms.append(DescribeConfigsSynonym(name, value, int(source)))
+    return DescribeConfigsResourceResult(
+        name=name,
+        value=value,
+        read_only=resource_type == ResourceType.BROKER,
+        is_default=source is ConfigSource.DEFAULT_CONFIG,
+        config_source=int(source),
+        is_sensitive=False,
+        synonyms=synonyms,
+        config_type=CONFIG_TYPES.get(broker_key.type, 0) if broker_key else 0,
+    )
 
 
 def _error(resource_type: int, name: str, code: ErrorCode, message: str) -> DescribeConfigsResult:

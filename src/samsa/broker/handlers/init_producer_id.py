@@ -4,7 +4,8 @@ Without a transactional id Kafka always answers with a fresh producer id at epoc
 request carries (a producer that wants a new epoch for the same id bumps it itself and starts its sequences at 0;
 the partition's producer state accepts that). Ids come from ``ProducerIdManager``: unique for this broker across
 restarts, so they never collide with producer ids still in the logs; in cluster mode from ZooKeeper's
-``/latest_producer_id_block``, unique across the cluster. Sequence checking per partition (duplicates,
+``/latest_producer_id_block``, unique across the cluster, a block fetched ahead (COORDINATOR_LOAD_IN_PROGRESS, which
+producers retry, when none is left and ZooKeeper does not answer). Sequence checking per partition (duplicates,
 gaps, stale epochs) is ``samsa.storage.producer_state``. Transactional ids are refused until transactions exist.
 """
 
@@ -14,11 +15,14 @@ from samsa.protocol import ErrorCode
 from samsa.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 
 from ..context import RequestContext
+from ..producer_ids import ProducerIdsUnavailableError
 
 
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
     if request.transactional_id is not None:
         return InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    zk_broker = ctx.broker.zk_broker
-    producer_id = await zk_broker.next_producer_id() if zk_broker else ctx.broker.producer_ids.next_id()
+    try:
+        producer_id = await ctx.broker.metadata_store.next_producer_id()
+    except ProducerIdsUnavailableError:  # ZooKeeper away and the block used up: the producer retries
+        return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)

@@ -47,7 +47,7 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
             request.group_instance_id,
             offsets,
         )
-        if ctx.broker.zk_broker is not None and any(e is ErrorCode.NONE for e in errors.values()):
+        if any(e is ErrorCode.NONE for e in errors.values()):
             errors = await _replicated(ctx, request.group_id, errors)
     topics: list[OffsetCommitResponseTopic] = []
     for topic in request.topics:
@@ -71,7 +71,7 @@ _AFTER_APPEND = {
 async def _replicated(
     ctx: RequestContext, group_id: str, errors: dict[TopicPartition, ErrorCode]
 ) -> dict[TopicPartition, ErrorCode]:
-    """Cluster mode: a commit is answered once the ISR of the group's ``__consumer_offsets`` partition has it
+    """A commit is answered once the ISR of the group's ``__consumer_offsets`` partition has it
     (``offsets.commit.required.acks`` -1, as Kafka); a commit the ISR does not take in time is
     COORDINATOR_NOT_AVAILABLE, one whose partition moved NOT_COORDINATOR."""
     manager = ctx.broker.replica_manager

@@ -13,7 +13,7 @@ import math
 import random
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -210,8 +210,3 @@ def closed_windows(
     """The windows a job with this watermark delay has emitted once it has seen ``max_event_ms``."""
     watermark = max_event_ms - watermark_ms
     return {start: s for start, s in stats.items() if start + WINDOW_MS <= watermark}
-
-
-def iter_generated(generator: AccessLogGenerator, count: int) -> Iterator[GeneratedLine]:
-    for _ in range(count):
-        yield generator.next()

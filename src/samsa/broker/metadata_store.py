@@ -1,0 +1,304 @@
+"""The cluster's catalog as request handlers see it, behind one interface with two implementations.
+
+What handlers read: the live brokers (their addresses on the listener a request came in on), the controller, the
+topics with their ids and config overrides, and each partition's leader, leader epoch, replicas and ISR. What they
+ask to change: create, grow and delete topics, replace a topic's overrides; take a producer id.
+
+- ``LocalMetadataStore``, the single-broker default (no ``zookeeper.connect``): this broker is the whole cluster
+  and its controller; the catalog is the partitions it hosts, each led by it alone; changes are made at once on its
+  own log manager (``topic_admin``), topic ids are derived from names, producer ids come from its own file.
+- ``ZkMetadataStore``, cluster mode: reads come from the metadata cache the controller feeds with UpdateMetadata,
+  so every broker tells clients the same leaders; changes are written to ZooKeeper in Kafka's layout
+  (``cluster_admin``) and the controller carries them out (a created topic has no leader until it elected one).
+
+Handlers hold no ``if cluster`` branches for these: Metadata, DescribeCluster, FindCoordinator, CreateTopics,
+CreatePartitions, DeleteTopics, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and InitProducerId answer
+through the store. Produce, Fetch and ListOffsets answer from the replica
+manager, which knows from the same store what this broker leads (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH).
+
+Event-loop thread only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from samsa.cluster.metadata_cache import PartitionInfo
+from samsa.protocol import ErrorCode
+from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition, is_internal
+
+from . import topic_admin
+from .topic_admin import AdminResult
+
+if TYPE_CHECKING:
+    from .broker import KafkaServer
+    from .zk_broker import ZkBroker
+
+__all__ = ["LocalMetadataStore", "MetadataStore", "Node", "ZkMetadataStore"]
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A live broker as a client reaches it on one listener."""
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+class MetadataStore(Protocol):
+    """The catalog and its changes (module doc)."""
+
+    def controller_id(self) -> int: ...
+
+    def alive_brokers(self, listener: str) -> list[Node]: ...
+
+    def is_alive(self, broker_id: int) -> bool: ...
+
+    def topics(self) -> set[str]: ...
+
+    def partitions_of(self, topic: str) -> list[PartitionInfo]:
+        """The topic's partitions in partition order (empty: unknown, or not yet led anywhere)."""
+        ...
+
+    def topic_id(self, topic: str) -> uuid.UUID: ...
+
+    async def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        *,
+        placement: Mapping[int, list[int]] | None = None,
+        validate_only: bool = False,
+        timeout_ms: int = 30_000,
+    ) -> AdminResult:
+        """Create ``topic`` (or only check it); answers once its partitions have leaders, up to ``timeout_ms``."""
+        ...
+
+    async def auto_create_topic(self, topic: str) -> AdminResult:
+        """Create a topic a client named (``auto.create.topics.enable``), with the broker's defaults."""
+        ...
+
+    async def create_partitions(
+        self, topic: str, total: int, *, validate_only: bool = False
+    ) -> AdminResult: ...
+
+    async def delete_topic(self, topic: str, timeout_ms: int) -> AdminResult: ...
+
+    async def next_producer_id(self) -> int: ...
+
+    async def topic_overrides(self, topic: str) -> dict[str, str]:
+        """The topic's own config overrides (empty: none)."""
+        ...
+
+    async def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        """Replace the topic's overrides; every broker holding the topic applies them."""
+        ...
+
+    async def ensure_offsets_topic(self) -> ErrorCode:
+        """``__consumer_offsets`` exists and is led (NONE), or is being created (COORDINATOR_NOT_AVAILABLE)."""
+        ...
+
+
+class LocalMetadataStore:
+    """The single-broker default's catalog: this broker's own partitions (module doc)."""
+
+    def __init__(self, server: KafkaServer) -> None:
+        self._server = server
+
+    def controller_id(self) -> int:
+        return self._server.node_id
+
+    def alive_brokers(self, listener: str) -> list[Node]:
+        host, port = self._server.advertised()
+        return [Node(self._server.node_id, host, port, self._server.config.get("broker.rack"))]
+
+    def is_alive(self, broker_id: int) -> bool:
+        return broker_id == self._server.node_id
+
+    def topics(self) -> set[str]:
+        return self._server.replica_manager.topics()
+
+    def partitions_of(self, topic: str) -> list[PartitionInfo]:
+        manager = self._server.replica_manager
+        infos = []
+        for tp in manager.partitions_of(topic):
+            partition = manager.partition(tp)
+            if partition is not None:
+                infos.append(
+                    PartitionInfo(
+                        tp,
+                        partition.leader_id,
+                        partition.leader_epoch,
+                        partition.replicas,
+                        tuple(sorted(partition.isr)),
+                    )
+                )
+        return infos
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        return topic_admin.topic_id(topic)
+
+    async def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        *,
+        placement: Mapping[int, list[int]] | None = None,
+        validate_only: bool = False,
+        timeout_ms: int = 30_000,
+    ) -> AdminResult:
+        return topic_admin.create_topic(
+            self._server, topic, partitions, replication_factor, configs, validate_only=validate_only
+        )
+
+    async def auto_create_topic(self, topic: str) -> AdminResult:
+        return topic_admin.auto_create_topic(self._server, topic)
+
+    async def create_partitions(self, topic: str, total: int, *, validate_only: bool = False) -> AdminResult:
+        return topic_admin.add_partitions(self._server, topic, total, validate_only=validate_only)
+
+    async def delete_topic(self, topic: str, timeout_ms: int) -> AdminResult:
+        return topic_admin.delete_topic(self._server, topic)
+
+    async def next_producer_id(self) -> int:
+        return self._server.producer_ids.next_id()
+
+    async def ensure_offsets_topic(self) -> ErrorCode:
+        return self._server.group_coordinator.ensure_offsets_topic()
+
+    async def topic_overrides(self, topic: str) -> dict[str, str]:
+        return self._server.log_manager.topic_overrides(topic)
+
+    async def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        self._server.log_manager.update_topic_config(topic, overrides)
+
+
+class ZkMetadataStore:
+    """Cluster mode's catalog: the controller-fed metadata cache, changes through ZooKeeper (module doc)."""
+
+    def __init__(self, server: KafkaServer, zk_broker: ZkBroker) -> None:
+        self._server = server
+        self._zk_broker = zk_broker
+        self._cache = zk_broker.metadata
+
+    def controller_id(self) -> int:
+        controller = self._cache.controller_id
+        return controller if controller is not None else -1
+
+    def alive_brokers(self, listener: str) -> list[Node]:
+        nodes = []
+        for node in self._cache.alive_brokers():
+            address = node.address(listener)
+            if address is not None:
+                nodes.append(Node(node.broker_id, address[0], address[1], node.rack))
+        return nodes
+
+    def is_alive(self, broker_id: int) -> bool:
+        return broker_id in self._cache.brokers
+
+    def topics(self) -> set[str]:
+        return self._cache.topics()
+
+    def partitions_of(self, topic: str) -> list[PartitionInfo]:
+        return self._cache.partitions_of(topic)
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        return self._cache.topic_ids.get(topic, uuid.UUID(int=0))
+
+    async def create_topic(
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        *,
+        placement: Mapping[int, list[int]] | None = None,
+        validate_only: bool = False,
+        timeout_ms: int = 30_000,
+    ) -> AdminResult:
+        from . import cluster_admin
+
+        outcome = await cluster_admin.create_topic(
+            self._server,
+            self._zk_broker,
+            topic,
+            partitions,
+            replication_factor,
+            configs,
+            placement=placement,
+            validate_only=validate_only,
+        )
+        waited = outcome.ok and not validate_only
+        if waited and not await cluster_admin.wait_for_leaders(self._zk_broker, topic, timeout_ms):
+            return AdminResult(ErrorCode.REQUEST_TIMED_OUT, "Leaders were not elected in time.")
+        return outcome
+
+    async def auto_create_topic(self, topic: str) -> AdminResult:
+        from . import cluster_admin
+
+        if not self._server.config.get("auto.create.topics.enable") or is_internal(topic):
+            return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        created = await cluster_admin.create_topic(self._server, self._zk_broker, topic, -1, -1, {})
+        if created.error in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            return AdminResult(ErrorCode.LEADER_NOT_AVAILABLE)  # until the controller elected its leaders
+        return created
+
+    async def create_partitions(self, topic: str, total: int, *, validate_only: bool = False) -> AdminResult:
+        from . import cluster_admin
+
+        return await cluster_admin.add_partitions(
+            self._server, self._zk_broker, topic, total, validate_only=validate_only
+        )
+
+    async def delete_topic(self, topic: str, timeout_ms: int) -> AdminResult:
+        from . import cluster_admin
+
+        return await cluster_admin.delete_topic(self._server, self._zk_broker, topic, timeout_ms)
+
+    async def next_producer_id(self) -> int:
+        return await self._zk_broker.next_producer_id()
+
+    async def topic_overrides(self, topic: str) -> dict[str, str]:
+        return await self._zk_broker.topic_overrides(topic)
+
+    async def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+        await self._zk_broker.set_topic_overrides(topic, overrides)
+
+    async def ensure_offsets_topic(self) -> ErrorCode:
+        """Create the topic through ZooKeeper on first use, as Kafka does (with ``offsets.topic.replication.factor``
+        replicas: more than the live brokers leaves it uncreated, as in Kafka)."""
+        from . import cluster_admin
+
+        if self._cache.partitions_of(CONSUMER_OFFSETS_TOPIC):
+            return ErrorCode.NONE
+        config = self._server.config
+        await cluster_admin.create_topic(
+            self._server,
+            self._zk_broker,
+            CONSUMER_OFFSETS_TOPIC,
+            int(config.get("offsets.topic.num.partitions")),
+            int(config.get("offsets.topic.replication.factor")),
+            {
+                "cleanup.policy": "compact",
+                "compression.type": "producer",
+                "segment.bytes": str(config.get("offsets.topic.segment.bytes")),
+            },
+        )
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+def leader_of(store: MetadataStore, tp: TopicPartition, listener: str) -> Node | None:
+    """The live broker leading ``tp`` as reached on ``listener`` (None: unknown, no leader, or it is down)."""
+    info = next((p for p in store.partitions_of(tp.topic) if p.tp == tp), None)
+    if info is None or not store.is_alive(info.leader):
+        return None
+    return next((n for n in store.alive_brokers(listener) if n.broker_id == info.leader), None)

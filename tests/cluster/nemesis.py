@@ -1,0 +1,348 @@
+"""A nemesis run against a real cluster, and a checker in the manner of Jepsen's Kafka checkers.
+
+For ``duration`` seconds a seeded random schedule of faults hits a 3-broker cluster (ZooKeeper included) while
+idempotent acks=all producers write and a consumer group reads and commits. One fault at a time, each healed
+before the next, so with replication factor 3 and ``min.insync.replicas=2`` every acknowledged record must
+survive. Faults: ``kill -9`` of a broker, SIGSTOP/SIGCONT of a broker (sometimes past its session), a clean
+restart (SIGTERM: controlled shutdown), ``kill -9`` of the controller, a ZooKeeper restart.
+
+The checker reads every partition from the start and counts, as Jepsen does:
+
+- ``lost``: acknowledged records not in the log;
+- ``duplicates``: records in the log more than once (idempotent producers: none allowed);
+- ``reordered``: records of one producer out of their send order within a partition;
+- ``diverged``: partitions whose replicas do not hold the same bytes once the cluster is healed;
+- ``vanished``: records a consumer received (and committed) that are no longer in the log.
+
+``python -m tests.cluster.nemesis --seed N --seconds S`` runs it alone and prints the schedule and the counts;
+the test suite runs one seeded schedule, ``bench/bench_nemesis.py`` a longer one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from samsa.cluster.local import LocalCluster
+from samsa.cluster.zk_client import ZkClient
+from samsa.cluster.zookeeper import ZooKeeperServer
+
+TOPIC = "nemesis"
+PARTITIONS = 6
+PRODUCERS = 2
+FAULTS = ("kill", "pause", "long-pause", "restart", "controller-kill", "zookeeper-restart")
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    at: float  # seconds after the start
+    kind: str
+    broker: int  # 0: ZooKeeper, or the controller at the time
+
+    def __str__(self) -> str:
+        target = (
+            "zookeeper"
+            if self.kind == "zookeeper-restart"
+            else ("controller" if self.kind == "controller-kill" else f"broker {self.broker}")
+        )
+        return f"{self.at:6.1f} s  {self.kind:<18} {target}"
+
+
+def schedule(seed: int, seconds: float, brokers: int = 3) -> list[Fault]:
+    """One fault every 5-9 s from the seed, in the order they are applied: every kind once (in a seeded order)
+    before any comes again."""
+    rng = random.Random(seed)
+    kinds = list(FAULTS)
+    rng.shuffle(kinds)
+    faults = []
+    at = 3.0
+    while at < seconds - 6:
+        kind = kinds[len(faults)] if len(faults) < len(kinds) else rng.choice(FAULTS)
+        faults.append(Fault(round(at, 1), kind, rng.randint(1, brokers)))
+        at += rng.uniform(5, 9)
+    return faults
+
+
+@dataclass(slots=True)
+class Report:
+    seed: int
+    faults: list[Fault]
+    acknowledged: int = 0
+    failed_sends: int = 0
+    read: int = 0
+    consumed: int = 0
+    lost: int = 0
+    duplicates: int = 0
+    reordered: int = 0
+    diverged: int = 0
+    vanished: int = 0
+    stuck: bool = False  # the consumers did not catch up within 2 minutes of the end (liveness)
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def anomalies(self) -> int:
+        return self.lost + self.duplicates + self.reordered + self.diverged + self.vanished
+
+    def __str__(self) -> str:
+        lines = [f"nemesis seed {self.seed}: {len(self.faults)} faults"]
+        lines += [f"  {fault}" for fault in self.faults]
+        lines.append(
+            f"acknowledged {self.acknowledged}, failed sends {self.failed_sends}, read back {self.read}, "
+            f"consumed and committed {self.consumed}"
+        )
+        lines.append(
+            f"lost {self.lost}, duplicates {self.duplicates}, reordered {self.reordered}, "
+            f"diverged {self.diverged}, vanished {self.vanished}"
+            + (", consumers stuck (did not catch up)" if self.stuck else "")
+        )
+        lines += [f"  {d}" for d in self.details[:20]]
+        return "\n".join(lines)
+
+
+class _Writer(threading.Thread):
+    """An idempotent acks=all producer writing ``w<id>-<n>`` values until stopped."""
+
+    def __init__(self, writer_id: int, bootstrap: str) -> None:
+        super().__init__(daemon=True, name=f"nemesis-writer-{writer_id}")
+        self.writer_id = writer_id
+        self.acked: list[tuple[int, str]] = []  # (partition, value)
+        self.failed = 0
+        self.stop = threading.Event()
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": 300_000,
+            }
+        )
+
+    def _report(self, error: Any, message: Any) -> None:
+        if error is None:
+            self.acked.append((message.partition(), message.value().decode()))
+        else:
+            self.failed += 1
+
+    def run(self) -> None:
+        n = 0
+        while not self.stop.is_set():
+            value = f"w{self.writer_id}-{n:08d}"
+            self.producer.produce(TOPIC, value.encode(), key=value.encode(), on_delivery=self._report)
+            n += 1
+            self.producer.poll(0.004)
+        self.producer.flush(240)
+
+
+def _wait(what: str, check: Callable[[], Any], timeout: float) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            value = check()
+        except Exception:  # a broker or ZooKeeper coming back
+            value = None
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def _partitions(admin: AdminClient) -> dict[int, tuple[int, list[int], list[int]]]:
+    found = admin.list_topics(TOPIC, timeout=10).topics[TOPIC]
+    return {p.id: (p.leader, sorted(p.replicas), sorted(p.isrs)) for p in found.partitions.values()}
+
+
+def _controller(zookeeper: ZooKeeperServer) -> int | None:
+    zk = ZkClient(zookeeper.connect_string)
+    zk.start(5)
+    try:
+        return zk.controller()
+    finally:
+        zk.close()
+
+
+def _apply(fault: Fault, cluster: LocalCluster, zookeeper: ZooKeeperServer, rng: random.Random) -> None:
+    broker = fault.broker
+    if fault.kind == "kill":
+        cluster.kill(broker)
+        time.sleep(rng.uniform(1, 3))
+        cluster.start_broker(broker)
+    elif fault.kind in ("pause", "long-pause"):
+        cluster.pause(broker)
+        time.sleep(
+            rng.uniform(1, 3) if fault.kind == "pause" else rng.uniform(7, 9)
+        )  # long: past the session
+        cluster.resume(broker)
+    elif fault.kind == "restart":
+        cluster.stop_broker(broker)
+        cluster.start_broker(broker)
+    elif fault.kind == "controller-kill":
+        controller = _controller(zookeeper) or broker
+        cluster.kill(controller)
+        time.sleep(rng.uniform(1, 3))
+        cluster.start_broker(controller)
+    elif fault.kind == "zookeeper-restart":
+        zookeeper.stop()
+        time.sleep(rng.uniform(1, 3))
+        zookeeper.start()
+
+
+def _log_bytes(cluster: LocalCluster, broker: int, partition: int) -> bytes:
+    directory = cluster.directory / f"broker-{broker}" / "data" / f"{TOPIC}-{partition}"
+    return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
+
+
+def _read_everything(bootstrap: str) -> dict[int, list[str]]:
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "nemesis-checker", "enable.auto.commit": False}
+    )
+    ends: dict[int, int] = {}
+    for p in range(PARTITIONS):
+        _, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)
+        ends[p] = high
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    log: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
+    deadline = time.monotonic() + 120
+    while any(len(log[p]) < ends[p] for p in log) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            log[message.partition()].append(message.value().decode())
+    consumer.close()
+    return log
+
+
+def run(seed: int, seconds: float, work: Path) -> Report:
+    """One seeded nemesis run in ``work`` (module doc)."""
+    from tests.groups.test_group_clients import Worker
+
+    faults = schedule(seed, seconds)
+    report = Report(seed, faults)
+    print(f"nemesis seed {seed}, {seconds:.0f} s: " + "; ".join(str(f).strip() for f in faults), flush=True)
+    rng = random.Random(seed + 1)
+    zookeeper = ZooKeeperServer(work / "zookeeper")
+    zookeeper.start()
+    cluster = LocalCluster(
+        work / "cluster",
+        zookeeper=zookeeper.connect_string,
+        broker_config={"replica.lag.time.max.ms": "3000", "min.insync.replicas": "2"},
+    )
+    workers: list[Worker] = []
+    writers: list[_Writer] = []
+    try:
+        cluster.up(3)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(60)
+        _wait("leaders", lambda: all(v[0] > 0 for v in _partitions(admin).values()), 60)
+        writers = [_Writer(i, cluster.bootstrap_servers) for i in range(PRODUCERS)]
+        workers = [
+            Worker("confluent-kafka", cluster.bootstrap_servers, TOPIC, "nemesis-readers") for _ in range(2)
+        ]
+        for writer in writers:
+            writer.start()
+        started = time.monotonic()
+        for fault in faults:
+            time.sleep(max(0.0, started + fault.at - time.monotonic()))
+            _apply(fault, cluster, zookeeper, rng)
+        time.sleep(max(0.0, started + seconds - time.monotonic()))
+        for writer in writers:
+            writer.stop.set()
+        for writer in writers:
+            writer.join(300)
+        _wait(
+            "every partition with its full ISR",
+            lambda: all(v[2] == [1, 2, 3] for v in _partitions(admin).values()),
+            120,
+        )
+        acked = {(p, v) for writer in writers for p, v in writer.acked}
+        try:
+            _wait(
+                "the consumers to catch up", lambda: _consumed_values(workers) >= {v for _, v in acked}, 120
+            )
+        except AssertionError:
+            report.stuck = True  # liveness, not safety: reported, and the checks still run
+    finally:
+        for worker in workers:
+            _stop(worker)
+    try:
+        _check(report, cluster, writers, workers)
+    finally:
+        cluster.down()
+        zookeeper.stop()
+    return report
+
+
+def _stop(worker: Any) -> None:
+    try:
+        worker.leave()
+    except Exception:  # a consumer that does not leave within its wait is killed
+        worker.process.kill()
+        worker.process.wait(10)
+
+
+def _consumed_values(workers: list[Any]) -> set[str]:
+    values: set[str] = set()
+    for worker in workers:
+        with worker.lock:
+            values.update(value for _, _, value in worker.consumed)
+    return values
+
+
+def _check(report: Report, cluster: LocalCluster, writers: list[_Writer], workers: list[Any]) -> None:
+    acked = [(p, v) for writer in writers for p, v in writer.acked]
+    report.acknowledged = len(acked)
+    report.failed_sends = sum(writer.failed for writer in writers)
+    log = _read_everything(cluster.bootstrap_servers)
+    report.read = sum(len(values) for values in log.values())
+    where = {(p, v) for p, values in log.items() for v in values}
+    lost = [(p, v) for p, v in acked if (p, v) not in where]
+    report.lost = len(lost)
+    report.details += [f"lost {v} (partition {p})" for p, v in lost[:10]]
+    for partition, values in log.items():
+        report.duplicates += len(values) - len(set(values))
+        last: dict[str, int] = {}
+        for value in values:
+            writer, n = value.split("-")
+            if int(n) <= last.get(writer, -1):
+                report.reordered += 1
+                report.details.append(f"reordered {value} after {writer}-{last[writer]:08d} in {partition}")
+            last[writer] = max(int(n), last.get(writer, -1))
+        copies = {_log_bytes(cluster, broker, partition) for broker in (1, 2, 3)}
+        if len(copies) != 1:
+            report.diverged += 1
+            report.details.append(f"replicas of partition {partition} differ")
+    consumed = {value for worker in workers for _, _, value in worker.consumed}
+    report.consumed = len(consumed)
+    in_log = {v for values in log.values() for v in values}
+    vanished = consumed - in_log
+    report.vanished = len(vanished)
+    report.details += [f"vanished {v}" for v in sorted(vanished)[:10]]
+
+
+def main() -> None:
+    import tempfile
+
+    parser = argparse.ArgumentParser(description="a seeded nemesis run against a local Samsa cluster")
+    parser.add_argument("--seed", type=int, default=int(time.time()) % 100_000)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--keep", type=Path, help="run in this directory and keep it (logs of every broker)")
+    args = parser.parse_args()
+    if args.keep is not None:
+        report = run(args.seed, args.seconds, args.keep)
+    else:
+        with tempfile.TemporaryDirectory(prefix="samsa-nemesis-") as tmp:
+            report = run(args.seed, args.seconds, Path(tmp))
+    print(report)
+
+
+if __name__ == "__main__":
+    main()
