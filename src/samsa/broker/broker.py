@@ -178,6 +178,10 @@ class KafkaServer:
         problems: list[str] = []
         if self.zk_broker is not None:
             try:
+                await self.zk_broker.controlled_shutdown()  # leaderships move while this broker still serves
+            except Exception as exc:
+                log.warning("controlled shutdown failed: %s", exc)
+            try:
                 await self.zk_broker.stop()  # the controller sees this broker leave at once
             except Exception as exc:  # a lost ZooKeeper must not keep the logs from closing cleanly
                 log.warning("leaving ZooKeeper failed: %s", exc)

@@ -625,7 +625,16 @@ class ReplicaManager:
                 target = min(local[1], leo)  # the next fetch asks again with our new latest epoch (KIP-279)
             else:
                 target = min(local[1], end_offset, leo)
-        if target < leo:
+        if target < plog.high_watermark:  # only after an unclean election: committed records are dropped
+            log.warning(
+                "%s: records %d to %d were committed here but the leader lacks them (diverged after epoch %d): lost "
+                "(an unclean leader election)",
+                tp,
+                target,
+                plog.high_watermark - 1,
+                leader_epoch,
+            )
+        elif target < leo:
             log.info(
                 "%s: truncating from %d to %d (diverged from the leader's epoch %d)",
                 tp,

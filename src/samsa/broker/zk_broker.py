@@ -20,7 +20,10 @@ Leaders and ISRs then come from the controller: LeaderAndIsr makes this broker l
 partitions (creating their logs with the topic's overrides), UpdateMetadata feeds the metadata cache, StopReplica
 stops (and deletes) replicas. Followers copy their leaders through the replica fetchers; leaders send ISR changes
 to the controller through the ISR channel and take lagging followers out of the ISR every half of
-``replica.lag.time.max.ms``. A clean stop resigns and closes the session, so the controller sees this broker leave at once.
+``replica.lag.time.max.ms``. A clean stop first asks the controller to move this broker's leaderships away
+(ControlledShutdown, while the listeners still serve; ``controlled.shutdown.enable``, ``.max.retries``,
+``.retry.backoff.ms``; from then on no follower fetcher starts), then resigns and closes the session, so the
+controller sees this broker leave at once.
 
 When the ZooKeeper session expires (the broker was cut off, or paused, for longer than
 ``zookeeper.session.timeout.ms``) its ephemeral znodes are gone: the other brokers' controller has already treated
@@ -37,13 +40,17 @@ import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
+from samsa.client.connection import BrokerConnection
+from samsa.client.errors import KafkaError
 from samsa.cluster.controller import Controller
+from samsa.cluster.elections import ElectionConfig
 from samsa.cluster.isr_channel import IsrChange, IsrChannel
 from samsa.cluster.metadata_cache import MetadataCache
 from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from samsa.cluster.zk_client import BrokerAlreadyRegisteredError, ZkClient
 from samsa.cluster.znodes import BrokerRegistration, Endpoint, ProducerIdBlock
 from samsa.protocol import ErrorCode
+from samsa.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from samsa.protocol.messages.leader_and_isr import (
     LeaderAndIsrPartitionError,
     LeaderAndIsrPartitionState,
@@ -62,6 +69,8 @@ if TYPE_CHECKING:
     from .config import KafkaConfig
 
 log = logging.getLogger(__name__)
+
+CONTROLLED_SHUTDOWN = 7
 
 
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -102,6 +111,14 @@ class ZkBroker:
         )
         self.metadata = MetadataCache()
         self.controller = Controller(self.zk, server.node_id, self.inter_broker_listener)
+        self.controller.elections.config = ElectionConfig(
+            auto_leader_rebalance_enable=bool(config.get("auto.leader.rebalance.enable")),
+            leader_imbalance_per_broker_percentage=int(config.get("leader.imbalance.per.broker.percentage")),
+            leader_imbalance_check_interval_s=float(config.get("leader.imbalance.check.interval.seconds")),
+            unclean_leader_election_enable=bool(config.get("unclean.leader.election.enable")),
+        )
+        self.shutting_down = False  # a controlled shutdown began: no new fetchers
+        self._zk_connected = True
         self.broker_epoch = -1
         self._session_lost = False
         self._last_config_change = ""
@@ -199,6 +216,7 @@ class ZkBroker:
         """The session's state changes, on the event loop: lost (expired), suspended (disconnected), connected."""
         if self._closing:
             return
+        self._zk_connected = state == "connected"
         if state == "lost":
             log.warning("ZooKeeper session of broker %d expired", self.server.node_id)
             self._session_lost = True
@@ -243,6 +261,8 @@ class ZkBroker:
             if entity is not None and entity.startswith("topics/"):
                 topic = entity.removeprefix("topics/")
                 self._apply_overrides(topic, await self.topic_overrides(topic))
+                if self.controller.is_active:  # unclean election may be allowed now
+                    self._spawn(self.controller.elections.topic_config_changed(topic))
 
     def _apply_overrides(self, topic: str, overrides: dict[str, str]) -> None:
         manager = self.server.log_manager
@@ -283,6 +303,92 @@ class ZkBroker:
 
     async def _fetch_block(self) -> None:
         self._prefetched = await asyncio.to_thread(self.zk.allocate_producer_ids, self.server.node_id)
+
+    async def controlled_shutdown(self) -> bool:
+        """Ask the controller to move this broker's leaderships away before it stops (Kafka's controlled
+        shutdown): up to ``controlled.shutdown.max.retries`` attempts, ``controlled.shutdown.retry.backoff.ms``
+        apart, until the controller answers that this broker leads nothing more. True when it did."""
+        config = self.server.config
+        if not config.get("controlled.shutdown.enable") or self.broker_epoch < 0:
+            return False  # disabled, or never registered: nothing to move
+        if self._session_lost or not self._zk_connected:
+            return False  # without ZooKeeper the controller could not write the new leaders
+        self.shutting_down = True
+        attempts = int(config.get("controlled.shutdown.max.retries"))
+        backoff_s = int(config.get("controlled.shutdown.retry.backoff.ms")) / 1000
+        for attempt in range(attempts):
+            if attempt:
+                await asyncio.sleep(backoff_s)
+            remaining = await self._ask_controlled_shutdown()
+            if remaining is not None and not remaining:
+                log.info("broker %d: controlled shutdown succeeded", self.server.node_id)
+                return True
+            if remaining and not any(self._other_replica_alive(tp) for tp in remaining):
+                log.info(
+                    "broker %d: controlled shutdown: no other replica of the %d partitions it leads is alive",
+                    self.server.node_id,
+                    len(remaining),
+                )
+                return False  # a retry cannot help (Kafka would retry anyway)
+        log.warning(
+            "broker %d: controlled shutdown incomplete after %d attempts; stopping anyway",
+            self.server.node_id,
+            attempts,
+        )
+        return False
+
+    def _other_replica_alive(self, tp: TopicPartition) -> bool:
+        info = self.metadata.partition(tp)
+        node_id = self.server.node_id
+        return info is None or any(r != node_id and r in self.metadata.brokers for r in info.replicas)
+
+    async def _ask_controlled_shutdown(self) -> list[TopicPartition] | None:
+        """One ControlledShutdown to the controller: the partitions this broker still leads (None: no answer,
+        or an error)."""
+        controller = self._controller_address()
+        if controller is None:
+            log.info("broker %d: controlled shutdown: no controller known", self.server.node_id)
+            return None
+        controller_id, host, port = controller
+        connection = BrokerConnection(
+            host,
+            port,
+            client_id=f"broker-{self.server.node_id}-controlled-shutdown",
+            request_timeout_ms=int(self.server.config.get("controller.socket.timeout.ms")),
+        )
+        request = ControlledShutdownRequest(broker_id=self.server.node_id, broker_epoch=self.broker_epoch)
+        try:
+            await connection.open()
+            response = await connection.request(request, CONTROLLED_SHUTDOWN)
+        except KafkaError as exc:
+            log.info(
+                "broker %d: controlled shutdown request to %d failed: %s",
+                self.server.node_id,
+                controller_id,
+                exc,
+            )
+            return None
+        finally:
+            await connection.close()
+        if response.error_code != ErrorCode.NONE:
+            log.info(
+                "broker %d: controlled shutdown refused by %d: error %d",
+                self.server.node_id,
+                controller_id,
+                response.error_code,
+            )
+            return None
+        if response.remaining_partitions:
+            names = ", ".join(
+                f"{p.topic_name}-{p.partition_index}" for p in response.remaining_partitions[:10]
+            )
+            log.info(
+                "broker %d: controlled shutdown: still leading %d partitions (%s)",
+                self.server.node_id,
+                len(response.remaining_partitions),
+                names,
+            )
+        return [TopicPartition(p.topic_name, p.partition_index) for p in response.remaining_partitions]
 
     async def stop(self) -> None:
         self._closing = True
@@ -357,7 +463,7 @@ class ZkBroker:
                 replicas.make_leader(tp, plog, state)
             else:
                 address = leaders.get(state.leader) or self._address_of(state.leader)
-                replicas.make_follower(tp, plog, state, address)
+                replicas.make_follower(tp, plog, state, None if self.shutting_down else address)
         except (StorageError, OSError) as exc:
             self.log_storage_failure(tp, exc)
             return ErrorCode.KAFKA_STORAGE_ERROR

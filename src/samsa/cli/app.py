@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "log-dirs": "log_dirs:log_dirs",
     "consumer-groups": "consumer_groups:consumer_groups",
     "cluster": "cluster:cluster",
+    "leader-election": "leader_election:leader_election",
 }
 
 

@@ -611,6 +611,46 @@ class KafkaClient:
             answer[tp] = value
         return answer
 
+    async def elect_leaders(
+        self, election_type: int, partitions: Sequence[TopicPartition] | None, *, timeout_ms: int = 30000
+    ) -> dict[TopicPartition, int]:
+        """ElectLeaders on the controller (``election_type`` 0 preferred, 1 unclean; ``partitions`` None: all).
+
+        Returns each partition's error code (0: elected); with None, partitions that needed no election are left
+        out.
+        """
+        from samsa.protocol.messages import elect_leaders as el
+
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for tp in partitions or ():
+            by_topic[tp.topic].append(tp.partition)
+        request = el.ElectLeadersRequest(
+            election_type=election_type,
+            topic_partitions=None
+            if partitions is None
+            else [el.TopicPartitions(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            timeout_ms=timeout_ms,
+        )
+        answer: dict[TopicPartition, int] = {}
+        for attempt in range(2):  # once more to a fresh controller on NOT_CONTROLLER
+            response = await self.send(
+                request,
+                api_key=el.ElectLeadersRequest.API_KEY,
+                node_id=await self._controller(),
+                timeout_ms=timeout_ms + self.request_timeout_ms,
+            )
+            if response.error_code:
+                raise BrokerError.from_code(response.error_code, "ElectLeaders")
+            answer = {
+                TopicPartition(r.topic, p.partition_id): p.error_code
+                for r in response.replica_election_results
+                for p in r.partition_result
+            }
+            if attempt or ErrorCode.NOT_CONTROLLER not in answer.values():
+                break
+            await self.metadata([])
+        return answer
+
     async def _controller_connection(self) -> BrokerConnection:
         return await self.connection(await self._controller())
 

@@ -8,12 +8,16 @@ As Kafka's ZooKeeper-mode controller does:
 - **Failover.** The new controller loads live brokers, assignments and partition states, sends UpdateMetadata to every
   broker, then elects a leader for each partition without a live one and sends LeaderAndIsr to the live replicas.
 - **Brokers coming and going** (``/brokers/ids`` children): a dead broker's partitions get a new leader from the live
-  ISR (a clean election: unclean leader election is off), the dead broker leaves every ISR (never the last member:
-  with no live ISR member the partition is offline, leader -1), and each change bumps the leader epoch. A new or
+  ISR (a clean election, unless unclean election is allowed and no ISR member is alive), the dead broker leaves
+  every ISR (never the last member: with no live ISR member the partition is offline, leader -1), and each change
+  bumps the leader epoch. A new or
   restarted broker gets the full metadata and LeaderAndIsr for its replicas; offline partitions whose ISR member came
   back are elected again.
 - **New topics** (``/brokers/topics`` children): each partition's leader is its first live replica in assignment
   order, its ISR the live replicas; the state znodes are created, then LeaderAndIsr and UpdateMetadata sent.
+- **Elections beyond failover** live in :mod:`samsa.cluster.elections`: controlled shutdown (a shutting-down
+  broker may neither lead nor join an ISR, though it stays registered), ElectLeaders, the automatic leader
+  rebalance, and unclean election of an offline partition when ``unclean.leader.election.enable`` allows it.
 - **AlterPartition** from leaders: an ISR change is accepted when the leader epoch and the partition epoch (the state
   znode's version) match the controller's; it is written with the partition epoch as the expected version.
 
@@ -64,6 +68,7 @@ from samsa.protocol.messages.update_metadata import (
 )
 from samsa.topic_partition import TopicPartition
 
+from .elections import Elections
 from .metadata_cache import LEADER_DELETED, NO_LEADER
 from .zk_client import ControllerEpoch, ControllerMovedError, ZkClient
 from .znodes import BrokerRegistration, PartitionState, TopicAssignment
@@ -205,6 +210,7 @@ class Controller:
         self._events: asyncio.Queue[Callable[[], Any]] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
+        self.elections = Elections(self)
 
     @property
     def is_active(self) -> bool:
@@ -309,9 +315,11 @@ class Controller:
         self._send_leader_and_isr(self.partitions, is_new=False)
         self._send_update_metadata(self.live, changed)
         await self._deletions_changed()
+        self.elections.became_active()
 
     async def _resign(self) -> None:
         self.fence = None
+        self.elections.resigned()
         self.topics.clear()
         self.partitions.clear()
         channels, self._channels = self._channels, {}
@@ -431,11 +439,12 @@ class Controller:
             if state is None or not (dead & (set(state.isr) | {state.leader})):
                 continue
             live_isr = tuple(r for r in state.isr if r in self.live)
+            eligible_isr = tuple(r for r in live_isr if self.elections.eligible(r))  # not shutting down
             if state.leader in self.live:
                 leader, isr = state.leader, live_isr
-            elif live_isr:
-                leader = next(r for r in entry.replicas if r in live_isr)
-                isr = live_isr
+            elif eligible_isr:
+                leader = next(r for r in entry.replicas if r in eligible_isr)
+                isr = eligible_isr
             else:  # no live ISR member: offline; the last ISR member is never removed
                 leader, isr = NO_LEADER, state.isr if len(state.isr) <= 1 else (state.isr[0],)
             await self._write_state(
@@ -452,7 +461,7 @@ class Controller:
         changed: dict[TopicPartition, _Partition] = {}
         for tp, entry in partitions.items():
             state = entry.state
-            live_replicas = tuple(r for r in entry.replicas if r in self.live)
+            live_replicas = tuple(r for r in entry.replicas if self.elections.eligible(r))
             if state is None:
                 if not live_replicas:
                     continue  # stays new until a replica's broker is up
@@ -460,11 +469,15 @@ class Controller:
             elif state.leader in self.live:
                 continue
             else:
-                live_isr = tuple(r for r in state.isr if r in self.live)
-                if not live_isr:
-                    continue  # offline until an ISR member returns (unclean election is off)
-                leader = next(r for r in entry.replicas if r in live_isr)
-                new = PartitionState(leader, state.leader_epoch + 1, live_isr, self.epoch)
+                live_isr = tuple(r for r in state.isr if self.elections.eligible(r))
+                if live_isr:
+                    leader = next(r for r in entry.replicas if r in live_isr)
+                    new = PartitionState(leader, state.leader_epoch + 1, live_isr, self.epoch)
+                else:  # offline until an ISR member returns, unless unclean election is on
+                    unclean = await self.elections.elect_unclean(tp, entry)
+                    if unclean is None:
+                        continue
+                    new = unclean
             await self._write_state(tp, entry, new)
             changed[tp] = entry
         return changed
@@ -569,7 +582,11 @@ class Controller:
             return answer(ErrorCode.FENCED_LEADER_EPOCH)
         if partition_epoch != entry.partition_epoch:
             return answer(ErrorCode.INVALID_UPDATE_VERSION)
-        if any(r not in entry.replicas or r not in self.live for r in new_isr) or leader not in new_isr:
+        eligible = self.elections.eligible
+        if (
+            any(r not in entry.replicas or not (r == leader or eligible(r)) for r in new_isr)
+            or leader not in new_isr
+        ):
             return answer(ErrorCode.INELIGIBLE_REPLICA)
         await self._write_state(
             tp, entry, PartitionState(state.leader, state.leader_epoch, new_isr, self.epoch)

@@ -19,7 +19,7 @@ broker's metadata store) runs these calls off its event loop and hands watch eve
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
@@ -339,6 +339,29 @@ class ZkClient:
         if isinstance(results[1], Exception):
             raise results[1]
         return 0 if partition_epoch is None else int(results[1].version)
+
+    def write_partition_states(
+        self, fence: ControllerEpoch, updates: Sequence[tuple[str, int, PartitionState, int]]
+    ) -> list[int] | None:
+        """Many existing partitions' states in one transaction, each fenced on its partition epoch and all on the
+        controller epoch. Returns the new partition epochs in order; None when a partition moved on (nothing is
+        written: the caller writes them one by one); ControllerMovedError when fenced off."""
+        if not updates:
+            return []
+        transaction = self.kazoo.transaction()
+        transaction.check(znodes.CONTROLLER_EPOCH, fence.zk_version)
+        for topic, partition, state, partition_epoch in updates:
+            transaction.set_data(
+                znodes.partition_state_path(topic, partition), state.to_json(), version=partition_epoch
+            )
+        results = transaction.commit()
+        if isinstance(results[0], BadVersionError | NoNodeError):
+            raise ControllerMovedError(
+                f"controller epoch {fence.epoch} is stale: {len(updates)} states not written"
+            )
+        if any(isinstance(result, Exception) for result in results):
+            return None
+        return [int(result.version) for result in results[1:]]
 
     # --- producer ids ---------------------------------------------------------------------------------------
 

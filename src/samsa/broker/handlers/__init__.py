@@ -49,6 +49,7 @@ HANDLERS: dict[int, Handler] = {
         _served(4, "leader_and_isr", 5, 7),  # from the controller (cluster mode)
         _served(5, "stop_replica", 3, 4),  # from the controller (cluster mode)
         _served(6, "update_metadata", 0, 8),  # from the controller (cluster mode)
+        _served(7, "controlled_shutdown", 1, 3),  # to the controller (cluster mode)
         _served(8, "offset_commit", 0, 8),
         _served(9, "offset_fetch", 0, 8),
         _served(10, "find_coordinator", 0, 4),
@@ -69,6 +70,7 @@ HANDLERS: dict[int, Handler] = {
         _served(35, "describe_log_dirs", 0, 4),
         _served(37, "create_partitions", 0, 3),
         _served(42, "delete_groups", 0, 2),
+        _served(43, "elect_leaders", 0, 2),  # to the controller (cluster mode)
         _served(44, "incremental_alter_configs", 0, 1),
         _served(47, "offset_delete", 0, 0),
         _served(56, "alter_partition", 0, 3),  # to the controller (cluster mode)

@@ -1,0 +1,30 @@
+"""ControlledShutdown (7): a stopping broker asks the controller to move its leaderships away (cluster mode).
+
+Served by the controller (``samsa.cluster.elections``): the answer lists the partitions the broker still leads;
+empty means it may stop. A broker that is not the controller (or a single broker) answers
+STALE_CONTROLLER_EPOCH, as Kafka does for this API; the stopping broker retries with the controller it then knows.
+"""
+
+from __future__ import annotations
+
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.controlled_shutdown import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+    RemainingPartition,
+)
+
+from ..context import RequestContext
+
+
+async def handle(ctx: RequestContext, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
+    zk_broker = ctx.broker.zk_broker
+    if zk_broker is None or not zk_broker.controller.is_active:
+        return ControlledShutdownResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+    error, remaining = await zk_broker.controller.elections.controlled_shutdown(
+        request.broker_id, request.broker_epoch
+    )
+    return ControlledShutdownResponse(
+        error_code=error,
+        remaining_partitions=[RemainingPartition(tp.topic, tp.partition) for tp in remaining],
+    )
