@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "log-dirs": "log_dirs:log_dirs",
     "consumer-groups": "consumer_groups:consumer_groups",
     "cluster": "cluster:cluster",
+    "reassign-partitions": "reassign_partitions:reassign_partitions",
 }
 
 

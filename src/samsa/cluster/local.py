@@ -9,7 +9,7 @@ Layout under the cluster's directory::
 
 Brokers run in their own sessions (``start_new_session``), so they outlive the command that started them; ``down``
 stops them with SIGTERM (a clean stop), then ZooKeeper. Tests may ``kill`` (SIGKILL), ``pause`` (SIGSTOP) and
-``resume`` brokers, and ``start_broker`` one again on the same log dir and port.
+``resume`` brokers, ``start_broker`` one again on the same log dir and port, and ``add_broker`` a new one.
 
 Not thread-safe: one owner at a time (the state file is not locked).
 """
@@ -146,6 +146,14 @@ class LocalCluster:
             self.down()
             raise
         return self
+
+    def add_broker(self, *, port: int = 0) -> int:
+        """Start one more broker (the next id), as an operator grows a cluster; returns its id once registered."""
+        broker_id = max((b.broker_id for b in self._state.brokers), default=0) + 1
+        self._state.brokers.append(BrokerProcess(broker_id, port or free_port()))
+        self._save()
+        self.start_broker(broker_id)
+        return broker_id
 
     def properties(self, broker_id: int) -> dict[str, str]:
         broker = self.broker(broker_id)

@@ -203,6 +203,17 @@ class ZkClient:
         """Replace a topic's assignment (CreatePartitions adds partitions this way)."""
         self.kazoo.set(znodes.topic_path(topic), assignment.to_json())
 
+    def write_topic_assignment(self, fence: ControllerEpoch, topic: str, assignment: TopicAssignment) -> None:
+        """The controller's write of a topic's replicas (a reassignment's steps), fenced on the controller epoch."""
+        transaction = self.kazoo.transaction()
+        transaction.check(znodes.CONTROLLER_EPOCH, fence.zk_version)
+        transaction.set_data(znodes.topic_path(topic), assignment.to_json())
+        results = transaction.commit()
+        if isinstance(results[0], BadVersionError | NoNodeError):
+            raise ControllerMovedError(f"controller epoch {fence.epoch} is stale: {topic} not reassigned")
+        if isinstance(results[1], Exception):
+            raise results[1]
+
     def topic_config(self, topic: str) -> dict[str, str]:
         try:
             data, _ = self.kazoo.get(znodes.topic_config_path(topic))
