@@ -81,7 +81,7 @@ def parse_plan(text: str) -> dict[TopicPartition, list[int]]:
             if len(log_dirs) != len(replicas):
                 raise ReassignError(f"{name(tp)}: log_dirs and replicas differ in length.")
             if any(d != "any" and not str(d).startswith("/") for d in log_dirs):
-                raise ReassignError(f"{name(tp)}: each log dir must be \"any\" or an absolute path.")
+                raise ReassignError(f'{name(tp)}: each log dir must be "any" or an absolute path.')
         if tp in plan:
             raise ReassignError(f"The partition {name(tp)} appears more than once.")
         if not replicas:
@@ -100,7 +100,9 @@ def parse_topics(text: str) -> list[str]:
         raise ReassignError('The topics JSON must be {"topics":[{"topic":"name"}],"version":1}.') from None
 
 
-def current_assignment(cluster: ClusterMetadata, tps: Iterable[TopicPartition]) -> dict[TopicPartition, list[int]]:
+def current_assignment(
+    cluster: ClusterMetadata, tps: Iterable[TopicPartition]
+) -> dict[TopicPartition, list[int]]:
     found: dict[TopicPartition, list[int]] = {}
     for tp in tps:
         topic = cluster.topics.get(tp.topic)
@@ -150,7 +152,10 @@ async def set_throttles(
     leaders = throttled_replicas(current)
     followers = throttled_replicas({tp: [r for r in plan[tp] if r not in current[tp]] for tp in plan})
     changes = {
-        topic: {LEADER_THROTTLED_REPLICAS: leaders.get(topic, ""), FOLLOWER_THROTTLED_REPLICAS: followers.get(topic, "")}
+        topic: {
+            LEADER_THROTTLED_REPLICAS: leaders.get(topic, ""),
+            FOLLOWER_THROTTLED_REPLICAS: followers.get(topic, ""),
+        }
         for topic in {tp.topic for tp in plan}
     }
     await raise_first(await client.incremental_alter_configs(changes))
@@ -232,7 +237,9 @@ async def execute(client: KafkaClient, plan_file: Path, additional: bool, thrott
     if failed:
         lines = [f"{name(tp)}: {e}" for tp, e in sorted(failed.items())]
         raise ReassignError("Error reassigning partition(s):\n" + "\n".join(lines))
-    click.echo(f"Successfully started partition reassignments for {','.join(name(tp) for tp in sorted(plan))}")
+    click.echo(
+        f"Successfully started partition reassignments for {','.join(name(tp) for tp in sorted(plan))}"
+    )
 
 
 async def verify(client: KafkaClient, plan_file: Path, preserve_throttles: bool) -> None:
@@ -290,17 +297,27 @@ async def list_moves(client: KafkaClient) -> None:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", required=True, help="The server(s) to connect to, host:port[,host:port].")
-@click.option("--generate", "action", flag_value="generate", help="Propose an assignment of topics to brokers.")
-@click.option("--execute", "action", flag_value="execute", help="Start the moves of --reassignment-json-file.")
-@click.option("--verify", "action", flag_value="verify", help="Report the moves' status; clear throttles when done.")
+@click.option(
+    "--generate", "action", flag_value="generate", help="Propose an assignment of topics to brokers."
+)
+@click.option(
+    "--execute", "action", flag_value="execute", help="Start the moves of --reassignment-json-file."
+)
+@click.option(
+    "--verify", "action", flag_value="verify", help="Report the moves' status; clear throttles when done."
+)
 @click.option("--cancel", "action", flag_value="cancel", help="Cancel the moves of --reassignment-json-file.")
 @click.option("--list", "action", flag_value="list", help="List the moves running now.")
-@click.option("--topics-to-move-json-file", type=click.Path(exists=True, path_type=Path), help="With --generate.")
+@click.option(
+    "--topics-to-move-json-file", type=click.Path(exists=True, path_type=Path), help="With --generate."
+)
 @click.option("--broker-list", help='With --generate: the brokers to place replicas on, "1,2,3".')
 @click.option("--reassignment-json-file", type=click.Path(exists=True, path_type=Path))
 @click.option("--disable-rack-aware", is_flag=True, help="With --generate: ignore the brokers' racks.")
 @click.option("--additional", is_flag=True, help="With --execute: start while other moves run.")
-@click.option("--throttle", type=int, default=-1, help="With --execute: replication throttle in B/s (-1: none).")
+@click.option(
+    "--throttle", type=int, default=-1, help="With --execute: replication throttle in B/s (-1: none)."
+)
 @click.option("--preserve-throttles", is_flag=True, help="With --verify: leave the throttles in place.")
 @click.option("--timeout", type=int, default=10000, help="Milliseconds to wait for the moves to start.")
 def reassign_partitions(

@@ -130,6 +130,7 @@ class Reassignments:
             answers = []
             for partition in topic.partitions:
                 tp = TopicPartition(topic.name, partition.partition_index)
+                message: str | None
                 if topic.name in deleting:
                     error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is being deleted"
                 else:
@@ -138,7 +139,7 @@ class Reassignments:
             responses.append(ReassignableTopicResponse(topic.name, answers))
         return AlterPartitionReassignmentsResponse(responses=responses)
 
-    def list(self, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
+    def listed(self, request: ListPartitionReassignmentsRequest) -> ListPartitionReassignmentsResponse:
         """ListPartitionReassignments: the moving partitions (of the topics named, or all)."""
         if not self.controller.is_active:
             return ListPartitionReassignmentsResponse(
@@ -190,9 +191,7 @@ class Reassignments:
             adding[tp.partition] = sets.adding
         if sets.removing:
             removing[tp.partition] = sets.removing
-        new = TopicAssignment(
-            {**old.partitions, tp.partition: sets.replicas}, old.topic_id, adding, removing
-        )
+        new = TopicAssignment({**old.partitions, tp.partition: sets.replicas}, old.topic_id, adding, removing)
         await controller._zk(controller.zk.write_topic_assignment, controller.fence, tp.topic, new)
         controller.topics[tp.topic] = new
         controller.partitions[tp].replicas = sets.replicas
@@ -302,8 +301,10 @@ class Reassignments:
         if state is None or not set(dropped) & set(state.isr):
             return
         isr = tuple(r for r in state.isr if r not in dropped) or state.isr[:1]
-        leader = state.leader if state.leader in isr else next(
-            (r for r in entry.replicas if r in isr and r in controller.live), NO_LEADER
+        leader = (
+            state.leader
+            if state.leader in isr
+            else next((r for r in entry.replicas if r in isr and r in controller.live), NO_LEADER)
         )
         await controller._write_state(
             tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)

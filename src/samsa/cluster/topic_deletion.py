@@ -87,7 +87,10 @@ class TopicDeletions:
                 by_broker.setdefault(broker, []).append(partition)
         for broker, partitions in by_broker.items():
             controller._send_stop_replica(
-                {TopicPartition(topic, p): controller.partitions[TopicPartition(topic, p)] for p in partitions},
+                {
+                    TopicPartition(topic, p): controller.partitions[TopicPartition(topic, p)]
+                    for p in partitions
+                },
                 to={broker},
                 leader_epoch=DELETION_EPOCH,
                 on_answer=self._answer_event(topic, broker),

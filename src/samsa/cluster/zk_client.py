@@ -231,6 +231,24 @@ class ZkClient:
         notification = ConfigChangeNotification(f"topics/{topic}").to_json()
         self.kazoo.create(f"{znodes.CONFIG_CHANGES}/config_change_", notification, sequence=True)
 
+    def broker_config(self, broker: str) -> dict[str, str]:
+        """A broker's dynamic configs (``/config/brokers/<id>``, or ``<default>`` for every broker)."""
+        try:
+            data, _ = self.kazoo.get(f"{znodes.CONFIG_BROKERS}/{broker}")
+        except NoNodeError:
+            return {}
+        return TopicConfig.from_json(broker, data).config
+
+    def set_broker_config(self, broker: str, config: Mapping[str, str]) -> None:
+        """Replace a broker's dynamic configs and tell the brokers (a ``brokers/<id>`` notification)."""
+        path, data = f"{znodes.CONFIG_BROKERS}/{broker}", TopicConfig(dict(config)).to_json()
+        try:
+            self.kazoo.set(path, data)
+        except NoNodeError:
+            self.kazoo.create(path, data, makepath=True)
+        notification = ConfigChangeNotification(f"brokers/{broker}").to_json()
+        self.kazoo.create(f"{znodes.CONFIG_CHANGES}/config_change_", notification, sequence=True)
+
     def config_changes(self, watch: Callable[..., object] | None = None) -> list[str]:
         """The change notifications' names (``config_change_<10-digit seq>``), oldest first."""
         return sorted(self.kazoo.get_children(znodes.CONFIG_CHANGES, watch=watch))

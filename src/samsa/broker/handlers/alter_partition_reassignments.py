@@ -24,4 +24,6 @@ async def handle(
             error_code=ErrorCode.NOT_CONTROLLER, error_message="This broker is not the controller."
         )
     reassignments = zk_broker.controller.reassignments
-    return await reassignments.run_event("alter_partition_reassignments", lambda: reassignments.alter(request))
+    return await reassignments.run_event(
+        "alter_partition_reassignments", lambda: reassignments.alter(request)
+    )

@@ -26,6 +26,6 @@ async def handle(
     reassignments = zk_broker.controller.reassignments
 
     async def listed() -> ListPartitionReassignmentsResponse:
-        return reassignments.list(request)
+        return reassignments.listed(request)
 
     return await reassignments.run_event("list_partition_reassignments", listed)
