@@ -11,6 +11,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,15 +20,14 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from test_replication import Acked, controller_of, create, partitions, read_all, wait_for
 
 from samsa.cli.app import cli
 from samsa.client import BrokerError, KafkaClient
 from samsa.cluster.local import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 from samsa.topic_partition import TopicPartition
-
-from test_replication import Acked, controller_of, create, partitions, read_all, wait_for
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.clients]
 
@@ -238,7 +238,7 @@ def test_move_onto_a_broker_that_does_not_exist_is_refused(cluster: LocalCluster
     plan.write_text(
         json.dumps({"version": 1, "partitions": [{"topic": "here", "partition": 0, "replicas": [1, 9]}]})
     )
-    code, out, err = reassign(cluster, "--execute", "--reassignment-json-file", str(plan))
+    code, _out, err = reassign(cluster, "--execute", "--reassignment-json-file", str(plan))
     assert code == 1
     assert "Unknown broker id(s): 9" in err
 
@@ -308,3 +308,140 @@ def test_topic_config_change_reaches_every_broker(cluster: LocalCluster) -> None
         return errors == {p: KafkaError.MSG_SIZE_TOO_LARGE for p in range(4)}
 
     wait_for("every broker applying the new max.message.bytes", every_leader_refuses, timeout=20)
+
+
+def samsa(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def throttles(admin: AdminClient, topic: str) -> dict[str, str]:
+    """The topic's replication throttle configs that are set."""
+    resource = ConfigResource("topic", topic)
+    entries = admin.describe_configs([resource])[resource].result(30)
+    return {k: v.value for k, v in entries.items() if "throttled" in k and v.value}
+
+
+def test_throttled_move_is_reported_and_its_throttles_cleared(cluster: LocalCluster, tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("slow", num_partitions=1, replica_assignment=[[1, 2]])])["slow"].result(30)
+    wait_for("slow's leader", lambda: (p := partitions(admin, "slow")) and p[0][0] >= 0)
+    producer = Acked(cluster.bootstrap_servers, "slow")
+    for _ in range(40):
+        producer.send(50)
+        producer.producer.flush(30)
+    payload = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for _ in range(2000):  # 2 MB to copy
+        payload.produce("slow", b"p" * 1000)
+    assert payload.flush(60) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": "slow", "partition": 0, "replicas": [3, 1]}]})
+    )
+    code, out, err = reassign(
+        cluster, "--execute", "--reassignment-json-file", str(plan), "--throttle", "200000"
+    )
+    assert code == 0, err
+    assert "The inter-broker throttle limit was set to 200000 B/s" in out
+    assert throttles(admin, "slow") == {
+        "leader.replication.throttled.replicas": "0:1,0:2",
+        "follower.replication.throttled.replicas": "0:3",
+    }
+    time.sleep(2)  # 2 MB at 200 kB/s takes 10 s: still copying
+    code, out, _ = reassign(cluster, "--list")
+    assert out.splitlines()[1:] == ["slow-0: replicas: 3,1,2. adding: 3. removing: 2."]
+    code, out, _ = samsa(
+        "topics",
+        "--bootstrap-server",
+        cluster.bootstrap_servers,
+        "--describe",
+        "--topic",
+        "slow",
+        "--under-replicated-partitions",
+    )
+    assert code == 0
+    assert out.splitlines() == ["\tTopic: slow\tPartition: 0\tLeader: 1\tReplicas: 3,1,2\tIsr: 1,2"]
+    code, out, _ = samsa("cluster", "status", "--dir", str(cluster.directory))
+    assert "moving slow-0: adding 3, removing 2" in out
+
+    # the same move again, with a throttle high enough to finish it now
+    code, out, err = reassign(
+        cluster,
+        "--execute",
+        "--reassignment-json-file",
+        str(plan),
+        "--additional",
+        "--throttle",
+        "1000000000",
+    )
+    assert code == 0, err
+
+    def verified() -> str | None:
+        _, out, _ = reassign(cluster, "--verify", "--reassignment-json-file", str(plan))
+        return out if "is completed." in out else None
+
+    out = wait_for("the move completed", verified, timeout=60)
+    assert out.splitlines() == [
+        "Status of partition reassignment:",
+        "Reassignment of partition slow-0 is completed.",
+        "",
+        "Clearing broker-level throttles on brokers 1,2,3,4",
+        "Clearing topic-level throttles on topic slow",
+    ]
+    assert throttles(admin, "slow") == {}
+    got = read_all(cluster.bootstrap_servers, "slow", 4000)
+    assert [v for v in got[0] if not v.startswith(b"p")] == producer.acked[0]
+    assert len(got[0]) == 4000
+
+
+def test_partition_reports_and_log_dirs_across_brokers(cluster: LocalCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics(
+        [
+            NewTopic("solo", num_partitions=1, replica_assignment=[[4]]),
+            NewTopic(
+                "pair", num_partitions=1, replica_assignment=[[3, 4]], config={"min.insync.replicas": "2"}
+            ),
+            NewTopic("fine", num_partitions=1, replica_assignment=[[1, 2]]),
+        ]
+    )["pair"].result(30)
+    for topic in ("solo", "pair", "fine"):
+        wait_for(f"{topic}'s leader", lambda t=topic: (p := partitions(admin, t)) and p[0][0] >= 0)
+    code, out, _ = samsa("log-dirs", "--bootstrap-server", cluster.bootstrap_servers, "--describe")
+    assert code == 0
+    described = json.loads(out.splitlines()[-1])
+    held = {
+        b["broker"]: sorted(
+            p["partition"] for d in b["logDirs"] for p in d["partitions"] if "__" not in p["partition"]
+        )
+        for b in described["brokers"]
+    }
+    assert held == {1: ["fine-0"], 2: ["fine-0"], 3: ["pair-0"], 4: ["pair-0", "solo-0"]}
+
+    cluster.stop_broker(4)
+    wait_for("pair without broker 4", lambda: partitions(admin, "pair")[0][2] == [3])
+
+    def report(option: str) -> list[str]:
+        code, out, err = samsa(
+            "topics",
+            "--bootstrap-server",
+            cluster.bootstrap_servers,
+            "--describe",
+            "--exclude-internal",
+            option,
+        )
+        assert code == 0, err
+        return sorted(out.splitlines())
+
+    assert report("--under-replicated-partitions") == [
+        "\tTopic: pair\tPartition: 0\tLeader: 3\tReplicas: 3,4\tIsr: 3",
+    ]
+    assert report("--unavailable-partitions") == [
+        "\tTopic: solo\tPartition: 0\tLeader: none\tReplicas: 4\tIsr: 4",
+    ]
+    assert report("--under-min-isr-partitions") == [
+        "\tTopic: pair\tPartition: 0\tLeader: 3\tReplicas: 3,4\tIsr: 3",
+        "\tTopic: solo\tPartition: 0\tLeader: none\tReplicas: 4\tIsr: 4",
+    ]
+    code, out, _ = samsa("log-dirs", "--bootstrap-server", cluster.bootstrap_servers, "--describe")
+    assert out.splitlines()[1] == "Received log directory information from brokers 1,2,3"

@@ -56,6 +56,7 @@ class _State:
     zookeeper: str
     zookeeper_pid: int = 0  # 0: a ZooKeeper this cluster did not start
     brokers: list[BrokerProcess] = field(default_factory=list)
+    broker_config: dict[str, str] = field(default_factory=dict)  # the overrides every broker gets
 
 
 class LocalCluster:
@@ -73,7 +74,7 @@ class LocalCluster:
         self.broker_config = dict(broker_config or {})
         self.session_timeout_ms = session_timeout_ms
         self._zookeeper_server: ZooKeeperServer | None = None
-        self._state = _State(zookeeper or "")
+        self._state = _State(zookeeper or "", broker_config=self.broker_config)
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
 
     # --- state ----------------------------------------------------------------------------------------------
@@ -86,9 +87,12 @@ class LocalCluster:
             raw = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise ClusterError(f"no cluster in {directory} ({exc})") from None
-        cluster = cls(directory, zookeeper=raw["zookeeper"])
+        cluster = cls(directory, zookeeper=raw["zookeeper"], broker_config=raw.get("broker_config") or {})
         cluster._state = _State(
-            raw["zookeeper"], raw["zookeeper_pid"], [BrokerProcess(**b) for b in raw["brokers"]]
+            raw["zookeeper"],
+            raw["zookeeper_pid"],
+            [BrokerProcess(**b) for b in raw["brokers"]],
+            cluster.broker_config,
         )
         return cluster
 

@@ -55,7 +55,7 @@ from .metadata_cache import NO_LEADER
 from .znodes import PartitionState, TopicAssignment
 
 if TYPE_CHECKING:
-    from .controller import Controller, _Partition
+    from .controller import Controller
 
 __all__ = ["Reassignments", "ReplicaSets", "replica_sets"]
 
