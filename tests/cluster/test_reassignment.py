@@ -445,3 +445,54 @@ def test_partition_reports_and_log_dirs_across_brokers(cluster: LocalCluster) ->
     ]
     code, out, _ = samsa("log-dirs", "--bootstrap-server", cluster.bootstrap_servers, "--describe")
     assert out.splitlines()[1] == "Received log directory information from brokers 1,2,3"
+
+
+def test_move_survives_a_controller_change(cluster: LocalCluster, tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    controller = controller_of(cluster)
+    x, y, z = sorted({1, 2, 3, 4} - {controller})
+    admin.create_topics([NewTopic("moved", num_partitions=1, replica_assignment=[[x, y]])])["moved"].result(
+        30
+    )
+    wait_for("moved's leader", lambda: (p := partitions(admin, "moved")) and p[0][0] == x)
+    producer = Acked(cluster.broker(x).address, "moved", **{"linger.ms": 20})
+    for _ in range(20):
+        producer.send(100)
+        producer.producer.poll(0)
+    producer.flush()
+    filler = Producer({"bootstrap.servers": cluster.broker(x).address, "acks": "all"})
+    for _ in range(2000):
+        filler.produce("moved", b"f" * 1000)
+    assert filler.flush(60) == 0
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": "moved", "partition": 0, "replicas": [z, x]}]})
+    )
+    code, _, err = reassign(
+        cluster, "--execute", "--reassignment-json-file", str(plan), "--throttle", "100000", via=x
+    )
+    assert code == 0, err
+    cluster.kill(controller)  # the move is in ZooKeeper: the next controller carries it on
+    wait_for("a new controller", lambda: controller_of(cluster) != controller, timeout=30)
+    code, out, _ = reassign(cluster, "--list", via=x)
+    assert out.splitlines()[1:] == [f"moved-0: replicas: {z},{x},{y}. adding: {z}. removing: {y}."]
+
+    async def unthrottle() -> None:
+        async with KafkaClient(cluster.broker(x).address) as client:
+            rates = {str(b): {"leader.replication.throttled.rate": None} for b in (x, y, z)}
+            assert not any((await client.incremental_alter_configs(rates, resource_type=4)).values())
+
+    asyncio.run(unthrottle())
+    wait_for(
+        "the move completed by the new controller",
+        lambda: (
+            "is completed." in reassign(cluster, "--verify", "--reassignment-json-file", str(plan), via=x)[1]
+        ),
+        timeout=60,
+    )
+    found = partitions(admin, "moved")[0]
+    assert found[1] == [z, x] and sorted(found[2]) == sorted([z, x])
+    wait_for("the removed replica deleted", lambda: replica_dirs(cluster, y, "moved") == [])
+    got = read_all(cluster.broker(x).address, "moved", 4000)[0]
+    assert len(got) == 4000
+    assert [v for v in got if not v.startswith(b"f")] == producer.acked[0]
