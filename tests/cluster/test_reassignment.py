@@ -496,3 +496,37 @@ def test_move_survives_a_controller_change(cluster: LocalCluster, tmp_path: Path
     got = read_all(cluster.broker(x).address, "moved", 4000)[0]
     assert len(got) == 4000
     assert [v for v in got if not v.startswith(b"f")] == producer.acked[0]
+
+
+def test_a_drained_broker_can_be_retired(cluster: LocalCluster, tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    create(admin, "kept", 4, 2)
+    producer = Acked(cluster.bootstrap_servers, "kept")
+    producer.send(1000)
+    producer.flush()
+    assert any(4 in replicas for _, replicas, _ in partitions(admin, "kept").values())
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"topics": [{"topic": "kept"}], "version": 1}))
+    code, out, err = reassign(
+        cluster, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "1,2,3"
+    )
+    assert code == 0, err
+    plan = tmp_path / "plan.json"
+    plan.write_text(out.splitlines()[4])
+    code, _, err = reassign(cluster, "--execute", "--reassignment-json-file", str(plan))
+    assert code == 0, err
+    wait_for(
+        "kept moved off broker 4",
+        lambda: (
+            reassign(cluster, "--verify", "--reassignment-json-file", str(plan))[1].count("is completed.")
+            == 4
+        ),
+    )
+    wait_for("broker 4 holding nothing of kept", lambda: replica_dirs(cluster, 4, "kept") == [])
+    cluster.stop_broker(4)  # retired: every partition keeps its full ISR
+    found = partitions(admin, "kept")
+    assert all(4 not in replicas and sorted(isr) == sorted(replicas) for _, replicas, isr in found.values())
+    producer.send(1000)
+    producer.flush()
+    assert not producer.errors
+    assert read_all(cluster.bootstrap_servers, "kept", 2000) == producer.acked

@@ -52,6 +52,7 @@ from samsa.protocol.messages.list_partition_reassignments import (
 from samsa.topic_partition import TopicPartition
 
 from .metadata_cache import NO_LEADER
+from .zk_client import ControllerMovedError
 from .znodes import PartitionState, TopicAssignment
 
 if TYPE_CHECKING:
@@ -247,9 +248,9 @@ class Reassignments:
         for tp in sorted(moving if partitions is None else moving.intersection(partitions)):
             try:
                 await self._advance(tp, started=False)
-            except Exception:
-                if not self.controller.is_active:
-                    raise
+            except ControllerMovedError:
+                raise
+            except Exception:  # one partition's failure (re-tried at the next check) must not stop the others
                 log.exception("controller: reassignment of %s could not advance", tp)
 
     async def _advance(self, tp: TopicPartition, *, started: bool) -> None:

@@ -6,6 +6,7 @@ ZooKeeper, answers NOT_CONTROLLER. The answer means the moves have started, not 
 
 from __future__ import annotations
 
+from samsa.cluster.zk_client import ControllerMovedError
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
@@ -24,6 +25,11 @@ async def handle(
             error_code=ErrorCode.NOT_CONTROLLER, error_message="This broker is not the controller."
         )
     reassignments = zk_broker.controller.reassignments
-    return await reassignments.run_event(
-        "alter_partition_reassignments", lambda: reassignments.alter(request)
-    )
+    try:
+        return await reassignments.run_event(
+            "alter_partition_reassignments", lambda: reassignments.alter(request)
+        )
+    except ControllerMovedError:  # fenced off midway: the client asks the next controller
+        return AlterPartitionReassignmentsResponse(
+            error_code=ErrorCode.NOT_CONTROLLER, error_message="This broker is no longer the controller."
+        )
