@@ -360,7 +360,13 @@ def test_throttled_move_is_reported_and_its_throttles_cleared(cluster: LocalClus
         "--under-replicated-partitions",
     )
     assert code == 0
-    assert out.splitlines() == ["\tTopic: slow\tPartition: 0\tLeader: 1\tReplicas: 3,1,2\tIsr: 1,2"]
+    assert out.splitlines() == [
+        "\tTopic: slow\tPartition: 0\tLeader: 1\tReplicas: 3,1,2\tIsr: 1,2\tAdding Replicas: 3\tRemoving Replicas: 2"
+    ]
+    code, out, _ = samsa(
+        "topics", "--bootstrap-server", cluster.bootstrap_servers, "--describe", "--topic", "slow"
+    )
+    assert "\tReplicationFactor: 2\t" in out.splitlines()[0]
     code, out, _ = samsa("cluster", "status", "--dir", str(cluster.directory))
     assert "moving slow-0: adding 3, removing 2" in out
 

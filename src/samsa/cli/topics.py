@@ -5,6 +5,7 @@ Talks to any Kafka-protocol broker through :mod:`samsa.client`. Output lines fol
     Created topic <name>.
     Topic: <name>\tTopicId: <id>\tPartitionCount: <n>\tReplicationFactor: <r>\tConfigs: k=v,...
     \tTopic: <name>\tPartition: <p>\tLeader: <id|none>\tReplicas: 1,2\tIsr: 1,2
+    (while the partition moves: ...\tAdding Replicas: 3\tRemoving Replicas: 2)
 
 ``--topic`` is a regular expression (commas mean "or"), as in Kafka; ``--list`` is sorted and ``--describe``
 follows the iteration order of a Java HashMap of the names, as Kafka's tool does. A failed broker call prints
@@ -31,6 +32,7 @@ import click
 
 from samsa.client import BrokerError, KafkaClient, KafkaError, NewTopic
 from samsa.client.types import ClusterMetadata, PartitionMetadata, TopicMetadata
+from samsa.topic_partition import TopicPartition
 
 from .log_dirs import java_hash_order, java_string_hash
 
@@ -162,6 +164,7 @@ async def describe_topics(
         return
     configs = await client.describe_configs(names)
     live = set(cluster.brokers)
+    moving = await reassignments(client, cluster)
     # Kafka's tool prints topics in the iteration order of the admin client's HashMap of descriptions
     for name in java_hash_order(names, java_string_hash):
         meta = cluster.topics[name]
@@ -175,6 +178,8 @@ async def describe_topics(
         if meta.topic_id is not None and meta.topic_id.int != 0:
             head += f"\tTopicId: {kafka_uuid(meta.topic_id)}"
         replication = len(partitions[0].replicas) if partitions else 0
+        if partitions and (first := moving.get(TopicPartition(name, partitions[0].partition))):
+            replication -= len(first[1])  # a move's adding replicas are not counted
         if report is None:  # a partition report prints the matching partitions' lines alone
             click.echo(
                 f"{head}\tPartitionCount: {len(partitions)}\tReplicationFactor: {replication}\tConfigs: {overridden}"
@@ -185,9 +190,24 @@ async def describe_topics(
             leader = str(p.leader) if p.leader >= 0 else "none"
             replicas = ",".join(map(str, p.replicas))
             isr = ",".join(map(str, p.isr))
-            click.echo(
-                f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\tReplicas: {replicas}\tIsr: {isr}"
-            )
+            line = f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\tReplicas: {replicas}\tIsr: {isr}"
+            move = moving.get(TopicPartition(name, p.partition))
+            if move is not None:
+                line += f"\tAdding Replicas: {','.join(map(str, move[1]))}"
+                line += f"\tRemoving Replicas: {','.join(map(str, move[2]))}"
+            click.echo(line)
+
+
+async def reassignments(
+    client: KafkaClient, cluster: ClusterMetadata
+) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+    """The partitions being moved (none on a single broker, or when the controller does not say)."""
+    if len(cluster.brokers) < 2:
+        return {}
+    try:
+        return await client.list_partition_reassignments()
+    except BrokerError:
+        return {}
 
 
 async def alter_topics(
