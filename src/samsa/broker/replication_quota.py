@@ -10,6 +10,10 @@ the window's elapsed time. While it is over the limit, a throttled partition ret
 the ISR (the follower's fetch then waits, as an empty fetch does); followers in the ISR are never throttled, so a
 move never slows the replicas that acks=all waits for.
 
+``follower.replication.throttled.rate`` and ``follower.replication.throttled.replicas`` are stored and accepted
+(``samsa reassign-partitions --throttle`` sets them as Kafka's tool does), but only the leader's side limits here:
+one limit on the sending side is enough to bound a move's traffic.
+
 Not thread-safe: the owning ReplicaManager calls it on the event-loop thread. Time comes from the caller.
 """
 

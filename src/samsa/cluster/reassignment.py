@@ -174,9 +174,12 @@ class Reassignments:
         )
 
     def moving(self) -> list[TopicPartition]:
+        """The partitions being moved (a topic being deleted no longer moves: its replicas are going)."""
+        deletions = self.controller.deletions
         return [
             TopicPartition(topic, p)
             for topic, a in self.controller.topics.items()
+            if not deletions.is_deleting(topic)
             for p in sorted({*a.adding_replicas, *a.removing_replicas})
             if p in a.partitions
         ]
