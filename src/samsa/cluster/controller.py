@@ -16,6 +16,9 @@ As Kafka's ZooKeeper-mode controller does:
   order, its ISR the live replicas; the state znodes are created, then LeaderAndIsr and UpdateMetadata sent.
 - **AlterPartition** from leaders: an ISR change is accepted when the leader epoch and the partition epoch (the state
   znode's version) match the controller's; it is written with the partition epoch as the expected version.
+- **Reassignments** (AlterPartitionReassignments) and **topic deletions** (``/admin/delete_topics``) are kept in
+  their own modules, :mod:`.reassignment` and :mod:`.topic_deletion`, which work on this controller's state from
+  its events; both live in ZooKeeper, so a new controller carries them on.
 
 Concurrency: one event queue drained by one task on the broker's event loop (Kafka's controller-event thread).
 ZooKeeper calls block, so they run in worker threads; kazoo runs watch callbacks on its own thread and they only
