@@ -11,7 +11,8 @@ Actions, one per call:
   prints the current assignment (to roll back with) and starts the moves; refused while other moves run unless
   ``--additional``. ``--throttle`` B/s sets the replication throttles of the topics and brokers involved.
 - ``--verify`` with the same file: each partition's status; when all are done the throttles are cleared.
-- ``--cancel`` with the same file: the running moves go back to their original replicas.
+- ``--cancel`` with the same file: the running moves go back to their original replicas; the throttles are
+  cleared (unless ``--preserve-throttles``, as with ``--verify``).
 - ``--list``: the moves running now.
 
 A refused argument prints its message on stderr and exits 1, as Kafka's tool does.
@@ -267,19 +268,26 @@ async def verify(client: KafkaClient, plan_file: Path, preserve_throttles: bool)
         await clear_throttles(client, {tp.topic for tp in plan}, brokers)
 
 
-async def cancel(client: KafkaClient, plan_file: Path) -> None:
+async def cancel(client: KafkaClient, plan_file: Path, preserve_throttles: bool) -> None:
     plan = parse_plan(plan_file.read_text())
     running = await client.list_partition_reassignments(sorted(plan))
     moving = sorted(tp for tp in plan if tp in running)
-    if not moving:
+    if moving:
+        results = await client.alter_partition_reassignments({tp: None for tp in moving})
+        failed = {tp: e for tp, e in results.items() if e is not None}
+        if failed:
+            lines = [f"{name(tp)}: {e}" for tp, e in sorted(failed.items())]
+            raise ReassignError("Error cancelling partition reassignment(s):\n" + "\n".join(lines))
+        click.echo(
+            f"Successfully cancelled partition reassignments for: {','.join(name(tp) for tp in moving)}"
+        )
+    else:
         click.echo("None of the specified partition moves are active.")
-        return
-    results = await client.alter_partition_reassignments({tp: None for tp in moving})
-    failed = {tp: e for tp, e in results.items() if e is not None}
-    if failed:
-        lines = [f"{name(tp)}: {e}" for tp, e in sorted(failed.items())]
-        raise ReassignError("Error cancelling partition reassignment(s):\n" + "\n".join(lines))
-    click.echo(f"Successfully cancelled partition reassignments for: {','.join(name(tp) for tp in moving)}")
+    if not preserve_throttles:
+        click.echo("")
+        cluster = await client.metadata([])
+        brokers = {b for tp in plan for b in plan[tp]} | set(cluster.brokers)
+        await clear_throttles(client, {tp.topic for tp in plan}, brokers)
 
 
 async def list_moves(client: KafkaClient) -> None:
@@ -318,7 +326,9 @@ async def list_moves(client: KafkaClient) -> None:
 @click.option(
     "--throttle", type=int, default=-1, help="With --execute: replication throttle in B/s (-1: none)."
 )
-@click.option("--preserve-throttles", is_flag=True, help="With --verify: leave the throttles in place.")
+@click.option(
+    "--preserve-throttles", is_flag=True, help="With --verify or --cancel: leave the throttles in place."
+)
 @click.option("--timeout", type=int, default=10000, help="Milliseconds to wait for the moves to start.")
 def reassign_partitions(
     bootstrap_server: str,
@@ -353,7 +363,7 @@ def reassign_partitions(
                 await verify(client, reassignment_json_file, preserve_throttles)
             elif action == "cancel":
                 assert reassignment_json_file is not None
-                await cancel(client, reassignment_json_file)
+                await cancel(client, reassignment_json_file, preserve_throttles)
             else:
                 await list_moves(client)
 
