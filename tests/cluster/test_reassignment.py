@@ -59,6 +59,16 @@ def replica_dirs(cluster: LocalCluster, broker_id: int, topic: str) -> list[str]
     )
 
 
+def current_controller(cluster: LocalCluster) -> int | None:
+    """The controller's id, None while there is none (a handover)."""
+    zk = ZkClient(cluster.zookeeper_connect)
+    zk.start()
+    try:
+        return zk.controller()
+    finally:
+        zk.close()
+
+
 class Reader(threading.Thread):
     """A consumer in a group reading ``topic`` until stopped, keeping each partition's values in order."""
 
@@ -286,6 +296,37 @@ def test_deletion_reaches_a_broker_that_was_down(cluster: LocalCluster) -> None:
     create(admin, "gone", 2, 3)  # the name can be used again
 
 
+def test_pending_deletion_survives_a_controller_change(cluster: LocalCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    controller = controller_of(cluster)
+    x, y, z = sorted({1, 2, 3, 4} - {controller})
+    admin.create_topics([NewTopic("doomed", num_partitions=2, replica_assignment=[[x, y, z], [y, z, x]])])[
+        "doomed"
+    ].result(30)
+    wait_for(
+        "doomed's leaders", lambda: (p := partitions(admin, "doomed")) and all(v[0] >= 0 for v in p.values())
+    )
+    cluster.stop_broker(z)
+    admin.delete_topics(["doomed"])["doomed"].result(30)
+    for broker in (x, y):
+        wait_for(
+            f"doomed deleted on broker {broker}", lambda b=broker: replica_dirs(cluster, b, "doomed") == []
+        )
+    cluster.stop_broker(controller)  # the next controller finds the deletion in ZooKeeper and finishes it
+    wait_for("a new controller", lambda: current_controller(cluster) not in (controller, None))
+    cluster.start_broker(z)
+    zk = ZkClient(cluster.zookeeper_connect)
+    zk.start()
+    try:
+        wait_for("the deletion finished", lambda: not zk.topics_to_delete() and "doomed" not in zk.topics())
+    finally:
+        zk.close()
+    for broker in (x, y, z):
+        wait_for(
+            f"no doomed log on broker {broker}", lambda b=broker: replica_dirs(cluster, b, "doomed") == []
+        )
+
+
 def test_topic_config_change_reaches_every_broker(cluster: LocalCluster) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     create(admin, "sized", 4, 2)
@@ -484,7 +525,7 @@ def test_move_survives_a_controller_change(cluster: LocalCluster, tmp_path: Path
     )
     assert code == 0, err
     cluster.kill(controller)  # the move is in ZooKeeper: the next controller carries it on
-    wait_for("a new controller", lambda: controller_of(cluster) != controller, timeout=30)
+    wait_for("a new controller", lambda: current_controller(cluster) not in (controller, None), timeout=30)
     code, out, _ = reassign(cluster, "--list", via=x)
     assert out.splitlines()[1:] == [f"moved-0: replicas: {z},{x},{y}. adding: {z}. removing: {y}."]
 
