@@ -1,5 +1,7 @@
-"""Operating a cluster: growing it and moving partitions onto new brokers, cancelling a move, refusing a move onto
-a broker that does not exist, deleting a topic while a broker is down, a topic config change reaching every broker.
+"""Operating a cluster: growing it and moving partitions onto new brokers while clients write and read, draining a
+broker, cancelling a move, refusing a move onto a broker that does not exist, a throttled move, moves and pending
+deletions that outlive their controller, deleting a topic while a broker is down, a topic config change reaching
+every broker, and the operator views (partition reports, cluster status, log dirs across brokers).
 
 Real ZooKeeper, real ``samsa serve`` brokers on loopback, real confluent-kafka clients, and ``samsa
 reassign-partitions`` run as an operator runs it.
