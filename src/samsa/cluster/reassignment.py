@@ -286,10 +286,9 @@ class Reassignments:
         if leader not in target or leader not in controller.live:
             leader = next((r for r in target if r in isr and r in controller.live), NO_LEADER)
         removed = set(sets.removing)
-        if sets.moving or leader != state.leader or isr != state.isr:
-            await controller._write_state(
-                tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)
-            )
+        await controller._write_state(  # a new epoch, so the replicas take the new replica set
+            tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)
+        )
         await self._write_sets(tp, ReplicaSets(target, (), ()))
         controller._send_leader_and_isr({tp: entry}, is_new=False)
         if removed:
