@@ -387,15 +387,15 @@ def test_throttled_move_is_reported_and_its_throttles_cleared(cluster: LocalClus
         json.dumps({"version": 1, "partitions": [{"topic": "slow", "partition": 0, "replicas": [3, 1]}]})
     )
     code, out, err = reassign(
-        cluster, "--execute", "--reassignment-json-file", str(plan), "--throttle", "200000"
+        cluster, "--execute", "--reassignment-json-file", str(plan), "--throttle", "20000"
     )
     assert code == 0, err
-    assert "The inter-broker throttle limit was set to 200000 B/s" in out
+    assert "The inter-broker throttle limit was set to 20000 B/s" in out
     assert throttles(admin, "slow") == {
         "leader.replication.throttled.replicas": "0:1,0:2",
         "follower.replication.throttled.replicas": "0:3",
     }
-    time.sleep(2)  # 2 MB at 200 kB/s takes 10 s: still copying
+    time.sleep(2)  # past the first 1 MB fetch, 1 MB more at 20 kB/s takes 50 s: still copying
     code, out, _ = reassign(cluster, "--list")
     assert out.splitlines()[1:] == ["slow-0: replicas: 3,1,2. adding: 3. removing: 2."]
     code, out, _ = samsa(
@@ -523,7 +523,7 @@ def test_move_survives_a_controller_change(cluster: LocalCluster, tmp_path: Path
         json.dumps({"version": 1, "partitions": [{"topic": "moved", "partition": 0, "replicas": [z, x]}]})
     )
     code, _, err = reassign(
-        cluster, "--execute", "--reassignment-json-file", str(plan), "--throttle", "100000", via=x
+        cluster, "--execute", "--reassignment-json-file", str(plan), "--throttle", "10000", via=x
     )
     assert code == 0, err
     cluster.kill(controller)  # the move is in ZooKeeper: the next controller carries it on

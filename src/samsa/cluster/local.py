@@ -16,6 +16,7 @@ Not thread-safe: one owner at a time (the state file is not locked).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -26,6 +27,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from samsa.client import KafkaClient, KafkaError
 
 from .zk_client import ZkClient
 from .zookeeper import ZooKeeperError, ZooKeeperServer, free_port
@@ -146,6 +149,7 @@ class LocalCluster:
             for broker in self._state.brokers:
                 self.start_broker(broker.broker_id, wait=False)
             self.wait_registered([b.broker_id for b in self._state.brokers])
+            self.wait_controller_known([b.broker_id for b in self._state.brokers])
         except BaseException:
             self.down()
             raise
@@ -157,6 +161,7 @@ class LocalCluster:
         self._state.brokers.append(BrokerProcess(broker_id, port or free_port()))
         self._save()
         self.start_broker(broker_id)
+        self.wait_controller_known([broker_id])
         return broker_id
 
     def properties(self, broker_id: int) -> dict[str, str]:
@@ -212,6 +217,17 @@ class LocalCluster:
                     time.sleep(0.05)
         finally:
             zk.close()
+
+    def wait_controller_known(self, broker_ids: list[int], timeout: float = BROKER_START_TIMEOUT_S) -> None:
+        """Until each broker's metadata names a controller, that is until it has had the controller's
+        UpdateMetadata: an admin client that asks it first then finds the controller at once."""
+        deadline = time.monotonic() + timeout
+        for broker_id in broker_ids:
+            address = self.broker(broker_id).address
+            while not asyncio.run(_knows_controller(address)):
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"broker {broker_id} knew no controller within {timeout:.0f} s")
+                time.sleep(0.05)
 
     def output(self, broker_id: int, limit: int = 3000) -> str:
         try:
@@ -278,6 +294,14 @@ class LocalCluster:
                 time.sleep(0.05)
         self._state.zookeeper_pid = 0
         (self.directory / STATE_FILE).unlink(missing_ok=True)
+
+
+async def _knows_controller(address: str) -> bool:
+    try:
+        async with KafkaClient(address, client_id="samsa-cluster", request_timeout_ms=5000) as client:
+            return (await client.metadata([])).controller_id >= 0
+    except KafkaError:
+        return False
 
 
 def _accepts(port: int) -> bool:
