@@ -282,7 +282,9 @@ def test_deletion_reaches_a_broker_that_was_down(cluster: LocalCluster) -> None:
     admin.delete_topics(["gone"])["gone"].result(30)
     for broker in holders - {down}:
         wait_for(
-            f"gone's logs deleted on broker {broker}", lambda b=broker: replica_dirs(cluster, b, "gone") == []
+            f"gone's logs deleted on broker {broker}",
+            lambda b=broker: replica_dirs(cluster, b, "gone") == [],
+            timeout=60,
         )
     zk = ZkClient(cluster.zookeeper_connect)
     zk.start()
@@ -290,9 +292,15 @@ def test_deletion_reaches_a_broker_that_was_down(cluster: LocalCluster) -> None:
         assert zk.topics_to_delete() == ["gone"]  # held until the broker that is down answers
         cluster.start_broker(down)
         wait_for(
-            "gone's logs deleted on the returning broker", lambda: replica_dirs(cluster, down, "gone") == []
+            "gone's logs deleted on the returning broker",
+            lambda: replica_dirs(cluster, down, "gone") == [],
+            timeout=60,
         )
-        wait_for("the deletion finished", lambda: not zk.topics_to_delete() and "gone" not in zk.topics())
+        wait_for(
+            "the deletion finished",
+            lambda: not zk.topics_to_delete() and "gone" not in zk.topics(),
+            timeout=60,
+        )
     finally:
         zk.close()
     create(admin, "gone", 2, 3)  # the name can be used again
@@ -306,26 +314,36 @@ def test_pending_deletion_survives_a_controller_change(cluster: LocalCluster) ->
         "doomed"
     ].result(30)
     wait_for(
-        "doomed's leaders", lambda: (p := partitions(admin, "doomed")) and all(v[0] >= 0 for v in p.values())
+        "doomed's leaders",
+        lambda: (p := partitions(admin, "doomed")) and all(v[0] >= 0 for v in p.values()),
+        timeout=60,
     )
     cluster.stop_broker(z)
     admin.delete_topics(["doomed"])["doomed"].result(30)
     for broker in (x, y):
         wait_for(
-            f"doomed deleted on broker {broker}", lambda b=broker: replica_dirs(cluster, b, "doomed") == []
+            f"doomed deleted on broker {broker}",
+            lambda b=broker: replica_dirs(cluster, b, "doomed") == [],
+            timeout=60,
         )
     cluster.stop_broker(controller)  # the next controller finds the deletion in ZooKeeper and finishes it
-    wait_for("a new controller", lambda: current_controller(cluster) not in (controller, None))
+    wait_for("a new controller", lambda: current_controller(cluster) not in (controller, None), timeout=60)
     cluster.start_broker(z)
     zk = ZkClient(cluster.zookeeper_connect)
     zk.start()
     try:
-        wait_for("the deletion finished", lambda: not zk.topics_to_delete() and "doomed" not in zk.topics())
+        wait_for(
+            "the deletion finished",
+            lambda: not zk.topics_to_delete() and "doomed" not in zk.topics(),
+            timeout=60,
+        )
     finally:
         zk.close()
     for broker in (x, y, z):
         wait_for(
-            f"no doomed log on broker {broker}", lambda b=broker: replica_dirs(cluster, b, "doomed") == []
+            f"no doomed log on broker {broker}",
+            lambda b=broker: replica_dirs(cluster, b, "doomed") == [],
+            timeout=60,
         )
 
 
