@@ -26,6 +26,7 @@ Event-loop thread only: storage calls are synchronous and short (one write, or s
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from samsa.storage.log_manager import LogManager
 from samsa.storage.topic import TopicPartition
 
 from .purgatory import Purgatory
+from .replication_quota import LEADER_THROTTLED_REPLICAS, ReplicationQuota, throttled
 
 if TYPE_CHECKING:  # start-up time: samsa.storage.log is loaded with the first log
     from samsa.storage import FetchIsolation, FileSlice, Log
@@ -204,6 +206,7 @@ class ReplicaManager:
         self.isr_changes: IsrChangeSender | None = None
         self.is_alive: Callable[[int], bool] = lambda broker_id: True
         self.knows_partition: Callable[[TopicPartition], bool] = lambda tp: False
+        self.leader_quota = ReplicationQuota()  # leader.replication.throttled.rate (cluster mode)
 
     # --- hosting -----------------------------------------------------------------------------------------------
 
@@ -550,7 +553,7 @@ class ReplicaManager:
                     self._follower_fetched(partition, replica_id, request.fetch_offset)
         deadline = self.clock.monotonic_ms() + max(max_wait_ms, 0)
         while True:
-            results = self._read_all(requests, max_bytes, isolation)
+            results = self._throttle(requests, self._read_all(requests, max_bytes, isolation), replica_id)
             ready = sum(r.records.size for r in results if r.records is not None)
             errors = any(r.error is not ErrorCode.NONE or r.diverging_epoch is not None for r in results)
             remaining_ms = deadline - self.clock.monotonic_ms()
@@ -558,7 +561,37 @@ class ReplicaManager:
                 return results
             woken = await self.fetch_purgatory.wait([r.tp for r in requests], deadline)
             if not woken:
-                return self._read_all(requests, max_bytes, isolation)
+                return self._throttle(requests, self._read_all(requests, max_bytes, isolation), replica_id)
+
+    def _throttle(
+        self, requests: list[FetchRequestPartition], results: list[FetchResult], replica_id: int
+    ) -> list[FetchResult]:
+        """A follower outside the ISR gets no data of throttled partitions while the leader's replication
+        rate is over ``leader.replication.throttled.rate`` (:mod:`.replication_quota`)."""
+        quota = self.leader_quota
+        if replica_id < 0 or quota.rate is None:
+            return results
+        now = self.clock.monotonic_ms()
+        out = []
+        for request, result in zip(requests, results, strict=True):
+            partition = self.partitions.get(request.tp)
+            records = result.records
+            if (
+                records is not None
+                and partition is not None
+                and replica_id not in partition.isr
+                and throttled(
+                    dict(partition.log.config.others).get(LEADER_THROTTLED_REPLICAS),
+                    request.tp.partition,
+                    self.node_id,
+                )
+            ):
+                if quota.over(now):
+                    result = dataclasses.replace(result, records=None)
+                else:
+                    quota.record(records.size, now)
+            out.append(result)
+        return out
 
     def _read_all(
         self, requests: Iterable[FetchRequestPartition], max_bytes: int, isolation: FetchIsolation

@@ -63,6 +63,7 @@ from samsa.topic_partition import TopicPartition
 
 from .producer_ids import ProducerIdsUnavailableError
 from .replica_manager import Partition, ReplicaManager, ReplicaState
+from .replication_quota import DEFAULT_BROKER, LEADER_THROTTLED_RATE
 
 if TYPE_CHECKING:
     from .broker import KafkaServer
@@ -182,6 +183,7 @@ class ZkBroker:
         self.zk.on_session_change(on_change)
         self._last_config_change = max(await asyncio.to_thread(self.zk.config_changes), default="")
         await self._config_changed()
+        await self._apply_broker_config()
         await self.controller.start()
         self._spawn(self._shrink_isr_periodically())
         self._prefetch = asyncio.get_running_loop().create_task(
@@ -263,6 +265,27 @@ class ZkBroker:
                 self._apply_overrides(topic, await self.topic_overrides(topic))
                 if self.controller.is_active:  # unclean election may be allowed now
                     self._spawn(self.controller.elections.topic_config_changed(topic))
+            elif entity in (f"brokers/{self.server.node_id}", f"brokers/{DEFAULT_BROKER}"):
+                await self._apply_broker_config()
+
+    async def broker_config(self, broker: str) -> dict[str, str]:
+        """A broker's dynamic configs as ZooKeeper holds them (``broker`` an id, or ``<default>``)."""
+        return await asyncio.to_thread(self.zk.broker_config, broker)
+
+    async def set_broker_config(self, broker: str, config: dict[str, str]) -> None:
+        """Store a broker's dynamic configs; the broker (every broker, for ``<default>``) applies them on the
+        notification."""
+        await asyncio.to_thread(self.zk.set_broker_config, broker, config)
+
+    async def _apply_broker_config(self) -> None:
+        """The dynamic configs this broker applies: the replication throttle rate (:mod:`.replication_quota`)."""
+        config = {
+            **await self.broker_config(DEFAULT_BROKER),
+            **await self.broker_config(str(self.server.node_id)),
+        }
+        rate = config.get(LEADER_THROTTLED_RATE)
+        self.server.replica_manager.leader_quota.rate = int(rate) if rate else None
+        log.info("broker %d: leader replication throttle %s B/s", self.server.node_id, rate or "off")
 
     def _apply_overrides(self, topic: str, overrides: dict[str, str]) -> None:
         manager = self.server.log_manager

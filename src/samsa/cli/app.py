@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "consumer-groups": "consumer_groups:consumer_groups",
     "cluster": "cluster:cluster",
     "leader-election": "leader_election:leader_election",
+    "reassign-partitions": "reassign_partitions:reassign_partitions",
 }
 
 

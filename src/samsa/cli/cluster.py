@@ -1,7 +1,8 @@
-"""``samsa cluster up|down|status``: a ZooKeeper and N brokers on this machine (:mod:`samsa.cluster.local`).
+"""``samsa cluster up|add|down|status``: a ZooKeeper and N brokers on this machine (:mod:`samsa.cluster.local`).
 
 samsa cluster up --brokers 3          # prints the bootstrap servers; the processes keep running
-samsa cluster status                  # brokers, controller, partitions without a full ISR
+samsa cluster add                     # one more broker (partitions move to it with reassign-partitions)
+samsa cluster status                  # brokers, controller, partitions without a full ISR, moves, deletions
 samsa cluster down
 """
 
@@ -75,6 +76,25 @@ def up(
 
 @cluster.command()
 @dir_option
+def add(directory: Path) -> None:
+    """Start one more broker with the same settings; it joins by registering, and holds no partition until
+    `samsa reassign-partitions` moves some onto it."""
+    from samsa.cluster.local import ClusterError, LocalCluster
+
+    try:
+        local = LocalCluster.find(directory)
+        broker_id = local.add_broker()
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    broker = local.broker(broker_id)
+    click.echo(
+        f"broker {broker_id}: {broker.address} (pid {broker.pid}, logs in {directory}/broker-{broker_id})"
+    )
+    click.echo(f"bootstrap servers: {local.bootstrap_servers}")
+
+
+@cluster.command()
+@dir_option
 def down(directory: Path) -> None:
     """Stop the brokers (a clean stop), then ZooKeeper if `up` started it."""
     from samsa.cluster.local import ClusterError, LocalCluster
@@ -92,7 +112,7 @@ def down(directory: Path) -> None:
 @dir_option
 @click.option("--bootstrap", is_flag=True, help="print only the bootstrap servers (for scripts)")
 def status(directory: Path, bootstrap: bool) -> None:
-    """Brokers, the controller, and partitions whose ISR is not every replica."""
+    """Brokers, the controller, partitions whose ISR is not every replica, moves and deletions under way."""
     from samsa.cluster.local import ClusterError, LocalCluster
 
     if bootstrap:
@@ -120,3 +140,9 @@ def status(directory: Path, bootstrap: bool) -> None:
         click.echo(
             f"\tTopic: {tp.topic}\tPartition: {tp.partition}\tLeader: {leader}\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}"
         )
+    for tp, adding, removing in report.reassigning:
+        click.echo(
+            f"moving {tp.topic}-{tp.partition}: adding {','.join(map(str, adding)) or '-'}, removing {','.join(map(str, removing)) or '-'}"
+        )
+    for topic in report.deleting:
+        click.echo(f"deleting {topic}: waiting for every replica to be deleted")

@@ -5,11 +5,16 @@ Talks to any Kafka-protocol broker through :mod:`samsa.client`. Output lines fol
     Created topic <name>.
     Topic: <name>\tTopicId: <id>\tPartitionCount: <n>\tReplicationFactor: <r>\tConfigs: k=v,...
     \tTopic: <name>\tPartition: <p>\tLeader: <id|none>\tReplicas: 1,2\tIsr: 1,2
+    (while the partition moves: ...\tAdding Replicas: 3\tRemoving Replicas: 2)
 
 ``--topic`` is a regular expression (commas mean "or"), as in Kafka; ``--list`` is sorted and ``--describe``
 follows the iteration order of a Java HashMap of the names, as Kafka's tool does. A failed broker call prints
 ``Error while executing topic command : <message>`` on stdout and the Java exception name on stderr, exit 1; a
 bad argument or a topic that does not exist prints its message on stderr, exit 1.
+
+``--describe`` with ``--under-replicated-partitions`` (ISR smaller than the replicas), ``--unavailable-partitions``
+(no live leader), ``--under-min-isr-partitions`` (ISR under the topic's ``min.insync.replicas``, or no leader) or
+``--at-min-isr-partitions`` prints only the matching partitions' lines, without the topic lines, as Kafka's does.
 """
 
 from __future__ import annotations
@@ -20,13 +25,14 @@ import datetime
 import re
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 import click
 
 from samsa.client import BrokerError, KafkaClient, KafkaError, NewTopic
-from samsa.client.types import ClusterMetadata, TopicMetadata
+from samsa.client.types import ClusterMetadata, PartitionMetadata, TopicMetadata
+from samsa.topic_partition import TopicPartition
 
 from .log_dirs import java_hash_order, java_string_hash
 
@@ -131,8 +137,25 @@ async def create_topic(
         raise error
 
 
+def partition_filter(report: str | None, live: set[int], min_isr: int) -> Callable[[PartitionMetadata], bool]:
+    """Kafka's describe filters: which partitions a ``--<report>-partitions`` option shows (None: all)."""
+    if report == "under-replicated":
+        return lambda p: len(p.isr) < len(p.replicas)
+    if report == "unavailable":
+        return lambda p: p.leader < 0 or p.leader not in live
+    if report == "under-min-isr":
+        return lambda p: p.leader < 0 or len(p.isr) < min_isr
+    if report == "at-min-isr":
+        return lambda p: len(p.isr) == min_isr
+    return lambda p: True
+
+
 async def describe_topics(
-    client: KafkaClient, pattern: str | None, exclude_internal: bool, if_exists: bool
+    client: KafkaClient,
+    pattern: str | None,
+    exclude_internal: bool,
+    if_exists: bool,
+    report: str | None = None,
 ) -> None:
     cluster = await client.metadata()
     names = select_topics(cluster, pattern, exclude_internal)
@@ -140,6 +163,8 @@ async def describe_topics(
     if not names:
         return
     configs = await client.describe_configs(names)
+    live = set(cluster.brokers)
+    moving = await reassignments(client, cluster)
     # Kafka's tool prints topics in the iteration order of the admin client's HashMap of descriptions
     for name in java_hash_order(names, java_string_hash):
         meta = cluster.topics[name]
@@ -153,16 +178,36 @@ async def describe_topics(
         if meta.topic_id is not None and meta.topic_id.int != 0:
             head += f"\tTopicId: {kafka_uuid(meta.topic_id)}"
         replication = len(partitions[0].replicas) if partitions else 0
-        click.echo(
-            f"{head}\tPartitionCount: {len(partitions)}\tReplicationFactor: {replication}\tConfigs: {overridden}"
-        )
-        for p in partitions:
+        if partitions and (first := moving.get(TopicPartition(name, partitions[0].partition))):
+            replication -= len(first[1])  # a move's adding replicas are not counted
+        if report is None:  # a partition report prints the matching partitions' lines alone
+            click.echo(
+                f"{head}\tPartitionCount: {len(partitions)}\tReplicationFactor: {replication}\tConfigs: {overridden}"
+            )
+        min_isr_entry = configs.get(name, {}).get("min.insync.replicas")
+        min_isr = int(min_isr_entry.value) if min_isr_entry is not None and min_isr_entry.value else 1
+        for p in filter(partition_filter(report, live, min_isr), partitions):
             leader = str(p.leader) if p.leader >= 0 else "none"
             replicas = ",".join(map(str, p.replicas))
             isr = ",".join(map(str, p.isr))
-            click.echo(
-                f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\tReplicas: {replicas}\tIsr: {isr}"
-            )
+            line = f"\tTopic: {name}\tPartition: {p.partition}\tLeader: {leader}\tReplicas: {replicas}\tIsr: {isr}"
+            move = moving.get(TopicPartition(name, p.partition))
+            if move is not None:
+                line += f"\tAdding Replicas: {','.join(map(str, move[1]))}"
+                line += f"\tRemoving Replicas: {','.join(map(str, move[2]))}"
+            click.echo(line)
+
+
+async def reassignments(
+    client: KafkaClient, cluster: ClusterMetadata
+) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+    """The partitions being moved (none on a single broker, or when the controller does not say)."""
+    if len(cluster.brokers) < 2:
+        return {}
+    try:
+        return await client.list_partition_reassignments()
+    except BrokerError:
+        return {}
 
 
 async def alter_topics(
@@ -211,6 +256,30 @@ async def list_topics(client: KafkaClient, pattern: str | None, exclude_internal
     "--if-not-exists", is_flag=True, help="With --create: only create the topic if it does not exist."
 )
 @click.option("--exclude-internal", is_flag=True, help="Leave internal topics out of --list and --describe.")
+@click.option(
+    "--under-replicated-partitions",
+    "report",
+    flag_value="under-replicated",
+    help="With --describe: only partitions whose ISR is smaller than their replica set.",
+)
+@click.option(
+    "--unavailable-partitions",
+    "report",
+    flag_value="unavailable",
+    help="With --describe: only partitions whose leader is not available.",
+)
+@click.option(
+    "--under-min-isr-partitions",
+    "report",
+    flag_value="under-min-isr",
+    help="With --describe: only partitions whose ISR is smaller than min.insync.replicas.",
+)
+@click.option(
+    "--at-min-isr-partitions",
+    "report",
+    flag_value="at-min-isr",
+    help="With --describe: only partitions whose ISR is exactly min.insync.replicas.",
+)
 def topics(
     bootstrap_server: str,
     action: str | None,
@@ -221,6 +290,7 @@ def topics(
     if_exists: bool,
     if_not_exists: bool,
     exclude_internal: bool,
+    report: str | None,
 ) -> None:
     """Create, delete, describe, or change a topic (like kafka-topics.sh)."""
     if action is None:
@@ -240,7 +310,7 @@ def topics(
             elif action == "list":
                 await list_topics(client, topic, exclude_internal)
             elif action == "describe":
-                await describe_topics(client, topic, exclude_internal, if_exists)
+                await describe_topics(client, topic, exclude_internal, if_exists, report)
             elif action == "alter":
                 assert topic is not None
                 await alter_topics(client, topic, partitions, exclude_internal, if_exists)

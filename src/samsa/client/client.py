@@ -651,6 +651,64 @@ class KafkaClient:
             await self.metadata([])
         return answer
 
+    async def alter_partition_reassignments(
+        self, targets: Mapping[TopicPartition, Sequence[int] | None], *, timeout_ms: int = 30000
+    ) -> dict[TopicPartition, BrokerError | None]:
+        """Move each partition's replicas to ``targets[tp]`` (None: cancel its move); per partition None or the
+        error. Raises BrokerError when the controller refuses the whole request."""
+        from samsa.protocol.messages import alter_partition_reassignments as apr
+
+        by_topic: dict[str, list[apr.ReassignablePartition]] = defaultdict(list)
+        for tp, replicas in targets.items():
+            by_topic[tp.topic].append(
+                apr.ReassignablePartition(tp.partition, None if replicas is None else list(replicas))
+            )
+        request = apr.AlterPartitionReassignmentsRequest(
+            timeout_ms=timeout_ms,
+            topics=[apr.ReassignableTopic(t, ps) for t, ps in by_topic.items()],
+        )
+        response = await self._controller_request(request, apr.AlterPartitionReassignmentsRequest.API_KEY)
+        return {
+            TopicPartition(t.name, p.partition_index): _error_or_none(p.error_code, p.error_message)
+            for t in response.responses
+            for p in t.partitions
+        }
+
+    async def list_partition_reassignments(
+        self, partitions: Sequence[TopicPartition] | None = None, *, timeout_ms: int = 30000
+    ) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+        """The partitions being moved (of ``partitions``, or all): (replicas, adding, removing) each."""
+        from samsa.protocol.messages import list_partition_reassignments as lpr
+
+        topics = None
+        if partitions is not None:
+            grouped: dict[str, list[int]] = defaultdict(list)
+            for tp in partitions:
+                grouped[tp.topic].append(tp.partition)
+            topics = [lpr.ListPartitionReassignmentsTopics(t, ps) for t, ps in grouped.items()]
+        request = lpr.ListPartitionReassignmentsRequest(timeout_ms=timeout_ms, topics=topics)
+        response = await self._controller_request(request, lpr.ListPartitionReassignmentsRequest.API_KEY)
+        return {
+            TopicPartition(t.name, p.partition_index): (
+                list(p.replicas),
+                list(p.adding_replicas),
+                list(p.removing_replicas),
+            )
+            for t in response.topics
+            for p in t.partitions
+        }
+
+    async def _controller_request(self, request: Any, api_key: int) -> Any:
+        """A request only the controller serves, whose error is the response's own: once more to a fresh
+        controller on NOT_CONTROLLER; BrokerError for any other error."""
+        response = await self.send(request, api_key=api_key, node_id=await self._controller())
+        if response.error_code == ErrorCode.NOT_CONTROLLER:
+            await self.metadata([])
+            response = await self.send(request, api_key=api_key, node_id=await self._controller())
+        if response.error_code:
+            raise BrokerError.from_code(response.error_code, response.error_message)
+        return response
+
     async def _controller_connection(self) -> BrokerConnection:
         return await self.connection(await self._controller())
 

@@ -20,6 +20,9 @@ As Kafka's ZooKeeper-mode controller does:
   rebalance, and unclean election of an offline partition when ``unclean.leader.election.enable`` allows it.
 - **AlterPartition** from leaders: an ISR change is accepted when the leader epoch and the partition epoch (the state
   znode's version) match the controller's; it is written with the partition epoch as the expected version.
+- **Reassignments** (AlterPartitionReassignments) and **topic deletions** (``/admin/delete_topics``) are kept in
+  their own modules, :mod:`.reassignment` and :mod:`.topic_deletion`, which work on this controller's state from
+  its events; both live in ZooKeeper, so a new controller carries them on.
 
 Concurrency: one event queue drained by one task on the broker's event loop (Kafka's controller-event thread).
 ZooKeeper calls block, so they run in worker threads; kazoo runs watch callbacks on its own thread and they only
@@ -70,6 +73,8 @@ from samsa.topic_partition import TopicPartition
 
 from .elections import Elections
 from .metadata_cache import LEADER_DELETED, NO_LEADER
+from .reassignment import Reassignments
+from .topic_deletion import TopicDeletions
 from .zk_client import ControllerEpoch, ControllerMovedError, ZkClient
 from .znodes import BrokerRegistration, PartitionState, TopicAssignment
 
@@ -88,6 +93,7 @@ MIN_UPDATE_METADATA_VERSION = 7
 MIN_STOP_REPLICA_VERSION = 3
 
 _T = TypeVar("_T")
+_OnAnswer = Callable[[Any], None] | None
 
 
 def topic_uuid(topic_id: str | None) -> uuid.UUID:
@@ -128,16 +134,17 @@ class BrokerChannel:
         )
         self.host, self.port = endpoint.host, endpoint.port
         self._client_id = client_id
-        self._queue: asyncio.Queue[tuple[Callable[[int], Any], int] | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[Callable[[int], Any], int, _OnAnswer] | None] = asyncio.Queue()
         self._closed = False
         self._connection: BrokerConnection | None = None
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-channel-{self.host}"
         )
 
-    def send(self, build: Callable[[int], Any], api_key: int) -> None:
-        """Queue a request; ``build(version)`` makes it for the version the broker and we share."""
-        self._queue.put_nowait((build, api_key))
+    def send(self, build: Callable[[int], Any], api_key: int, on_answer: _OnAnswer = None) -> None:
+        """Queue a request; ``build(version)`` makes it for the version the broker and we share; ``on_answer``
+        gets the response."""
+        self._queue.put_nowait((build, api_key, on_answer))
 
     async def _run(self) -> None:
         try:
@@ -151,7 +158,7 @@ class BrokerChannel:
             item = await self._queue.get()
             if item is None:
                 return
-            build, api_key = item
+            build, api_key, on_answer = item
             while not self._closed:
                 try:
                     if self._connection is None or self._connection.closed:
@@ -166,7 +173,9 @@ class BrokerChannel:
                     except (KafkaError, ValueError) as exc:  # not served there: retrying cannot help
                         log.error("controller request to %s:%d dropped: %s", self.host, self.port, exc)
                         break
-                    await connection.request(message, api_key, version)
+                    response = await connection.request(message, api_key, version)
+                    if on_answer is not None:
+                        on_answer(response)
                     break
                 except KafkaError as exc:
                     log.debug("controller request to %s:%d failed (%s), retrying", self.host, self.port, exc)
@@ -211,6 +220,8 @@ class Controller:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self.elections = Elections(self)
+        self.reassignments = Reassignments(self)
+        self.deletions = TopicDeletions(self)
 
     @property
     def is_active(self) -> bool:
@@ -315,11 +326,13 @@ class Controller:
         self._send_leader_and_isr(self.partitions, is_new=False)
         self._send_update_metadata(self.live, changed)
         await self._deletions_changed()
+        await self.reassignments.check()
         self.elections.became_active()
 
     async def _resign(self) -> None:
         self.fence = None
         self.elections.resigned()
+        self.deletions.clear()
         self.topics.clear()
         self.partitions.clear()
         channels, self._channels = self._channels, {}
@@ -375,6 +388,9 @@ class Controller:
             self._send_leader_and_isr(theirs, is_new=False, only=born)
         self._send_leader_and_isr(changed, is_new=False)
         self._send_update_metadata(self.live, changed)
+        if born:
+            self.deletions.brokers_started(born)
+            await self.reassignments.check()
 
     async def _topics_changed(self) -> None:
         names = await self._zk(self.zk.topics, watch=self._watch(self._topics_changed))
@@ -412,24 +428,10 @@ class Controller:
             self._send_update_metadata(self.live, changed)
 
     async def _deletions_changed(self) -> None:
-        """Topics asked to be deleted (``/admin/delete_topics``): replicas told to delete their logs
-        (StopReplica), brokers told the partitions are gone (UpdateMetadata, leader -2), then the znodes go."""
+        """Topics asked to be deleted (``/admin/delete_topics``): see :mod:`.topic_deletion`."""
         names = await self._zk(self.zk.topics_to_delete, watch=self._watch(self._deletions_changed))
-        if not self.is_active or not names:
-            return
-        assert self.fence is not None
-        for topic in names:
-            doomed = {tp: e for tp, e in self.partitions.items() if tp.topic == topic}
-            self._send_stop_replica(doomed)
-            for entry in doomed.values():
-                if entry.state is not None:
-                    entry.state = PartitionState(LEADER_DELETED, entry.state.leader_epoch, (), self.epoch)
-            self._send_update_metadata(self.live, doomed)
-            await self._zk(self.zk.delete_topic_znodes, self.fence, topic)
-            for tp in doomed:
-                del self.partitions[tp]
-            self.topics.pop(topic, None)
-            log.info("controller: topic %s deleted (%d partitions)", topic, len(doomed))
+        if self.is_active:
+            await self.deletions.requested(names)
 
     async def _on_brokers_failed(self, dead: set[int]) -> dict[TopicPartition, _Partition]:
         """Move leadership off dead brokers and take them out of ISRs (each change bumps the leader epoch)."""
@@ -551,6 +553,7 @@ class Controller:
                 )
             )
         self._send_update_metadata(self.live, changed)
+        await self.reassignments.check(changed)
         return AlterPartitionResponse(topics=topics)
 
     async def _alter_one(
@@ -605,10 +608,12 @@ class Controller:
                     registration, self.listener, f"controller-{self.broker_id}"
                 )
 
-    def _send(self, broker_id: int, build: Callable[[int], Any], api_key: int) -> None:
+    def _send(
+        self, broker_id: int, build: Callable[[int], Any], api_key: int, on_answer: _OnAnswer = None
+    ) -> None:
         channel = self._channels.get(broker_id)
         if channel is not None:
-            channel.send(build, api_key)
+            channel.send(build, api_key, on_answer)
 
     def _send_leader_and_isr(
         self, partitions: dict[TopicPartition, _Partition], *, is_new: bool, only: set[int] | None = None
@@ -618,7 +623,7 @@ class Controller:
         leaders: dict[int, set[int]] = {}
         for tp, entry in sorted(partitions.items()):
             state = entry.state
-            if state is None:
+            if state is None or state.leader == LEADER_DELETED:
                 continue
             wire = LeaderAndIsrPartitionState(
                 partition_index=tp.partition,
@@ -661,15 +666,24 @@ class Controller:
         )
         return endpoint.host, endpoint.port
 
-    def _send_stop_replica(self, partitions: dict[TopicPartition, _Partition]) -> None:
-        """StopReplica with delete to every live replica of ``partitions`` (a deleted topic)."""
+    def _send_stop_replica(
+        self,
+        partitions: dict[TopicPartition, _Partition],
+        *,
+        to: set[int] | None = None,
+        leader_epoch: int | None = None,
+        on_answer: _OnAnswer = None,
+    ) -> None:
+        """StopReplica with delete to every live replica of ``partitions`` (``to``: to those brokers)."""
         per_broker: dict[int, dict[str, list[StopReplicaPartitionState]]] = {}
         for tp, entry in sorted(partitions.items()):
             epoch = entry.state.leader_epoch if entry.state is not None else -1
             wire = StopReplicaPartitionState(
-                partition_index=tp.partition, leader_epoch=epoch, delete_partition=True
+                partition_index=tp.partition,
+                leader_epoch=epoch if leader_epoch is None else leader_epoch,
+                delete_partition=True,
             )
-            for replica in entry.replicas:
+            for replica in sorted(to) if to is not None else entry.replicas:
                 if replica in self.live:
                     per_broker.setdefault(replica, {}).setdefault(tp.topic, []).append(wire)
         for broker_id, topics in per_broker.items():
@@ -681,7 +695,7 @@ class Controller:
                     StopReplicaTopicState(topic_name=t, partition_states=s) for t, s in topics.items()
                 ],
             )
-            self._send(broker_id, _at_least(request, MIN_STOP_REPLICA_VERSION), STOP_REPLICA)
+            self._send(broker_id, _at_least(request, MIN_STOP_REPLICA_VERSION), STOP_REPLICA, on_answer)
 
     def _send_update_metadata(
         self, to: dict[int, tuple[BrokerRegistration, int]], partitions: dict[TopicPartition, _Partition]

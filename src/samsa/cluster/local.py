@@ -9,13 +9,14 @@ Layout under the cluster's directory::
 
 Brokers run in their own sessions (``start_new_session``), so they outlive the command that started them; ``down``
 stops them with SIGTERM (a clean stop), then ZooKeeper. Tests may ``kill`` (SIGKILL), ``pause`` (SIGSTOP) and
-``resume`` brokers, and ``start_broker`` one again on the same log dir and port.
+``resume`` brokers, ``start_broker`` one again on the same log dir and port, and ``add_broker`` a new one.
 
 Not thread-safe: one owner at a time (the state file is not locked).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -26,6 +27,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from samsa.client import KafkaClient, KafkaError
 
 from .zk_client import ZkClient
 from .zookeeper import ZooKeeperError, ZooKeeperServer, free_port
@@ -56,6 +59,7 @@ class _State:
     zookeeper: str
     zookeeper_pid: int = 0  # 0: a ZooKeeper this cluster did not start
     brokers: list[BrokerProcess] = field(default_factory=list)
+    broker_config: dict[str, str] = field(default_factory=dict)  # the overrides every broker gets
 
 
 class LocalCluster:
@@ -73,7 +77,7 @@ class LocalCluster:
         self.broker_config = dict(broker_config or {})
         self.session_timeout_ms = session_timeout_ms
         self._zookeeper_server: ZooKeeperServer | None = None
-        self._state = _State(zookeeper or "")
+        self._state = _State(zookeeper or "", broker_config=self.broker_config)
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
 
     # --- state ----------------------------------------------------------------------------------------------
@@ -86,9 +90,12 @@ class LocalCluster:
             raw = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise ClusterError(f"no cluster in {directory} ({exc})") from None
-        cluster = cls(directory, zookeeper=raw["zookeeper"])
+        cluster = cls(directory, zookeeper=raw["zookeeper"], broker_config=raw.get("broker_config") or {})
         cluster._state = _State(
-            raw["zookeeper"], raw["zookeeper_pid"], [BrokerProcess(**b) for b in raw["brokers"]]
+            raw["zookeeper"],
+            raw["zookeeper_pid"],
+            [BrokerProcess(**b) for b in raw["brokers"]],
+            cluster.broker_config,
         )
         return cluster
 
@@ -142,10 +149,20 @@ class LocalCluster:
             for broker in self._state.brokers:
                 self.start_broker(broker.broker_id, wait=False)
             self.wait_registered([b.broker_id for b in self._state.brokers])
+            self.wait_controller_known([b.broker_id for b in self._state.brokers])
         except BaseException:
             self.down()
             raise
         return self
+
+    def add_broker(self, *, port: int = 0) -> int:
+        """Start one more broker (the next id), as an operator grows a cluster; returns its id once registered."""
+        broker_id = max((b.broker_id for b in self._state.brokers), default=0) + 1
+        self._state.brokers.append(BrokerProcess(broker_id, port or free_port()))
+        self._save()
+        self.start_broker(broker_id)
+        self.wait_controller_known([broker_id])
+        return broker_id
 
     def properties(self, broker_id: int) -> dict[str, str]:
         broker = self.broker(broker_id)
@@ -200,6 +217,17 @@ class LocalCluster:
                     time.sleep(0.05)
         finally:
             zk.close()
+
+    def wait_controller_known(self, broker_ids: list[int], timeout: float = BROKER_START_TIMEOUT_S) -> None:
+        """Until each broker's metadata names a controller, that is until it has had the controller's
+        UpdateMetadata: an admin client that asks it first then finds the controller at once."""
+        deadline = time.monotonic() + timeout
+        for broker_id in broker_ids:
+            address = self.broker(broker_id).address
+            while not asyncio.run(_knows_controller(address)):
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"broker {broker_id} knew no controller within {timeout:.0f} s")
+                time.sleep(0.05)
 
     def output(self, broker_id: int, limit: int = 3000) -> str:
         try:
@@ -266,6 +294,14 @@ class LocalCluster:
                 time.sleep(0.05)
         self._state.zookeeper_pid = 0
         (self.directory / STATE_FILE).unlink(missing_ok=True)
+
+
+async def _knows_controller(address: str) -> bool:
+    try:
+        async with KafkaClient(address, client_id="samsa-cluster", request_timeout_ms=5000) as client:
+            return (await client.metadata([])).controller_id >= 0
+    except KafkaError:
+        return False
 
 
 def _accepts(port: int) -> bool:

@@ -208,6 +208,17 @@ class ZkClient:
         """Replace a topic's assignment (CreatePartitions adds partitions this way)."""
         self.kazoo.set(znodes.topic_path(topic), assignment.to_json())
 
+    def write_topic_assignment(self, fence: ControllerEpoch, topic: str, assignment: TopicAssignment) -> None:
+        """The controller's write of a topic's replicas (a reassignment's steps), fenced on the controller epoch."""
+        transaction = self.kazoo.transaction()
+        transaction.check(znodes.CONTROLLER_EPOCH, fence.zk_version)
+        transaction.set_data(znodes.topic_path(topic), assignment.to_json())
+        results = transaction.commit()
+        if isinstance(results[0], BadVersionError | NoNodeError):
+            raise ControllerMovedError(f"controller epoch {fence.epoch} is stale: {topic} not reassigned")
+        if isinstance(results[1], Exception):
+            raise results[1]
+
     def topic_config(self, topic: str) -> dict[str, str]:
         try:
             data, _ = self.kazoo.get(znodes.topic_config_path(topic))
@@ -223,6 +234,24 @@ class ZkClient:
         except NoNodeError:
             self.kazoo.create(znodes.topic_config_path(topic), data, makepath=True)
         notification = ConfigChangeNotification(f"topics/{topic}").to_json()
+        self.kazoo.create(f"{znodes.CONFIG_CHANGES}/config_change_", notification, sequence=True)
+
+    def broker_config(self, broker: str) -> dict[str, str]:
+        """A broker's dynamic configs (``/config/brokers/<id>``, or ``<default>`` for every broker)."""
+        try:
+            data, _ = self.kazoo.get(f"{znodes.CONFIG_BROKERS}/{broker}")
+        except NoNodeError:
+            return {}
+        return TopicConfig.from_json(broker, data).config
+
+    def set_broker_config(self, broker: str, config: Mapping[str, str]) -> None:
+        """Replace a broker's dynamic configs and tell the brokers (a ``brokers/<id>`` notification)."""
+        path, data = f"{znodes.CONFIG_BROKERS}/{broker}", TopicConfig(dict(config)).to_json()
+        try:
+            self.kazoo.set(path, data)
+        except NoNodeError:
+            self.kazoo.create(path, data, makepath=True)
+        notification = ConfigChangeNotification(f"brokers/{broker}").to_json()
         self.kazoo.create(f"{znodes.CONFIG_CHANGES}/config_change_", notification, sequence=True)
 
     def config_changes(self, watch: Callable[..., object] | None = None) -> list[str]:

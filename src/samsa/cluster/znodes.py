@@ -38,6 +38,7 @@ __all__ = [
     "BROKER_IDS",
     "BROKER_TOPICS",
     "CLUSTER_ID",
+    "CONFIG_BROKERS",
     "CONFIG_CHANGES",
     "CONFIG_TOPICS",
     "CONTROLLER",
@@ -65,6 +66,7 @@ BROKER_TOPICS = "/brokers/topics"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 ADMIN_DELETE_TOPICS = "/admin/delete_topics"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
@@ -306,7 +308,8 @@ class ControllerRegistration:
 
 @dataclass(frozen=True, slots=True)
 class TopicConfig:
-    """``/config/topics/<topic>``: the topic's overrides of broker defaults, every value a string."""
+    """``/config/topics/<topic>``: the topic's overrides of broker defaults, every value a string (a broker's
+    dynamic configs in ``/config/brokers/<id>`` have the same form)."""
 
     config: dict[str, str]
 

@@ -72,6 +72,8 @@ HANDLERS: dict[int, Handler] = {
         _served(42, "delete_groups", 0, 2),
         _served(43, "elect_leaders", 0, 2),  # to the controller (cluster mode)
         _served(44, "incremental_alter_configs", 0, 1),
+        _served(45, "alter_partition_reassignments", 0, 0),  # on the controller (cluster mode)
+        _served(46, "list_partition_reassignments", 0, 0),  # on the controller (cluster mode)
         _served(47, "offset_delete", 0, 0),
         _served(56, "alter_partition", 0, 3),  # to the controller (cluster mode)
         _served(60, "describe_cluster", 0, 1),

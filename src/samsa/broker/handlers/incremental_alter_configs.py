@@ -1,4 +1,5 @@
-"""IncrementalAlterConfigs (44): SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on a topic's overrides."""
+"""IncrementalAlterConfigs (44): SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on a topic's overrides; SET and
+DELETE of a broker's dynamic configs (the replication throttle rates; cluster mode)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from samsa.protocol.messages.incremental_alter_configs import (
 )
 
 from ..context import RequestContext
+from ..replication_quota import DEFAULT_BROKER, DYNAMIC_BROKER_CONFIGS
 from ..topic_configs import ResourceType, effective_config, replace_topic_overrides, topic_overrides
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -36,8 +38,10 @@ async def handle(
 async def _alter(
     ctx: RequestContext, resource_type: int, topic: str, configs: list[AlterableConfig], validate_only: bool
 ) -> tuple[ErrorCode, str | None]:
+    if resource_type == ResourceType.BROKER:
+        return await _alter_broker(ctx, topic, configs, validate_only)
     if resource_type != ResourceType.TOPIC:
-        return ErrorCode.INVALID_REQUEST, "only topic configurations can be altered on this broker"
+        return ErrorCode.INVALID_REQUEST, "only topic and broker configurations can be altered on this broker"
     overrides = await topic_overrides(ctx.broker, topic)
     if overrides is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist."
@@ -62,3 +66,31 @@ async def _alter(
         else:
             return ErrorCode.INVALID_REQUEST, f"unknown config operation {config.config_operation}"
     return await replace_topic_overrides(ctx.broker, topic, overrides, validate_only=validate_only)
+
+
+async def _alter_broker(
+    ctx: RequestContext, broker: str, configs: list[AlterableConfig], validate_only: bool
+) -> tuple[ErrorCode, str | None]:
+    """SET or DELETE of a broker's dynamic configs (the replication throttle rates), stored in ZooKeeper for the
+    broker named (an id, or empty for every broker)."""
+    zk_broker = ctx.broker.zk_broker
+    if zk_broker is None:
+        return ErrorCode.INVALID_REQUEST, "dynamic broker configurations need a cluster (zookeeper.connect)"
+    if broker and not broker.isdigit():
+        return ErrorCode.INVALID_REQUEST, f"{broker!r} is not a broker id"
+    entity = broker or DEFAULT_BROKER
+    config = await zk_broker.broker_config(entity)
+    for change in configs:
+        if change.name not in DYNAMIC_BROKER_CONFIGS:
+            return ErrorCode.INVALID_REQUEST, f"{change.name} cannot be altered while the broker runs"
+        if change.config_operation == SET:
+            if change.value is None or not change.value.lstrip("-").isdigit():
+                return ErrorCode.INVALID_CONFIG, f"{change.name} must be a number of bytes per second"
+            config[change.name] = change.value
+        elif change.config_operation == DELETE:
+            config.pop(change.name, None)
+        else:
+            return ErrorCode.INVALID_REQUEST, f"{change.name} is not a list configuration"
+    if not validate_only:
+        await zk_broker.set_broker_config(entity, config)
+    return ErrorCode.NONE, None

@@ -1,0 +1,35 @@
+"""AlterPartitionReassignments (45): start, replace or cancel moves of partitions' replicas (KIP-455).
+
+Served by the controller (:mod:`samsa.cluster.reassignment`); any other broker, and a single broker without
+ZooKeeper, answers NOT_CONTROLLER. The answer means the moves have started, not that they are done.
+"""
+
+from __future__ import annotations
+
+from samsa.cluster.zk_client import ControllerMovedError
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
+
+from ..context import RequestContext
+
+
+async def handle(
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+) -> AlterPartitionReassignmentsResponse:
+    zk_broker = ctx.broker.zk_broker
+    if zk_broker is None or not zk_broker.controller.is_active:
+        return AlterPartitionReassignmentsResponse(
+            error_code=ErrorCode.NOT_CONTROLLER, error_message="This broker is not the controller."
+        )
+    reassignments = zk_broker.controller.reassignments
+    try:
+        return await reassignments.run_event(
+            "alter_partition_reassignments", lambda: reassignments.alter(request)
+        )
+    except ControllerMovedError:  # fenced off midway: the client asks the next controller
+        return AlterPartitionReassignmentsResponse(
+            error_code=ErrorCode.NOT_CONTROLLER, error_message="This broker is no longer the controller."
+        )
