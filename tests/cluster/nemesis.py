@@ -85,7 +85,7 @@ class Report:
     reordered: int = 0
     diverged: int = 0
     vanished: int = 0
-    stuck: bool = False  # the consumers did not catch up within 2 minutes of the end (liveness)
+    stuck: bool = False  # the consumers' reports did not catch up within 2 minutes of the end (liveness)
     details: list[str] = field(default_factory=list)
 
     @property

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kazoo.exceptions import BadVersionError
+from kazoo.retry import KazooRetry
 
 from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
@@ -288,7 +289,10 @@ class Controller:
                 log.exception("controller event %s failed", getattr(event, "__name__", event))
 
     async def _zk(self, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-        return await asyncio.to_thread(call, *args, **kwargs)
+        # A lost connection (ZooKeeper restarting, a brief network cut) is retried until the session is back,
+        # for up to 30 s; an expired session is not: the controller resigns (``session_lost``).
+        retry = KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, deadline=30.0, ignore_expire=False)
+        return await asyncio.to_thread(retry, call, *args, **kwargs)
 
     # --- election and failover -------------------------------------------------------------------------------
 
@@ -583,6 +587,10 @@ class Controller:
 
         if state.leader != leader or leader_epoch != state.leader_epoch:
             return answer(ErrorCode.FENCED_LEADER_EPOCH)
+        if sorted(new_isr) == sorted(state.isr):
+            # already so (a retry whose first answer was lost with a controller or a connection): success, with
+            # the current partition epoch, whatever epoch the leader sent (Kafka's idempotent check)
+            return answer(ErrorCode.NONE)
         if partition_epoch != entry.partition_epoch:
             return answer(ErrorCode.INVALID_UPDATE_VERSION)
         eligible = self.elections.eligible
