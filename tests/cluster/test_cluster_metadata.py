@@ -4,12 +4,11 @@ broker, and the controller's work surviving the controller's own departure."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from tests.cluster.waiting import wait_for
 
 import samsa
 from samsa.cluster.assignment import assign_replicas
@@ -44,17 +43,6 @@ def cluster(zk_connect: str) -> Iterator[list[samsa.Broker]]:
     finally:
         for broker in brokers:
             broker.stop_thread()
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def admin(broker: samsa.Broker) -> AdminClient:

@@ -6,12 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from tests.cluster.waiting import wait_for
 
 from samsa.cluster.local import LocalCluster
 from samsa.cluster.zk_client import ZkClient
@@ -31,17 +31,6 @@ def running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture

@@ -9,30 +9,20 @@ that holds records nobody else has truncates them when it returns, ending identi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from tests.cluster.waiting import wait_for
 
 from samsa.cluster.local import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 from samsa.coordinator.offsets_topic import partition_for
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.clients]
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @pytest.fixture

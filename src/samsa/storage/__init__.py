@@ -14,9 +14,8 @@ The core ladder, each rung one module:
 Nothing here is thread-safe: a log's owner serialises calls to it (the cleaner's worker thread only reads
 file descriptors of its own and writes new ``.cleaned`` files). Errors are in ``errors``.
 
-Each name below is imported from its module on first use (PEP 562 ``__getattr__``), so importing
-one piece, say ``samsa.storage.errors``, does not load the rest (start-up time: a broker with no logs
-answers its first request without loading them).
+Names are resolved lazily through the module ``__getattr__`` of PEP 562, as in ``samsa.records``: the log
+ladder loads with the first log a broker opens, not with ``import samsa.storage``.
 """
 
 from __future__ import annotations
