@@ -40,6 +40,10 @@ class _RequestTopic(Protocol):
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     if ctx.api_version >= 8:
         return OffsetFetchResponse(groups=[_group(ctx, g) for g in request.groups])
+    if ctx.api_version >= 2 and not ctx.broker.group_coordinator.coordinates(request.group_id):
+        # not this broker's group (a cluster's coordinator moved): the client looks it up again, rather than
+        # reading "no committed offset" and resetting
+        return OffsetFetchResponse(error_code=ErrorCode.NOT_COORDINATOR)
     committed = _committed(ctx, request.group_id, request.topics)
     topics = [
         OffsetFetchResponseTopic(name, [OffsetFetchResponsePartition(*_partition(*p)) for p in partitions])
@@ -49,6 +53,8 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
 
 
 def _group(ctx: RequestContext, group: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+    if not ctx.broker.group_coordinator.coordinates(group.group_id):
+        return OffsetFetchResponseGroup(group_id=group.group_id, error_code=ErrorCode.NOT_COORDINATOR)
     committed = _committed(ctx, group.group_id, group.topics)
     topics = [
         OffsetFetchResponseTopics(name, [OffsetFetchResponsePartitions(*_partition(*p)) for p in partitions])
