@@ -546,8 +546,12 @@ def test_move_survives_a_controller_change(cluster: LocalCluster, tmp_path: Path
     assert code == 0, err
     cluster.kill(controller)  # the move is in ZooKeeper: the next controller carries it on
     wait_for("a new controller", lambda: current_controller(cluster) not in (controller, None), timeout=30)
-    code, out, _ = reassign(cluster, "--list", via=x)
-    assert out.splitlines()[1:] == [f"moved-0: replicas: {z},{x},{y}. adding: {z}. removing: {y}."]
+    expected = [f"moved-0: replicas: {z},{x},{y}. adding: {z}. removing: {y}."]
+    wait_for(  # once the new controller has loaded the move from ZooKeeper (its failover may still be running)
+        "the new controller to list the move",
+        lambda: reassign(cluster, "--list", via=x)[1].splitlines()[1:] == expected,
+        timeout=30,
+    )
 
     async def unthrottle() -> None:
         async with KafkaClient(cluster.broker(x).address) as client:
