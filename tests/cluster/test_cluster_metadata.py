@@ -179,7 +179,10 @@ def test_create_partitions_and_delete_topic(cluster: list[samsa.Broker], zk_conn
     zk = ZkClient(zk_connect)
     zk.start()
     try:
-        assert zk.topics() == [] and zk.topics_to_delete() == [] and zk.topic_config("grown") == {}
+        wait_for(  # the znodes go once every replica answered StopReplica(delete), after the metadata changed
+            "the topic's znodes gone",
+            lambda: zk.topics() == [] and zk.topics_to_delete() == [] and zk.topic_config("grown") == {},
+        )
     finally:
         zk.close()
     with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PART"):
