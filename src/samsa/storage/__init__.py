@@ -20,8 +20,9 @@ ladder loads with the first log a broker opens, not with ``import samsa.storage`
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from samsa.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from .config import LogConfig
@@ -146,17 +147,4 @@ _EXPORTS = {  # module -> the names it gives this package
     ),
     "segments": ("LogSegments",),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
