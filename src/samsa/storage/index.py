@@ -161,7 +161,8 @@ class AbstractIndex:
 
     @property
     def entries(self) -> int:
-        self._load()
+        if not self._loaded:  # tested here rather than in _load: one call less on the append path
+            self._load()
         return self._entries
 
     @property
@@ -451,7 +452,8 @@ class TimeIndex(AbstractIndex):
 
     @property
     def last_entry(self) -> TimestampOffset:
-        self._load()
+        if not self._loaded:
+            self._load()
         return self._last_entry
 
     def is_full(self) -> bool:

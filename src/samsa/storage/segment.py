@@ -283,7 +283,7 @@ class LogSegment:
             raise
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self._add_index_entries(
-                position, largest_offset, largest_timestamp, shallow_offset_of_max_timestamp
+                position, largest_offset, largest_timestamp, shallow_offset_of_max_timestamp, max_so_far
             )
         if position == 0:
             self._rolling_based_timestamp = largest_timestamp
@@ -293,16 +293,19 @@ class LogSegment:
             )
         self._bytes_since_last_index_entry += size
 
-    def _add_index_entries(self, position: int, offset: int, timestamp: int, shallow_offset: int) -> None:
-        """The index entries of the append that starts at ``position``; on failure, the append is undone."""
-        offset_entries, time_entries = self.offset_index.entries, self.time_index.entries
-        current = self._max()
+    def _add_index_entries(
+        self, position: int, offset: int, timestamp: int, shallow_offset: int, current: TimestampOffset
+    ) -> None:
+        """The index entries of the append that starts at ``position`` (``current``: the segment's largest
+        timestamp before it); on failure, the append is undone."""
+        offsets, times = self.offset_index, self.time_index
+        offset_entries, time_entries = offsets.entries, times.entries
         try:
-            self.offset_index.append(offset, position)
+            offsets.append(offset, position)
             if timestamp > current.timestamp:
-                self.time_index.maybe_append(timestamp, shallow_offset)
-            else:
-                self.time_index.maybe_append(current.timestamp, current.offset)
+                times.maybe_append(timestamp, shallow_offset)
+            elif current.timestamp > times.last_entry.timestamp:
+                times.maybe_append(current.timestamp, current.offset)
         except BaseException:
             self.rollback(
                 AppendMark(
@@ -466,16 +469,18 @@ class LogSegment:
         """``should_roll`` with the parameters spread out (the append path makes no ``RollParams``); ``now``
         None reads this segment's clock, and only when the time rule needs it (a batch without timestamps)."""
         size = self.log.size
-        return (
-            size > max_segment_bytes - messages_size
-            or self.offset_index.is_full()
-            or self.time_index.is_full()
-            or not 0 <= max_offset - self.base_offset <= INT_MAX
-            or (
-                size > 0
-                and self.time_waited_for_roll(now, max_timestamp) > max_segment_ms - self.roll_jitter_ms
-            )
-        )
+        if size > max_segment_bytes - messages_size or not 0 <= max_offset - self.base_offset <= INT_MAX:
+            return True
+        if self.offset_index.is_full() or self.time_index.is_full():
+            return True
+        if size == 0:
+            return False
+        first = self._rolling_based_timestamp
+        if first is not None and first >= 0:  # time_waited_for_roll's common case, without the call
+            waited = max_timestamp - first
+        else:
+            waited = self.time_waited_for_roll(now, max_timestamp)
+        return waited > max_segment_ms - self.roll_jitter_ms
 
     def restart_roll_clock(self) -> None:
         """Time-based rolling counts from now (an empty active segment rolled onto itself)."""
