@@ -7,9 +7,14 @@ Prints one JSON object a line on stdout:
     {"assigned": [partitions]}              after every assignment change (the whole current assignment)
     {"consumed": [[partition, offset, value], ...]}
                                             records of one poll, printed only after their offsets were committed
-                                            synchronously; a failed commit prints nothing (the records are not
-                                            counted: the consumer seeks back to them, or their partition's next
-                                            owner consumes them again)
+                                            synchronously
+    {"uncommitted": [[partition, offset, value], ...]}
+                                            records of one poll whose commit failed: the consumer seeks back to
+                                            them where it still owns the partition (it reads them again), else
+                                            their partition's next owner does, from the committed offset. A
+                                            failed commit may have been applied all the same (its answer lost,
+                                            as with Kafka): then nobody reads them again, and this line is the
+                                            only report that they were delivered.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import contextlib
 import json
 import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 SESSION_TIMEOUT_MS = 6000
@@ -30,6 +36,26 @@ stopping = False
 def emit(doc: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()
+
+
+def next_offsets(records: list[tuple[int, int, str]]) -> list[tuple[int, int]]:
+    """(partition, offset to commit: one past its last record) for each partition in ``records``."""
+    return list({partition: offset + 1 for partition, offset, _ in records}.items())
+
+
+def commit_failed(
+    records: list[tuple[int, int, str]], owned: set[int], seek: Callable[[int, int], object]
+) -> None:
+    """Report ``records`` as delivered but not committed, and seek each partition still owned back to its first
+    one (a partition already revoked is left to its next owner)."""
+    emit({"uncommitted": [list(r) for r in records]})
+    firsts: dict[int, int] = {}
+    for partition, offset, _ in records:
+        firsts.setdefault(partition, offset)
+    for partition, offset in firsts.items():
+        if partition in owned:
+            with contextlib.suppress(Exception):  # revoked meanwhile: its next owner reads them
+                seek(partition, offset)
 
 
 def on_term(*_: object) -> None:
@@ -69,24 +95,15 @@ def run_confluent(bootstrap: str, topic: str, group: str) -> None:
             records = [m for m in messages if m.error() is None]
             if not records:
                 continue
-            positions: dict[int, int] = {}
-            for m in records:
-                positions[m.partition()] = m.offset() + 1
+            got = [(m.partition(), m.offset(), m.value().decode()) for m in records]
             try:
                 consumer.commit(
-                    offsets=[TopicPartition(topic, p, o) for p, o in positions.items()], asynchronous=False
+                    offsets=[TopicPartition(topic, p, o) for p, o in next_offsets(got)], asynchronous=False
                 )
             except KafkaException:
-                # Not committed: read these records again (at-least-once), unless a rebalance moved them away.
-                firsts: dict[int, int] = {}
-                for m in records:
-                    firsts.setdefault(m.partition(), m.offset())
-                for partition, offset in firsts.items():
-                    if partition in owned:
-                        with contextlib.suppress(KafkaException):
-                            consumer.seek(TopicPartition(topic, partition, offset))
+                commit_failed(got, owned, lambda p, o: consumer.seek(TopicPartition(topic, p, o)))
                 continue
-            emit({"consumed": [[m.partition(), m.offset(), m.value().decode()] for m in records]})
+            emit({"consumed": [list(r) for r in got]})
     finally:
         consumer.close()
 
@@ -119,16 +136,16 @@ def run_kafka_python(bootstrap: str, topic: str, group: str) -> None:
             records = [r for rs in batches.values() for r in rs]
             if not records:
                 continue
-            positions: dict[int, int] = {}
-            for r in records:
-                positions[r.partition] = r.offset + 1
+            got = [(r.partition, r.offset, r.value.decode()) for r in records]
             try:
                 consumer.commit(
-                    {TopicPartition(topic, p): OffsetAndMetadata(o, None, -1) for p, o in positions.items()}
+                    {TopicPartition(topic, p): OffsetAndMetadata(o, None, -1) for p, o in next_offsets(got)}
                 )
             except KafkaError:
+                owned = {tp.partition for tp in consumer.assignment()}
+                commit_failed(got, owned, lambda p, o: consumer.seek(TopicPartition(topic, p), o))
                 continue
-            emit({"consumed": [[r.partition, r.offset, r.value.decode()] for r in records]})
+            emit({"consumed": [list(r) for r in got]})
     finally:
         consumer.close()
 
@@ -162,14 +179,14 @@ def run_aiokafka(bootstrap: str, topic: str, group: str) -> None:
                 records = [r for rs in batches.values() for r in rs]
                 if not records:
                     continue
-                positions: dict[int, int] = {}
-                for r in records:
-                    positions[r.partition] = r.offset + 1
+                got = [(r.partition, r.offset, r.value.decode()) for r in records]
                 try:
-                    await consumer.commit({TopicPartition(topic, p): o for p, o in positions.items()})
+                    await consumer.commit({TopicPartition(topic, p): o for p, o in next_offsets(got)})
                 except KafkaError:
+                    owned = {tp.partition for tp in consumer.assignment()}
+                    commit_failed(got, owned, lambda p, o: consumer.seek(TopicPartition(topic, p), o))
                     continue
-                emit({"consumed": [[r.partition, r.offset, r.value.decode()] for r in records]})
+                emit({"consumed": [list(r) for r in got]})
         finally:
             await consumer.stop()
 
