@@ -131,3 +131,38 @@ def test_legacy_move_outlives_its_controller(cluster: LocalCluster, kazoo: Kazoo
         assert not any(client.incremental_alter_configs(rate, resource_type=BROKER_RESOURCE).values())
     wait_for("the znode gone", lambda: listed(kazoo) is None, timeout=60)
     assert partitions(admin, "slow")[0][1:] == ([x, y], sorted([x, y]))
+
+
+def test_moves_of_a_deleted_topic_or_cancelled_leave_the_znode(
+    cluster: LocalCluster, kazoo: KazooClient, tmp_path: Path
+) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    for topic in ("gone", "kept"):
+        admin.create_topics([NewTopic(topic, num_partitions=1, replica_assignment=[[1]])])[topic].result(30)
+        wait_for(f"{topic}'s leader", lambda t=topic: (p := partitions(admin, t)) and p[0][0] == 1)
+    filler = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for _ in range(2000):  # 2 MB each: both copies outlast the test at 20 kB/s
+        filler.produce("gone", b"g" * 1000)
+        filler.produce("kept", b"k" * 1000)
+    assert filler.flush(60) == 0
+    with SyncClient(cluster.bootstrap_servers) as client:
+        throttle = {t: {"follower.replication.throttled.replicas": "0:2"} for t in ("gone", "kept")}
+        assert not any(client.incremental_alter_configs(throttle).values())
+        rate = {"2": {"follower.replication.throttled.rate": "20000"}}
+        assert not any(client.incremental_alter_configs(rate, resource_type=BROKER_RESOURCE).values())
+    out = cluster.directory / "broker-2" / "broker.out"
+    wait_for("broker 2 throttled", lambda: "as follower 20000 B/s" in out.read_text())
+    kazoo.create(ZNODE, legacy(("gone", 0, [1, 2]), ("kept", 0, [1, 2])))
+    wait_for("both moves started", lambda: len(reassign(cluster, "--list")[1].splitlines()) == 3)
+    admin.delete_topics(["gone"])["gone"].result(30)
+    wait_for("gone's move out of the znode", lambda: listed(kazoo) == [("kept", 0, [1, 2])])
+    assert reassign(cluster, "--list")[1].splitlines()[1:] == [
+        "kept-0: replicas: 1,2. adding: 2. removing: ."
+    ]
+    # a cancel through the API supersedes the znode's move
+    plan = tmp_path / "plan.json"
+    plan.write_text(legacy(("kept", 0, [1, 2])).decode())
+    code, _, err = reassign(cluster, "--cancel", "--reassignment-json-file", str(plan))
+    assert code == 0, err
+    wait_for("the znode gone", lambda: listed(kazoo) is None)
+    assert partitions(admin, "kept")[0][1] == [1]

@@ -31,8 +31,8 @@ it watches the znode (from failover on, before it resumes the other moves) and s
 AlterPartitionReassignments would. A move that is refused (no such partition, a topic being deleted, an invalid
 replica list) leaves the znode at once, with a warning; one already under way to the same target is left to run; a
 partition already on its target leaves it as done. Each move leaves the znode when it finishes, or when an
-AlterPartitionReassignments request replaces or cancels it; the znode is deleted with its last move, and at once
-when it is not the JSON above. Deleting the znode cancels nothing.
+AlterPartitionReassignments request replaces or cancels it, or when its topic is deleted; the znode is deleted with
+its last move, and at once when it is not the JSON above. Deleting the znode cancels nothing.
 
 Concurrency: every method runs as, or inside, an event of the controller's queue (event-loop thread only).
 """
@@ -379,6 +379,12 @@ class Reassignments:
             log.warning("controller: %s asks to move %s: refused, %s", what, tp, message)
             return True
         return False
+
+    async def topic_deleted(self, topic: str) -> None:
+        """A deleted topic's moves can never finish: they leave the legacy znode."""
+        gone = [tp for tp in self.from_zk if tp.topic == topic]
+        if gone:
+            await self._remove_from_zk(gone)
 
     async def _remove_from_zk(self, partitions: list[TopicPartition] | None) -> None:
         """Take moves out of the legacy znode (None: delete it whole)."""
