@@ -555,7 +555,13 @@ def test_move_survives_a_controller_change(cluster: LocalCluster, tmp_path: Path
 
     async def unthrottle() -> None:
         async with KafkaClient(cluster.broker(x).address) as client:
-            rates = {str(b): {"leader.replication.throttled.rate": None} for b in (x, y, z)}
+            rates = {
+                str(b): {
+                    "leader.replication.throttled.rate": None,
+                    "follower.replication.throttled.rate": None,
+                }
+                for b in (x, y, z)
+            }
             assert not any((await client.incremental_alter_configs(rates, resource_type=4)).values())
 
     asyncio.run(unthrottle())

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from samsa.broker.replication_quota import ReplicationQuota, throttled
 from samsa.cli.reassign_partitions import ReassignError, parse_plan, plan_json, throttled_replicas
 from samsa.cluster.reassignment import replica_sets
+from samsa.cluster.replication_quota import ReplicationQuota, throttled
 from samsa.topic_partition import TopicPartition
 
 
@@ -68,3 +68,14 @@ def test_quota_over_the_rate_until_the_window_passes() -> None:
     quota.rate = 1000
     assert quota.over(10_999)
     assert not quota.over(11_000)  # the sample left the 11 s window
+
+
+def test_quota_delay_is_when_the_rate_is_back_within_the_limit() -> None:
+    quota = ReplicationQuota()
+    quota.rate = 1000
+    assert quota.delay_ms(0) == 0
+    quota.record(3000, 0)
+    assert quota.over(1000) and quota.delay_ms(1000) == 2000  # 3000 B over 3 s is the rate
+    assert not quota.over(3000) and quota.delay_ms(3000) == 0
+    quota.record(100_000, 3000)
+    assert quota.delay_ms(3000) == 8000  # the first sample leaves the window at 11 s, before 103 s

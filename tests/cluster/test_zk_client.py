@@ -17,8 +17,16 @@ from samsa.cluster.zk_client import (
     TopicExistsError,
     ZkClient,
 )
-from samsa.cluster.znodes import BrokerRegistration, Endpoint, PartitionState, TopicAssignment
+from samsa.cluster.znodes import (
+    ADMIN_REASSIGN_PARTITIONS,
+    BrokerRegistration,
+    Endpoint,
+    PartitionState,
+    ReassignPartitions,
+    TopicAssignment,
+)
 from samsa.cluster.zookeeper import ZooKeeperServer
+from samsa.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -116,6 +124,33 @@ def test_controller_election_and_fencing(zk_connect: str) -> None:
         with pytest.raises(BadVersionError):
             b.write_partition_state(won_b, "t", 0, newer, 0)  # partition epoch 0 is stale now
         assert b.partition_state("t", 0) == (newer, 1)
+
+
+def test_legacy_reassignment_watched_shrunk_and_deleted(zk_connect: str) -> None:
+    t0, t1, t2 = (TopicPartition("t", p) for p in range(3))
+    with session(zk_connect) as zk, session(zk_connect) as tool:
+        fence = zk.try_become_controller(1)
+        assert fence is not None
+        changed = threading.Event()
+        assert zk.reassign_partitions(watch=lambda event: changed.set()) is None
+        moves = ReassignPartitions({t0: (1, 2), t1: (2,), t2: (3,)})
+        tool.kazoo.create(ADMIN_REASSIGN_PARTITIONS, moves.to_json())
+        assert changed.wait(10)  # the creation fires the watch
+        assert zk.reassign_partitions() == moves
+        zk.remove_reassignments(fence, [t1, TopicPartition("other", 0)])
+        assert zk.reassign_partitions() == ReassignPartitions({t0: (1, 2), t2: (3,)})
+        zk.remove_reassignments(fence, [t0, t2])  # the last moves: the znode goes
+        assert tool.kazoo.exists(ADMIN_REASSIGN_PARTITIONS) is None
+        zk.remove_reassignments(fence, [t0])  # nothing left to remove: no error
+        tool.kazoo.create(ADMIN_REASSIGN_PARTITIONS, b"{broken")
+        zk.remove_reassignments(fence, None)
+        assert tool.kazoo.exists(ADMIN_REASSIGN_PARTITIONS) is None
+        # a stale controller cannot touch it
+        tool.kazoo.create(ADMIN_REASSIGN_PARTITIONS, moves.to_json())
+        tool.kazoo.set("/controller_epoch", b"5")
+        with pytest.raises(ControllerMovedError):
+            zk.remove_reassignments(fence, [t0])
+        assert zk.reassign_partitions() == moves
 
 
 def test_producer_id_blocks_unique_across_brokers(zk_connect: str) -> None:

@@ -16,11 +16,13 @@ from samsa.cluster.znodes import (
     Endpoint,
     PartitionState,
     ProducerIdBlock,
+    ReassignPartitions,
     TopicAssignment,
     TopicConfig,
     ZNodeFormatError,
     partition_state_path,
 )
+from samsa.topic_partition import TopicPartition
 
 # As a Kafka 3.x broker registers itself (field order as Kafka writes it).
 KAFKA_BROKER = (
@@ -82,6 +84,43 @@ def test_small_znodes() -> None:
         ConfigChangeNotification.from_json(b'{"version":2,"entity_path":"topics/t"}').entity_path
         == "topics/t"
     )
+
+
+def test_reads_a_legacy_tools_reassignment() -> None:
+    # as kafka-reassign-partitions.sh --zookeeper wrote it (Kafka 2.x), a partition named twice: the last counts
+    tool = (
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2],"log_dirs":["any","any"]},'
+        b'{"topic":"u","partition":3,"replicas":[4]},{"topic":"t","partition":0,"replicas":[2,3]}]}'
+    )
+    found = ReassignPartitions.from_json(tool)
+    assert found.partitions == {TopicPartition("t", 0): (2, 3), TopicPartition("u", 3): (4,)}
+    assert json.loads(found.to_json()) == {
+        "version": 1,
+        "partitions": [
+            {"topic": "t", "partition": 0, "replicas": [2, 3]},
+            {"topic": "u", "partition": 3, "replicas": [4]},
+        ],
+    }
+    assert ReassignPartitions.from_json(found.to_json()) == found
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"not json",
+        b'{"version":1}',
+        b'{"version":1,"partitions":{"t":[1]}}',
+        b'{"version":1,"partitions":[{"topic":"t","replicas":[1]}]}',
+        b'{"version":1,"partitions":[{"topic":"t","partition":"x","replicas":[1]}]}',
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":1}]}',
+        b'{"version":1,"partitions":[{"topic":7,"partition":0,"replicas":[1]}]}',
+        b'{"version":1,"partitions":["t-0"]}',
+    ],
+)
+def test_damaged_reassignment_names_its_path(data: bytes) -> None:
+    with pytest.raises(ZNodeFormatError, match="/admin/reassign_partitions"):
+        ReassignPartitions.from_json(data)
 
 
 def test_producer_id_blocks_follow_each_other() -> None:

@@ -35,6 +35,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from samsa.clock import Clock
 from samsa.cluster.follower import FetchPosition
+from samsa.cluster.replication_quota import (
+    FOLLOWER_THROTTLED_REPLICAS,
+    LEADER_THROTTLED_REPLICAS,
+    ReplicationQuota,
+    throttled,
+)
 from samsa.protocol.errors import ErrorCode
 from samsa.records import CorruptRecordError, InvalidRecordError
 from samsa.storage import (
@@ -53,7 +59,6 @@ from samsa.storage.log_manager import LogManager
 from samsa.storage.topic import TopicPartition
 
 from .purgatory import Purgatory
-from .replication_quota import LEADER_THROTTLED_REPLICAS, ReplicationQuota, throttled
 
 if TYPE_CHECKING:  # start-up time: samsa.storage.log is loaded with the first log
     from samsa.storage import FetchIsolation, FileSlice, Log
@@ -567,7 +572,7 @@ class ReplicaManager:
         self, requests: list[FetchRequestPartition], results: list[FetchResult], replica_id: int
     ) -> list[FetchResult]:
         """A follower outside the ISR gets no data of throttled partitions while the leader's replication
-        rate is over ``leader.replication.throttled.rate`` (:mod:`.replication_quota`)."""
+        rate is over ``leader.replication.throttled.rate`` (:mod:`samsa.cluster.replication_quota`)."""
         quota = self.leader_quota
         if replica_id < 0 or quota.rate is None:
             return results
@@ -622,6 +627,14 @@ class ReplicaManager:
             partition.leader_epoch,
             plog.log_start_offset,
         )
+
+    def follower_throttled(self, tp: TopicPartition) -> bool:
+        """Whether ``follower.replication.throttled.replicas`` of ``tp``'s topic names it on this broker."""
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return False
+        replicas = dict(partition.log.config.others).get(FOLLOWER_THROTTLED_REPLICAS)
+        return throttled(replicas, tp.partition, self.node_id)
 
     def append_fetched(
         self, tp: TopicPartition, records: memoryview, high_watermark: int, log_start_offset: int

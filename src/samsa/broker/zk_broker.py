@@ -47,6 +47,7 @@ from samsa.cluster.elections import ElectionConfig
 from samsa.cluster.isr_channel import IsrChange, IsrChannel
 from samsa.cluster.metadata_cache import MetadataCache
 from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from samsa.cluster.replication_quota import DEFAULT_BROKER, FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
 from samsa.cluster.zk_client import BrokerAlreadyRegisteredError, ZkClient
 from samsa.cluster.znodes import BrokerRegistration, Endpoint, ProducerIdBlock
 from samsa.protocol import ErrorCode
@@ -63,7 +64,6 @@ from samsa.topic_partition import TopicPartition
 
 from .producer_ids import ProducerIdsUnavailableError
 from .replica_manager import Partition, ReplicaManager, ReplicaState
-from .replication_quota import DEFAULT_BROKER, LEADER_THROTTLED_RATE
 
 if TYPE_CHECKING:
     from .broker import KafkaServer
@@ -278,14 +278,21 @@ class ZkBroker:
         await asyncio.to_thread(self.zk.set_broker_config, broker, config)
 
     async def _apply_broker_config(self) -> None:
-        """The dynamic configs this broker applies: the replication throttle rate (:mod:`.replication_quota`)."""
+        """The dynamic configs this broker applies: the replication throttle rates, the leader's and the
+        follower's (:mod:`samsa.cluster.replication_quota`)."""
         config = {
             **await self.broker_config(DEFAULT_BROKER),
             **await self.broker_config(str(self.server.node_id)),
         }
-        rate = config.get(LEADER_THROTTLED_RATE)
-        self.server.replica_manager.leader_quota.rate = int(rate) if rate else None
-        log.info("broker %d: leader replication throttle %s B/s", self.server.node_id, rate or "off")
+        leader, follower = config.get(LEADER_THROTTLED_RATE), config.get(FOLLOWER_THROTTLED_RATE)
+        self.server.replica_manager.leader_quota.rate = int(leader) if leader else None
+        self.fetchers.quota.rate = int(follower) if follower else None
+        log.info(
+            "broker %d: replication throttle as leader %s, as follower %s",
+            self.server.node_id,
+            f"{leader} B/s" if leader else "off",
+            f"{follower} B/s" if follower else "off",
+        )
 
     def _apply_overrides(self, topic: str, overrides: dict[str, str]) -> None:
         manager = self.server.log_manager

@@ -20,9 +20,10 @@ As Kafka's ZooKeeper-mode controller does:
   rebalance, and unclean election of an offline partition when ``unclean.leader.election.enable`` allows it.
 - **AlterPartition** from leaders: an ISR change is accepted when the leader epoch and the partition epoch (the state
   znode's version) match the controller's; it is written with the partition epoch as the expected version.
-- **Reassignments** (AlterPartitionReassignments) and **topic deletions** (``/admin/delete_topics``) are kept in
-  their own modules, :mod:`.reassignment` and :mod:`.topic_deletion`, which work on this controller's state from
-  its events; both live in ZooKeeper, so a new controller carries them on.
+- **Reassignments** (AlterPartitionReassignments, and the legacy ``/admin/reassign_partitions``) and **topic
+  deletions** (``/admin/delete_topics``) are kept in their own modules, :mod:`.reassignment` and
+  :mod:`.topic_deletion`, which work on this controller's state from its events; both live in ZooKeeper, so a new
+  controller carries them on.
 
 Concurrency: one event queue drained by one task on the broker's event loop (Kafka's controller-event thread).
 ZooKeeper calls block, so they run in worker threads; kazoo runs watch callbacks on its own thread and they only
@@ -330,6 +331,7 @@ class Controller:
         self._send_leader_and_isr(self.partitions, is_new=False)
         self._send_update_metadata(self.live, changed)
         await self._deletions_changed()
+        await self.reassignments.zk_requested()  # the legacy znode's moves first, as Kafka resumes them
         await self.reassignments.check()
         self.elections.became_active()
 
@@ -337,6 +339,7 @@ class Controller:
         self.fence = None
         self.elections.resigned()
         self.deletions.clear()
+        self.reassignments.resigned()
         self.topics.clear()
         self.partitions.clear()
         channels, self._channels = self._channels, {}

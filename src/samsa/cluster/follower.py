@@ -44,3 +44,7 @@ class FollowerLogs(Protocol):
     def reset_out_of_range(self, tp: TopicPartition, leader_log_start: int, leader_log_end: int) -> None:
         """The fetch offset is outside the leader's log: start over at its start, or truncate to its end."""
         ...
+
+    def follower_throttled(self, tp: TopicPartition) -> bool:
+        """Whether the topic's ``follower.replication.throttled.replicas`` names ``tp`` on this broker."""
+        ...

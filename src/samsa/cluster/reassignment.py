@@ -25,6 +25,15 @@ The steps, as Kafka's ZooKeeper-mode controller takes them:
 A cancel (replicas = null) is a reassignment back to the origin replicas. A new reassignment of a partition that is
 already moving replaces it: adding replicas that are no longer wanted are stopped and deleted.
 
+**The legacy znode.** Tools older than KIP-455 ask for moves by creating ``/admin/reassign_partitions``
+(:class:`.znodes.ReassignPartitions`), which Kafka's ZooKeeper-mode controller still honours, and so does this one:
+it watches the znode (from failover on, before it resumes the other moves) and starts each move listed there as
+AlterPartitionReassignments would. A move that is refused (no such partition, a topic being deleted, an invalid
+replica list) leaves the znode at once, with a warning; one already under way to the same target is left to run; a
+partition already on its target leaves it as done. Each move leaves the znode when it finishes, or when an
+AlterPartitionReassignments request replaces or cancels it, or when its topic is deleted; the znode is deleted with
+its last move, and at once when it is not the JSON above. Deleting the znode cancels nothing.
+
 Concurrency: every method runs as, or inside, an event of the controller's queue (event-loop thread only).
 """
 
@@ -53,7 +62,7 @@ from samsa.topic_partition import TopicPartition
 
 from .metadata_cache import NO_LEADER
 from .zk_client import ControllerMovedError
-from .znodes import PartitionState, TopicAssignment
+from .znodes import ADMIN_REASSIGN_PARTITIONS, PartitionState, TopicAssignment, ZNodeFormatError
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -96,11 +105,16 @@ def replica_sets(target: Iterable[int], origin: Iterable[int]) -> ReplicaSets:
 
 
 class Reassignments:
-    """The controller's reassignment work (module doc). Holds no state of its own: the sets are in the controller's
-    topic assignments, as ZooKeeper holds them. Event-loop thread only."""
+    """The controller's reassignment work (module doc). The sets are in the controller's topic assignments, as
+    ZooKeeper holds them; the only state of its own is which moves came from the legacy znode, re-read at
+    failover. Event-loop thread only."""
 
     def __init__(self, controller: Controller) -> None:
         self.controller = controller
+        self.from_zk: set[TopicPartition] = set()  # the moves listed in /admin/reassign_partitions
+
+    def resigned(self) -> None:
+        self.from_zk.clear()
 
     # --- requests --------------------------------------------------------------------------------------------
 
@@ -136,6 +150,8 @@ class Reassignments:
                     error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp} is being deleted"
                 else:
                     error, message = await self.reassign(tp, partition.replicas)
+                    if error == ErrorCode.NONE and tp in self.from_zk:  # the API supersedes the znode
+                        await self._remove_from_zk([tp])
                 answers.append(ReassignablePartitionResponse(partition.partition_index, error, message))
             responses.append(ReassignableTopicResponse(topic.name, answers))
         return AlterPartitionReassignmentsResponse(responses=responses)
@@ -295,6 +311,8 @@ class Reassignments:
             controller._send_stop_replica({tp: entry}, to=removed)
         controller._send_update_metadata(controller.live, {tp: entry})
         log.info("controller: reassignment of %s done, replicas %s, leader %d", tp, list(target), leader)
+        if tp in self.from_zk:
+            await self._remove_from_zk([tp])
 
     async def _drop_from_isr(self, tp: TopicPartition, dropped: list[int]) -> None:
         """Adding replicas a new reassignment no longer wants leave the ISR (never its last member)."""
@@ -312,3 +330,68 @@ class Reassignments:
         await controller._write_state(
             tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)
         )
+
+    # --- the legacy znode ------------------------------------------------------------------------------------
+
+    async def zk_requested(self) -> None:
+        """``/admin/reassign_partitions`` appeared or changed (or failover): start the moves it lists (module
+        doc); the refused ones leave it. Re-sets its watch while this broker is controller."""
+        controller = self.controller
+        if not controller.is_active:
+            return
+        try:
+            found = await controller._zk(
+                controller.zk.reassign_partitions, controller._watch(self.zk_requested)
+            )
+        except ZNodeFormatError as exc:
+            log.warning("controller: deleting %s, not a reassignment: %s", ADMIN_REASSIGN_PARTITIONS, exc)
+            await self._remove_from_zk(None)
+            return
+        if found is None:
+            self.from_zk.clear()
+            return
+        deleting = set(await controller._zk(controller.zk.topics_to_delete))
+        leaving = []
+        for tp, target in sorted(found.partitions.items()):
+            if await self._start_from_zk(tp, target, deleting):
+                leaving.append(tp)
+        if leaving:
+            await self._remove_from_zk(leaving)
+
+    async def _start_from_zk(self, tp: TopicPartition, target: tuple[int, ...], deleting: set[str]) -> bool:
+        """Start one move the znode lists; True when it is to leave the znode now (refused, or done before)."""
+        controller = self.controller
+        what = ADMIN_REASSIGN_PARTITIONS
+        if tp not in controller.partitions or tp.topic not in controller.topics or tp.topic in deleting:
+            log.warning("controller: %s asks to move %s, which is unknown or being deleted", what, tp)
+            return True
+        current = self.sets(tp)
+        if current.moving and current.target == target:
+            self.from_zk.add(tp)  # under way already (a failover, or our own write of the znode)
+            return False
+        if not current.moving and current.replicas == target:
+            log.info("controller: %s asks to move %s onto the replicas it has", what, tp)
+            return True
+        self.from_zk.add(tp)  # before the start, which may finish the move at once (and leave the znode)
+        error, message = await self.reassign(tp, list(target))
+        if error != ErrorCode.NONE:
+            self.from_zk.discard(tp)
+            log.warning("controller: %s asks to move %s: refused, %s", what, tp, message)
+            return True
+        return False
+
+    async def topic_deleted(self, topic: str) -> None:
+        """A deleted topic's moves can never finish: they leave the legacy znode."""
+        gone = [tp for tp in self.from_zk if tp.topic == topic]
+        if gone:
+            await self._remove_from_zk(gone)
+
+    async def _remove_from_zk(self, partitions: list[TopicPartition] | None) -> None:
+        """Take moves out of the legacy znode (None: delete it whole)."""
+        controller = self.controller
+        assert controller.fence is not None
+        if partitions is None:
+            self.from_zk.clear()
+        else:
+            self.from_zk.difference_update(partitions)
+        await controller._zk(controller.zk.remove_reassignments, controller.fence, partitions)

@@ -12,6 +12,13 @@ connection. Its loop, as Kafka's ``ReplicaFetcherThread``:
    reset when the offset is out of the leader's range; any other error holds that partition back for
    ``replica.fetch.backoff.ms`` (the next LeaderAndIsr usually explains it).
 
+The follower's replication throttle (:mod:`.replication_quota`, as Kafka's ``ReplicaFetcherThread``): while the
+bytes fetched for throttled partitions (``follower.replication.throttled.replicas`` naming this broker) are over
+``follower.replication.throttled.rate``, step 1 leaves out each throttled partition that has not caught up with the
+leader's high watermark of its last answer; the others are fetched as usual, so a throttled move never starves
+them. A fetcher with nothing left to ask waits until the quota's window lets a throttled partition in again (at
+most the backoff). Every byte fetched for a throttled partition counts, caught up or not.
+
 A failed connection holds the whole fetcher back for the backoff, then reconnects. Fetchers never raise: a
 partition's trouble is logged and retried.
 
@@ -39,6 +46,7 @@ from samsa.topic_partition import TopicPartition
 
 from .controller import stop_task
 from .follower import FetchPosition, FollowerLogs
+from .replication_quota import ReplicationQuota
 
 __all__ = ["FetcherConfig", "ReplicaFetcherManager"]
 
@@ -66,6 +74,8 @@ class _Leader:
     host: str
     port: int
     partitions: dict[TopicPartition, float] = field(default_factory=dict)  # -> held back until (loop time)
+    # the partitions whose last answer brought them to the leader's high watermark (never throttled)
+    caught_up: set[TopicPartition] = field(default_factory=set)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     stopped: bool = False
@@ -80,6 +90,8 @@ class ReplicaFetcherManager:
         self._config = config or FetcherConfig()
         self._leaders: dict[tuple[int, str, int], _Leader] = {}
         self._leader_of: dict[TopicPartition, tuple[int, str, int]] = {}
+        # follower.replication.throttled.rate: the broker sets it from its dynamic configs
+        self.quota = ReplicationQuota()
 
     def add(self, tp: TopicPartition, leader_id: int, host: str, port: int) -> None:
         """Fetch ``tp`` from ``leader_id`` at ``host:port`` (moving it off its former leader's fetcher)."""
@@ -95,6 +107,7 @@ class ReplicaFetcherManager:
                 self._run(leader), name=f"replica-fetcher-{self._node_id}-from-{leader_id}"
             )
         leader.partitions[tp] = 0.0
+        leader.caught_up.discard(tp)
         self._leader_of[tp] = key
         leader.wake.set()
 
@@ -104,6 +117,7 @@ class ReplicaFetcherManager:
             return
         leader = self._leaders[key]
         leader.partitions.pop(tp, None)
+        leader.caught_up.discard(tp)
         if not leader.partitions:
             del self._leaders[key]
             leader.stopped = True
@@ -168,17 +182,28 @@ class ReplicaFetcherManager:
     def _positions(self, leader: _Leader, now: float) -> dict[TopicPartition, FetchPosition]:
         positions = {}
         for tp, held_until in leader.partitions.items():
-            if held_until > now:
+            if held_until > now or self._throttled_out(leader, tp, now):
                 continue
             position = self._logs.fetch_position(tp)
             if position is not None:
                 positions[tp] = position
         return positions
 
+    def _throttled_out(self, leader: _Leader, tp: TopicPartition, now: float) -> bool:
+        """Whether the follower's throttle leaves ``tp`` out of the next fetch (module doc)."""
+        return (
+            tp not in leader.caught_up
+            and self.quota.over(int(now * 1000))
+            and self._logs.follower_throttled(tp)
+        )
+
     async def _idle(self, leader: _Leader, now: float) -> None:
-        """Nothing to fetch now: wait for a partition to be added or the earliest hold to end."""
+        """Nothing to fetch now: wait for a partition to be added, the earliest hold to end, or the throttle's
+        window to let a throttled partition in."""
         holds = [t for t in leader.partitions.values() if t > now]
         timeout = min(holds) - now if holds else self._config.backoff_ms / 1000
+        if any(self._throttled_out(leader, tp, now) for tp in leader.partitions):
+            timeout = min(timeout, self.quota.delay_ms(int(now * 1000)) / 1000)
         leader.wake.clear()
         try:
             await asyncio.wait_for(leader.wake.wait(), max(timeout, 0.001))
@@ -221,12 +246,12 @@ class ReplicaFetcherManager:
                 if position is None or self._logs.fetch_position(tp) != position:
                     continue  # moved meanwhile (a new leader, a truncation): the next round asks again
                 try:
-                    self._one(tp, data, leader)
+                    self._one(tp, data, leader, now)
                 except Exception as exc:  # a storage or record error: logged, retried after the backoff
                     log.warning("replica of %s from broker %d: %s", tp, leader.broker_id, exc)
                     self._hold(leader, [tp], now)
 
-    def _one(self, tp: TopicPartition, data: PartitionData, leader: _Leader) -> None:
+    def _one(self, tp: TopicPartition, data: PartitionData, leader: _Leader, now: float) -> None:
         error = data.error_code
         if error == ErrorCode.NONE:
             diverging = data.diverging_epoch
@@ -240,11 +265,24 @@ class ReplicaFetcherManager:
                 else memoryview(b"")
             )
             self._logs.append_fetched(tp, view, data.high_watermark, data.log_start_offset)
+            self._fetched(leader, tp, len(view), data.high_watermark, now)
         elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
             self._logs.reset_out_of_range(tp, data.log_start_offset, data.high_watermark)
         else:
             log.info("replica of %s from broker %d: error %d, backing off", tp, leader.broker_id, error)
             self._hold(leader, [tp], asyncio.get_running_loop().time())
+
+    def _fetched(
+        self, leader: _Leader, tp: TopicPartition, size: int, high_watermark: int, now: float
+    ) -> None:
+        """Count a throttled partition's bytes against the quota; note whether it reached the high watermark."""
+        if size and self._logs.follower_throttled(tp):
+            self.quota.record(size, int(now * 1000))
+        position = self._logs.fetch_position(tp)
+        if position is not None and position.fetch_offset >= high_watermark:
+            leader.caught_up.add(tp)
+        else:
+            leader.caught_up.discard(tp)
 
     def _hold(self, leader: _Leader, tps: Iterable[TopicPartition], now: float) -> None:
         until = now + self._config.backoff_ms / 1000

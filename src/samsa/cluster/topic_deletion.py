@@ -7,7 +7,8 @@ replica of every partition has answered StopReplica with delete, as Kafka's cont
    (UpdateMetadata), which drops the partitions from their metadata;
 2. StopReplica(delete, leader epoch -2) goes to every live replica; each answer without error ticks that replica off;
 3. a replica on a broker that is down is ticked off when the broker comes back and answers its StopReplica;
-4. when none is left, the topic's znodes and its deletion request go, and the controller forgets the topic.
+4. when none is left, the topic's znodes and its deletion request go, and the controller forgets the topic (and
+   takes its moves out of the legacy ``/admin/reassign_partitions``, :mod:`.reassignment`).
 
 A controller that takes over finds the request still in ZooKeeper and starts again from step 1 (StopReplica is
 idempotent: a broker without the log answers without error).
@@ -124,4 +125,5 @@ class TopicDeletions:
             del controller.partitions[tp]
         controller.topics.pop(topic, None)
         self.pending.pop(topic, None)
+        await controller.reassignments.topic_deleted(topic)
         log.info("controller: topic %s deleted (%d partitions)", topic, len(doomed))

@@ -10,7 +10,9 @@ them, with Kafka's rules:
 - the controller is elected by creating the ephemeral ``/controller`` and bumping ``/controller_epoch`` in one
   transaction; every later controller write is checked against the epoch znode's version (fencing a stale
   controller) and partition states are written on their own version (the partition epoch);
-- producer ids come in blocks of 1000 taken with a compare-and-set on ``/latest_producer_id_block``.
+- producer ids come in blocks of 1000 taken with a compare-and-set on ``/latest_producer_id_block``;
+- ``/admin/reassign_partitions`` is written by a legacy tool and only shrunk (or deleted) by the controller, each
+  write a compare-and-set on its version, fenced on the controller epoch.
 
 Concurrency: calls block on ZooKeeper round trips; kazoo runs watch callbacks on its own thread. The caller (the
 broker's metadata store) runs these calls off its event loop and hands watch events back to it.
@@ -19,12 +21,14 @@ broker's metadata store) runs these calls off its event loop and hands watch eve
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState, ZnodeStat
+
+from samsa.topic_partition import TopicPartition
 
 from . import znodes
 from .znodes import (
@@ -34,8 +38,10 @@ from .znodes import (
     ControllerRegistration,
     PartitionState,
     ProducerIdBlock,
+    ReassignPartitions,
     TopicAssignment,
     TopicConfig,
+    ZNodeFormatError,
 )
 
 __all__ = [
@@ -282,6 +288,49 @@ class ZkClient:
         self.kazoo.delete(znodes.topic_path(topic), recursive=True)
         self.kazoo.delete(znodes.topic_config_path(topic), recursive=True)
         self.kazoo.delete(f"{znodes.ADMIN_DELETE_TOPICS}/{topic}", recursive=True)
+
+    def reassign_partitions(self, watch: Callable[..., object] | None = None) -> ReassignPartitions | None:
+        """The moves a legacy tool asked for in ``/admin/reassign_partitions`` (None: no such znode); ``watch``
+        fires once when the znode is created, changed or deleted. ZNodeFormatError when it is not their JSON."""
+        if self.kazoo.exists(znodes.ADMIN_REASSIGN_PARTITIONS, watch=watch) is None:
+            return None
+        try:
+            data, _ = self.kazoo.get(znodes.ADMIN_REASSIGN_PARTITIONS)
+        except NoNodeError:
+            return None
+        return ReassignPartitions.from_json(data)
+
+    def remove_reassignments(
+        self, fence: ControllerEpoch, partitions: Collection[TopicPartition] | None
+    ) -> None:
+        """The controller's removal of finished or refused moves from ``/admin/reassign_partitions`` (None: all,
+        as for a znode that is not their JSON); the znode goes with its last move. Fenced on the controller epoch;
+        a tool's write in between is re-read (compare-and-set on the znode's version)."""
+        path = znodes.ADMIN_REASSIGN_PARTITIONS
+        while True:
+            try:
+                data, stat = self.kazoo.get(path)
+            except NoNodeError:
+                return
+            try:
+                found = ReassignPartitions.from_json(data).partitions
+            except ZNodeFormatError:
+                found = {}
+            left = {} if partitions is None else {tp: r for tp, r in found.items() if tp not in partitions}
+            transaction = self.kazoo.transaction()
+            transaction.check(znodes.CONTROLLER_EPOCH, fence.zk_version)
+            if left:
+                transaction.set_data(path, ReassignPartitions(left).to_json(), version=stat.version)
+            else:
+                transaction.delete(path, version=stat.version)
+            results = transaction.commit()
+            if isinstance(results[0], BadVersionError | NoNodeError):
+                raise ControllerMovedError(f"controller epoch {fence.epoch} is stale: {path} not written")
+            if isinstance(results[1], BadVersionError | NoNodeError):
+                continue  # changed (or deleted) meanwhile: read it again
+            if isinstance(results[1], Exception):
+                raise results[1]
+            return
 
     def _check_controller(self, fence: ControllerEpoch) -> None:
         stat = self.kazoo.exists(znodes.CONTROLLER_EPOCH)

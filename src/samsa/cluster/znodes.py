@@ -18,6 +18,8 @@ path                                                  kind       JSON
 /config/topics/<topic>                                persistent TopicConfig (version 1, string values)
 /config/changes/config_change_<seq>                   sequential ConfigChangeNotification (version 2)
 /admin/delete_topics/<topic>                          persistent empty
+/admin/reassign_partitions                            persistent ReassignPartitions (version 1): moves asked for
+                                                                 by a tool older than KIP-455
 /latest_producer_id_block                             persistent ProducerIdBlock (version 1, bounds as strings)
 /cluster/id                                           persistent ClusterIdZNode ("version": "1", a string)
 ====================================================  =========  ==================================================
@@ -33,8 +35,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from samsa.topic_partition import TopicPartition
+
 __all__ = [
     "ADMIN_DELETE_TOPICS",
+    "ADMIN_REASSIGN_PARTITIONS",
     "BROKER_IDS",
     "BROKER_TOPICS",
     "CLUSTER_ID",
@@ -52,6 +57,7 @@ __all__ = [
     "Endpoint",
     "PartitionState",
     "ProducerIdBlock",
+    "ReassignPartitions",
     "TopicAssignment",
     "TopicConfig",
     "ZNodeFormatError",
@@ -69,6 +75,7 @@ CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
 ADMIN_DELETE_TOPICS = "/admin/delete_topics"
+ADMIN_REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 CLUSTER_ID = "/cluster/id"
 
@@ -280,6 +287,39 @@ class PartitionState:
                 int(_field(value, "controller_epoch", what)),
                 value.get("leader_recovery_state", 0) == 1,
             )
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignPartitions:
+    """``/admin/reassign_partitions``: the target replicas of each partition a pre-KIP-455 tool asked to move,
+    ``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}`` (a partition named twice: the
+    last entry counts, as Kafka reads it). The controller starts the moves and shrinks the znode as they end."""
+
+    partitions: dict[TopicPartition, tuple[int, ...]]
+
+    def to_json(self) -> bytes:
+        entries = [
+            {"topic": tp.topic, "partition": tp.partition, "replicas": list(replicas)}
+            for tp, replicas in sorted(self.partitions.items())
+        ]
+        return _dump({"version": 1, "partitions": entries})
+
+    @classmethod
+    def from_json(cls, data: bytes | None) -> ReassignPartitions:
+        what = ADMIN_REASSIGN_PARTITIONS
+        value = _load(data, what)
+        entries = _field(value, "partitions", what)
+        if not isinstance(entries, list):
+            raise ZNodeFormatError(f"{what}: partitions must be a JSON array")
+        partitions: dict[TopicPartition, tuple[int, ...]] = {}
+        with _decoding(what):
+            for entry in entries:
+                topic, replicas = _field(entry, "topic", what), _field(entry, "replicas", what)
+                if not isinstance(topic, str) or not isinstance(replicas, list):
+                    raise ZNodeFormatError(f"{what}: topic must be a string and replicas an array: {entry}")
+                tp = TopicPartition(topic, int(_field(entry, "partition", what)))
+                partitions[tp] = tuple(int(r) for r in replicas)
+        return cls(partitions)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@ DELETE of a broker's dynamic configs (the replication throttle rates; cluster mo
 
 from __future__ import annotations
 
+from samsa.cluster.replication_quota import DEFAULT_BROKER, DYNAMIC_BROKER_CONFIGS
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.incremental_alter_configs import (
     AlterableConfig,
@@ -12,7 +13,6 @@ from samsa.protocol.messages.incremental_alter_configs import (
 )
 
 from ..context import RequestContext
-from ..replication_quota import DEFAULT_BROKER, DYNAMIC_BROKER_CONFIGS
 from ..topic_configs import ResourceType, effective_config, replace_topic_overrides, topic_overrides
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
