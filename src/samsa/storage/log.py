@@ -292,10 +292,7 @@ class Log:
     def high_watermark(self) -> int:
         return self._high_watermark
 
-    @property
-    def last_stable_offset(self) -> int:
-        """No transaction tracking here: the LSO equals the HW."""
-        return self._high_watermark
+    last_stable_offset = high_watermark  # no transaction tracking here: the LSO is the HW
 
     @property
     def recovery_point(self) -> int:
