@@ -14,6 +14,9 @@ def lazy_exports(
     """The ``__getattr__`` and ``__dir__`` of ``package``: each name of ``exports`` (module -> names) is imported
     from its module when first asked for, then kept in the package's ``namespace``."""
     module_of = {name: module for module, names in exports.items() for name in names}
+    # __all__ stays a literal list for the type checker and linter: it must name what ``exports`` gives, no more
+    if set(namespace.get("__all__", module_of)) != set(module_of):
+        raise ImportError(f"{package}.__all__ and its lazy exports name different things")
 
     def __getattr__(name: str) -> Any:
         module = module_of.get(name)

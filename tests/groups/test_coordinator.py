@@ -51,9 +51,9 @@ def test_commits_and_groups_survive_a_restart(tmp_path: Path) -> None:
         broker = make_broker(tmp_path, clock)
         await broker.start()
         try:
-            from samsa.broker.topic_admin import create_topic
+            from samsa.broker.topic_admin import NewTopic, create_topic
 
-            assert create_topic(broker, "orders", 2, 1, {}).ok
+            assert create_topic(broker, NewTopic("orders", 2, 1, {})).ok
             member = await stable_member(broker, "g1")
             errors = broker.group_coordinator.commit_offsets(
                 "g1", member, 1, None, {TP: OffsetAndMetadata(42, 3, "meta", clock.milliseconds())}
@@ -99,9 +99,9 @@ def test_bad_commits_get_kafka_errors_and_lose_nothing(tmp_path: Path) -> None:
         broker = make_broker(tmp_path, clock)
         await broker.start()
         try:
-            from samsa.broker.topic_admin import create_topic
+            from samsa.broker.topic_admin import NewTopic, create_topic
 
-            assert create_topic(broker, "orders", 1, 1, {}).ok
+            assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
             coordinator = broker.group_coordinator
             member = await stable_member(broker, "g")
             assert coordinator.commit_offsets("g", member, 1, None, {TP: OffsetAndMetadata(5)}) == {
@@ -141,9 +141,9 @@ def test_session_expiry_and_offset_retention_with_an_injected_clock(tmp_path: Pa
         broker = make_broker(tmp_path, clock, **{"offsets.retention.minutes": "1"})
         await broker.start()
         try:
-            from samsa.broker.topic_admin import create_topic
+            from samsa.broker.topic_admin import NewTopic, create_topic
 
-            assert create_topic(broker, "orders", 1, 1, {}).ok
+            assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
             coordinator = broker.group_coordinator
             member = await stable_member(broker, "g")
             coordinator.commit_offsets(

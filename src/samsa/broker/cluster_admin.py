@@ -22,7 +22,15 @@ from samsa.cluster.zk_client import TopicExistsError
 from samsa.cluster.znodes import TopicAssignment
 from samsa.protocol import ErrorCode
 
-from .topic_admin import OK, AdminResult, check_new_topic
+from .topic_admin import (
+    OK,
+    AdminResult,
+    NewTopic,
+    already_exists,
+    check_delete,
+    check_new_topic,
+    check_partition_count,
+)
 
 if TYPE_CHECKING:
     from .broker import KafkaServer
@@ -36,40 +44,19 @@ ZOOKEEPER_AWAY = AdminResult(ErrorCode.REQUEST_TIMED_OUT, "ZooKeeper is not reac
 
 
 async def create_topic(
-    broker: KafkaServer,
-    zk_broker: ZkBroker,
-    topic: str,
-    partitions: int,
-    replication_factor: int,
-    configs: Mapping[str, str],
-    *,
-    placement: Mapping[int, list[int]] | None = None,
-    validate_only: bool = False,
+    broker: KafkaServer, zk_broker: ZkBroker, topic: NewTopic, *, validate_only: bool = False
 ) -> AdminResult:
-    """Write ``topic`` to ZooKeeper with Kafka's placement (or the request's own ``placement``: partition ->
-    broker ids), or say why not (Kafka's error codes)."""
-    if zk_broker.metadata.partitions_of(topic):
-        return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
-    alive = zk_broker.metadata.alive_brokers()
-    checked, partitions, replication_factor = check_new_topic(
-        broker, topic, partitions, replication_factor, configs, brokers=len(alive)
-    )
+    """Write ``topic`` to ZooKeeper with Kafka's placement (or the request's own), or say why not (Kafka's error
+    codes)."""
+    if zk_broker.metadata.partitions_of(topic.name):
+        return already_exists(topic.name)
+    alive = {node.broker_id: node.rack for node in zk_broker.metadata.alive_brokers()}
+    checked, partitions, replication_factor = check_new_topic(broker, topic, brokers=len(alive))
     if not checked.ok:
         return checked
-    if placement is not None:
-        wrong = _check_placement(placement, {node.broker_id for node in alive})
-        if wrong is not None:
-            return AdminResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT, wrong)
-    else:
-        try:
-            placement = assign_replicas(
-                {node.broker_id: node.rack for node in alive},
-                partitions,
-                replication_factor,
-                rng=broker.clock.random(),
-            )
-        except AssignmentError as exc:
-            return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
+    placement = _placement(broker, topic, alive, partitions, replication_factor)
+    if isinstance(placement, AdminResult):
+        return placement
     if validate_only:
         return OK
     if not zk_broker.zk.connected:
@@ -78,11 +65,10 @@ async def create_topic(
     assignment = TopicAssignment(
         {p: tuple(replicas) for p, replicas in placement.items()}, topic_id.decode().rstrip("=")
     )
+    configs = {k: str(v) for k, v in topic.configs.items()}
     try:
         await asyncio.wait_for(
-            asyncio.to_thread(
-                zk_broker.zk.create_topic, topic, assignment, {k: str(v) for k, v in configs.items()}
-            ),
+            asyncio.to_thread(zk_broker.zk.create_topic, topic.name, assignment, configs),
             ZOOKEEPER_CALL_TIMEOUT_S,
         )
     except TopicExistsError as exc:
@@ -90,6 +76,26 @@ async def create_topic(
     except asyncio.TimeoutError:
         return ZOOKEEPER_AWAY
     return OK
+
+
+def _placement(
+    broker: KafkaServer,
+    topic: NewTopic,
+    alive: Mapping[int, str | None],
+    partitions: int,
+    replication_factor: int,
+) -> Mapping[int, list[int]] | AdminResult:
+    """The new topic's replicas (partition -> broker ids) over the ``alive`` brokers (id -> rack): the request's
+    own placement once checked, else Kafka's; or why there is none."""
+    if topic.placement is not None:
+        wrong = _check_placement(topic.placement, set(alive))
+        if wrong is not None:
+            return AdminResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT, wrong)
+        return topic.placement
+    try:
+        return assign_replicas(alive, partitions, replication_factor, rng=broker.clock.random())
+    except AssignmentError as exc:
+        return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
 
 
 async def add_partitions(
@@ -100,16 +106,10 @@ async def add_partitions(
     if not zk_broker.zk.connected:
         return ZOOKEEPER_AWAY
     current = await asyncio.to_thread(zk_broker.zk.topic_assignment, topic)
-    if current is None:
-        return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
-    count = len(current.partitions)
-    if total <= count:
-        message = (
-            f"Topic already has {count} partitions."
-            if total == count
-            else f"Topic currently has {count} partitions, which is higher than the requested {total}."
-        )
-        return AdminResult(ErrorCode.INVALID_PARTITIONS, message)
+    count = len(current.partitions) if current is not None else 0
+    checked = check_partition_count(topic, count, total)
+    if current is None or not checked.ok:
+        return checked
     alive = {node.broker_id: node.rack for node in zk_broker.metadata.alive_brokers()}
     replication = len(current.partitions[0])
     ordered = sorted(alive)
@@ -137,12 +137,9 @@ async def add_partitions(
 
 async def delete_topic(broker: KafkaServer, zk_broker: ZkBroker, topic: str, timeout_ms: int) -> AdminResult:
     """Ask the controller to delete ``topic``; wait up to ``timeout_ms`` for this broker to see it gone."""
-    if not zk_broker.metadata.partitions_of(topic):
-        return AdminResult(
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
-        )
-    if not broker.config.get("delete.topic.enable"):
-        return AdminResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+    checked = check_delete(broker, exists=bool(zk_broker.metadata.partitions_of(topic)))
+    if not checked.ok:
+        return checked
     if not zk_broker.zk.connected:
         return ZOOKEEPER_AWAY
     await asyncio.to_thread(zk_broker.zk.mark_topic_for_deletion, topic)

@@ -22,7 +22,6 @@ Event-loop thread only.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -31,7 +30,7 @@ from samsa.protocol import ErrorCode
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition, is_internal
 
 from . import topic_admin
-from .topic_admin import AdminResult
+from .topic_admin import AdminResult, NewTopic
 
 if TYPE_CHECKING:
     from .broker import KafkaServer
@@ -68,15 +67,7 @@ class MetadataStore(Protocol):
     def topic_id(self, topic: str) -> uuid.UUID: ...
 
     async def create_topic(
-        self,
-        topic: str,
-        partitions: int,
-        replication_factor: int,
-        configs: Mapping[str, str],
-        *,
-        placement: Mapping[int, list[int]] | None = None,
-        validate_only: bool = False,
-        timeout_ms: int = 30_000,
+        self, topic: NewTopic, *, validate_only: bool = False, timeout_ms: int = 30_000
     ) -> AdminResult:
         """Create ``topic`` (or only check it); answers once its partitions have leaders, up to ``timeout_ms``."""
         ...
@@ -146,19 +137,9 @@ class LocalMetadataStore:
         return topic_admin.topic_id(topic)
 
     async def create_topic(
-        self,
-        topic: str,
-        partitions: int,
-        replication_factor: int,
-        configs: Mapping[str, str],
-        *,
-        placement: Mapping[int, list[int]] | None = None,
-        validate_only: bool = False,
-        timeout_ms: int = 30_000,
+        self, topic: NewTopic, *, validate_only: bool = False, timeout_ms: int = 30_000
     ) -> AdminResult:
-        return topic_admin.create_topic(
-            self._server, topic, partitions, replication_factor, configs, validate_only=validate_only
-        )
+        return topic_admin.create_topic(self._server, topic, validate_only=validate_only)
 
     async def auto_create_topic(self, topic: str) -> AdminResult:
         return topic_admin.auto_create_topic(self._server, topic)
@@ -215,30 +196,15 @@ class ZkMetadataStore:
         return self._cache.topic_ids.get(topic, uuid.UUID(int=0))
 
     async def create_topic(
-        self,
-        topic: str,
-        partitions: int,
-        replication_factor: int,
-        configs: Mapping[str, str],
-        *,
-        placement: Mapping[int, list[int]] | None = None,
-        validate_only: bool = False,
-        timeout_ms: int = 30_000,
+        self, topic: NewTopic, *, validate_only: bool = False, timeout_ms: int = 30_000
     ) -> AdminResult:
         from . import cluster_admin
 
         outcome = await cluster_admin.create_topic(
-            self._server,
-            self._zk_broker,
-            topic,
-            partitions,
-            replication_factor,
-            configs,
-            placement=placement,
-            validate_only=validate_only,
+            self._server, self._zk_broker, topic, validate_only=validate_only
         )
         waited = outcome.ok and not validate_only
-        if waited and not await cluster_admin.wait_for_leaders(self._zk_broker, topic, timeout_ms):
+        if waited and not await cluster_admin.wait_for_leaders(self._zk_broker, topic.name, timeout_ms):
             return AdminResult(ErrorCode.REQUEST_TIMED_OUT, "Leaders were not elected in time.")
         return outcome
 
@@ -247,7 +213,7 @@ class ZkMetadataStore:
 
         if not self._server.config.get("auto.create.topics.enable") or is_internal(topic):
             return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        created = await cluster_admin.create_topic(self._server, self._zk_broker, topic, -1, -1, {})
+        created = await cluster_admin.create_topic(self._server, self._zk_broker, NewTopic(topic))
         if created.error in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
             return AdminResult(ErrorCode.LEADER_NOT_AVAILABLE)  # until the controller elected its leaders
         return created
@@ -281,9 +247,7 @@ class ZkMetadataStore:
         if self._cache.partitions_of(CONSUMER_OFFSETS_TOPIC):
             return ErrorCode.NONE
         config = self._server.config
-        await cluster_admin.create_topic(
-            self._server,
-            self._zk_broker,
+        offsets_topic = NewTopic(
             CONSUMER_OFFSETS_TOPIC,
             int(config.get("offsets.topic.num.partitions")),
             int(config.get("offsets.topic.replication.factor")),
@@ -293,6 +257,7 @@ class ZkMetadataStore:
                 "segment.bytes": str(config.get("offsets.topic.segment.bytes")),
             },
         )
+        await cluster_admin.create_topic(self._server, self._zk_broker, offsets_topic)
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 

@@ -10,7 +10,7 @@ Event-loop thread only.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode
@@ -43,18 +43,25 @@ def topic_id(topic: str) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_URL, "samsa-topic:" + topic)
 
 
-def check_new_topic(
-    broker: KafkaServer,
-    topic: str,
-    partitions: int,
-    replication_factor: int,
-    configs: Mapping[str, str],
-    brokers: int,
-) -> tuple[AdminResult, int, int]:
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """A topic to create, as a CreateTopics entry asks for it: -1 counts take the broker's defaults
+    (``num.partitions``, ``default.replication.factor``); ``placement`` (partition -> broker ids) replaces Kafka's
+    own placement where given."""
+
+    name: str
+    partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = field(default_factory=dict)
+    placement: Mapping[int, list[int]] | None = None
+
+
+def check_new_topic(broker: KafkaServer, topic: NewTopic, brokers: int) -> tuple[AdminResult, int, int]:
     """Kafka's checks of a CreateTopics entry against ``brokers`` live brokers: the result (OK when it may be
     created) with the partition count and replication factor after defaults (-1) are applied."""
+    partitions, replication_factor = topic.partitions, topic.replication_factor
     try:
-        validate_topic(topic)
+        validate_topic(topic.name)
     except InvalidTopicError as exc:
         return AdminResult(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)), partitions, replication_factor
     if partitions == -1:
@@ -75,38 +82,58 @@ def check_new_topic(
         )
     else:
         try:
-            broker.log_manager.default_config.with_overrides(configs)
+            broker.log_manager.default_config.with_overrides(topic.configs)
             result = OK
         except InvalidConfigError as exc:
             result = AdminResult(ErrorCode.INVALID_CONFIG, str(exc))
     return result, partitions, replication_factor
 
 
-def create_topic(
-    broker: KafkaServer,
-    topic: str,
-    partitions: int,
-    replication_factor: int,
-    configs: Mapping[str, str],
-    *,
-    validate_only: bool = False,
-) -> AdminResult:
+def check_partition_count(topic: str, current: int, total: int) -> AdminResult:
+    """Kafka's checks of a CreatePartitions entry growing ``topic`` from ``current`` partitions (0: no such
+    topic) to ``total``."""
+    if current == 0:
+        return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
+    if total < current:
+        return AdminResult(
+            ErrorCode.INVALID_PARTITIONS,
+            f"Topic currently has {current} partitions, which is higher than the requested {total}.",
+        )
+    if total == current:
+        return AdminResult(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+    return OK
+
+
+def check_delete(broker: KafkaServer, exists: bool) -> AdminResult:
+    """Kafka's checks of a DeleteTopics entry: the topic exists and ``delete.topic.enable`` allows it."""
+    if not exists:
+        return AdminResult(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+        )
+    if not broker.config.get("delete.topic.enable"):
+        return AdminResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+    return OK
+
+
+def already_exists(topic: str) -> AdminResult:
+    return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
+
+
+def create_topic(broker: KafkaServer, topic: NewTopic, *, validate_only: bool = False) -> AdminResult:
     manager = broker.log_manager
-    if manager.partitions_of(topic):
-        return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
-    checked, partitions, _ = check_new_topic(
-        broker, topic, partitions, replication_factor, configs, brokers=1
-    )
+    if manager.partitions_of(topic.name):
+        return already_exists(topic.name)
+    checked, partitions, _ = check_new_topic(broker, topic, brokers=1)
     if not checked.ok or validate_only:
         return checked
     try:
-        logs = manager.create_topic(topic, partitions, dict(configs))
+        logs = manager.create_topic(topic.name, partitions, dict(topic.configs))
     except TopicExistsError as exc:
         return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc))
     except InvalidTopicError as exc:
         return AdminResult(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc))
     for index, partition_log in enumerate(logs):
-        broker.replica_manager.become_leader(TopicPartition(topic, index), partition_log)
+        broker.replica_manager.become_leader(TopicPartition(topic.name, index), partition_log)
     return OK
 
 
@@ -114,7 +141,7 @@ def auto_create_topic(broker: KafkaServer, topic: str) -> AdminResult:
     """Create a topic on first use with the broker's defaults, when auto.create.topics.enable allows it."""
     if not broker.config.get("auto.create.topics.enable") or is_internal(topic):
         return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    result = create_topic(broker, topic, -1, -1, {})
+    result = create_topic(broker, NewTopic(topic))
     if result.error is ErrorCode.TOPIC_ALREADY_EXISTS:
         return OK
     return result
@@ -125,17 +152,9 @@ def add_partitions(
 ) -> AdminResult:
     manager = broker.log_manager
     current = len(manager.partitions_of(topic))
-    if current == 0:
-        return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{topic}' does not exist.")
-    if total < current:
-        return AdminResult(
-            ErrorCode.INVALID_PARTITIONS,
-            f"Topic currently has {current} partitions, which is higher than the requested {total}.",
-        )
-    if total == current:
-        return AdminResult(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
-    if validate_only:
-        return OK
+    checked = check_partition_count(topic, current, total)
+    if not checked.ok or validate_only:
+        return checked
     try:
         logs = manager.add_partitions(topic, total)
     except (InvalidPartitionsError, UnknownTopicError) as exc:
@@ -148,12 +167,9 @@ def add_partitions(
 def delete_topic(broker: KafkaServer, topic: str) -> AdminResult:
     manager = broker.log_manager
     partitions = manager.partitions_of(topic)
-    if not partitions:
-        return AdminResult(
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
-        )
-    if not broker.config.get("delete.topic.enable"):
-        return AdminResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+    checked = check_delete(broker, exists=bool(partitions))
+    if not checked.ok:
+        return checked
     for tp in partitions:
         broker.replica_manager.remove(tp)
     manager.delete_topic(topic)

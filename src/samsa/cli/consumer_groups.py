@@ -427,40 +427,34 @@ def consumer_groups(
     execute: bool,
 ) -> None:
     """List, describe, delete consumer groups and reset their offsets (kafka-consumer-groups.sh)."""
-    actions = [list_, describe, delete, reset_offsets]
-    if sum(actions) != 1:
-        raise click.UsageError(
-            "Command must include exactly one action: --list, --describe, --delete, --reset-offsets"
-        )
+    action = _one_action({"list": list_, "describe": describe, "delete": delete, "reset": reset_offsets})
     spec = ResetSpec(to_earliest, to_latest, to_offset, to_datetime, shift_by)
-    if reset_offsets:
+    view = DescribeView(members, verbose, state)
+    if action == "reset":
         _check_reset_options(spec, topics, all_topics, dry_run, execute)
-    _check_describe_options(describe, DescribeView(members, verbose, state))
-    if (describe or delete or reset_offsets) and not groups and not all_groups:
+    _check_describe_options(action == "describe", view)
+    if action != "list" and not groups and not all_groups:
         raise click.UsageError("Option --describe, --delete and --reset-offsets need --group or --all-groups")
+    run = _run(bootstrap_server, action, groups, all_groups, topics, all_topics, spec, execute, view)
     try:
-        lines = asyncio.run(
-            _run(
-                bootstrap_server,
-                list_,
-                describe,
-                delete,
-                groups,
-                all_groups,
-                topics,
-                all_topics,
-                spec,
-                execute,
-                DescribeView(members, verbose, state),
-            )
-        )
+        lines = asyncio.run(run)
     except (CommandError, KafkaError) as exc:
         click.echo(f"Error: {exc}", err=True)
         raise SystemExit(1) from None
-    if reset_offsets and not dry_run and not execute:
+    if action == "reset" and not dry_run and not execute:
         click.echo(NO_EXECUTE_WARNING)
     for line in lines:
         click.echo(line)
+
+
+def _one_action(flags: dict[str, bool]) -> str:
+    """The one action whose flag is given, or a usage error."""
+    chosen = [action for action, given in flags.items() if given]
+    if len(chosen) != 1:
+        raise click.UsageError(
+            "Command must include exactly one action: --list, --describe, --delete, --reset-offsets"
+        )
+    return chosen[0]
 
 
 def _check_reset_options(
@@ -495,9 +489,7 @@ def _check_describe_options(describe: bool, view: DescribeView) -> None:
 
 async def _run(
     bootstrap: str,
-    list_: bool,
-    describe: bool,
-    delete: bool,
+    action: str,
     groups: Sequence[str],
     all_groups: bool,
     topics: Sequence[str],
@@ -507,17 +499,17 @@ async def _run(
     view: DescribeView,
 ) -> list[str]:
     async with KafkaClient(bootstrap, client_id="samsa-consumer-groups") as client:
-        if list_:
+        if action == "list":
             return [g.group_id for g in await admin.list_groups(client)]
         names = list(groups)
         if all_groups:
             names = [g.group_id for g in await admin.list_groups(client)]
-        if describe and view.members:
+        if action == "describe" and view.members:
             return await run_describe_members(client, names, view.verbose)
-        if describe and view.state:
+        if action == "describe" and view.state:
             return await run_describe_state(client, names)
-        if describe:
+        if action == "describe":
             return await run_describe(client, names)
-        if delete:
+        if action == "delete":
             return await run_delete(client, names)
         return await run_reset(client, names, topics, all_topics, spec, execute)

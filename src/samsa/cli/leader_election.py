@@ -72,20 +72,7 @@ def leader_election(
     timeout_ms: int,
 ) -> None:
     """Run a preferred or unclean leader election."""
-    chosen = sum(
-        [all_topic_partitions, topic is not None or partition is not None, path_to_json_file is not None]
-    )
-    if chosen != 1:
-        raise click.UsageError(
-            "give exactly one of --all-topic-partitions, --topic with --partition, --path-to-json-file"
-        )
-    if (topic is None) != (partition is None):
-        raise click.UsageError("--topic and --partition go together")
-    partitions: list[TopicPartition] | None = None
-    if path_to_json_file is not None:
-        partitions = partitions_from_json(path_to_json_file)
-    elif topic is not None and partition is not None:
-        partitions = [TopicPartition(topic, partition)]
+    partitions = _chosen_partitions(all_topic_partitions, topic, partition, path_to_json_file)
     kind = election_type.lower()
 
     async def run() -> dict[TopicPartition, int]:
@@ -97,6 +84,32 @@ def leader_election(
     except KafkaError as exc:
         click.echo(f"Error completing leader election ({kind.upper()}): {exc}", err=True)
         sys.exit(1)
+    if not _report(kind, results):
+        sys.exit(1)
+
+
+def _chosen_partitions(
+    all_topic_partitions: bool, topic: str | None, partition: int | None, path_to_json_file: Path | None
+) -> list[TopicPartition] | None:
+    """The partitions the options name (None: all of them), or a usage error unless exactly one way was used."""
+    chosen = sum(
+        [all_topic_partitions, topic is not None or partition is not None, path_to_json_file is not None]
+    )
+    if chosen != 1:
+        raise click.UsageError(
+            "give exactly one of --all-topic-partitions, --topic with --partition, --path-to-json-file"
+        )
+    if (topic is None) != (partition is None):
+        raise click.UsageError("--topic and --partition go together")
+    if path_to_json_file is not None:
+        return partitions_from_json(path_to_json_file)
+    if topic is not None and partition is not None:
+        return [TopicPartition(topic, partition)]
+    return None
+
+
+def _report(kind: str, results: dict[TopicPartition, int]) -> bool:
+    """Print one line per outcome as Kafka's tool does; whether every partition succeeded (or needed nothing)."""
     succeeded = sorted(tp for tp, code in results.items() if code == ErrorCode.NONE)
     not_needed = sorted(tp for tp, code in results.items() if code == ErrorCode.ELECTION_NOT_NEEDED)
     failed = sorted(
@@ -117,5 +130,4 @@ def leader_election(
         click.echo(
             f"Error completing leader election ({kind.upper()}) for partition: {tp.topic}-{tp.partition}: {name}"
         )
-    if failed:
-        sys.exit(1)
+    return not failed

@@ -50,6 +50,14 @@ def name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
 
 
+def _raise_failed(results: Mapping[TopicPartition, BrokerError | None], heading: str) -> None:
+    """A ReassignError under ``heading`` listing each partition whose change the controller refused, if any."""
+    failed = {tp: e for tp, e in results.items() if e is not None}
+    if failed:
+        lines = [f"{name(tp)}: {e}" for tp, e in sorted(failed.items())]
+        raise ReassignError(heading + "\n" + "\n".join(lines))
+
+
 def plan_json(plan: Mapping[TopicPartition, Sequence[int]]) -> str:
     """Kafka's reassignment JSON, partitions by topic then partition."""
     partitions = [
@@ -234,10 +242,7 @@ async def execute(client: KafkaClient, plan_file: Path, additional: bool, thrott
         )
         click.echo(f"The inter-broker throttle limit was set to {throttle} B/s")
     results = await client.alter_partition_reassignments(plan)
-    failed = {tp: e for tp, e in results.items() if e is not None}
-    if failed:
-        lines = [f"{name(tp)}: {e}" for tp, e in sorted(failed.items())]
-        raise ReassignError("Error reassigning partition(s):\n" + "\n".join(lines))
+    _raise_failed(results, "Error reassigning partition(s):")
     click.echo(
         f"Successfully started partition reassignments for {','.join(name(tp) for tp in sorted(plan))}"
     )
@@ -274,10 +279,7 @@ async def cancel(client: KafkaClient, plan_file: Path, preserve_throttles: bool)
     moving = sorted(tp for tp in plan if tp in running)
     if moving:
         results = await client.alter_partition_reassignments({tp: None for tp in moving})
-        failed = {tp: e for tp, e in results.items() if e is not None}
-        if failed:
-            lines = [f"{name(tp)}: {e}" for tp, e in sorted(failed.items())]
-            raise ReassignError("Error cancelling partition reassignment(s):\n" + "\n".join(lines))
+        _raise_failed(results, "Error cancelling partition reassignment(s):")
         click.echo(
             f"Successfully cancelled partition reassignments for: {','.join(name(tp) for tp in moving)}"
         )

@@ -329,13 +329,7 @@ class KafkaClient:
                     out[TopicPartition(topic.name, p.partition_index)] = (p.error_code, value)
             return out
 
-        results = await self._per_leader(list(timestamps), call)
-        answer: dict[TopicPartition, tuple[int, int]] = {}
-        for tp, (error_code, value) in results.items():
-            if error_code:
-                raise BrokerError.from_code(error_code, f"ListOffsets for {tp.topic}-{tp.partition}")
-            answer[tp] = value
-        return answer
+        return _values_or_raise(await self._per_leader(list(timestamps), call), "ListOffsets")
 
     async def fetch(
         self,
@@ -603,13 +597,7 @@ class KafkaClient:
                 for p in t.partitions
             }
 
-        results = await self._per_leader(list(offsets), call)
-        answer: dict[TopicPartition, int] = {}
-        for tp, (error_code, value) in results.items():
-            if error_code:
-                raise BrokerError.from_code(error_code, f"DeleteRecords for {tp.topic}-{tp.partition}")
-            answer[tp] = value
-        return answer
+        return _values_or_raise(await self._per_leader(list(offsets), call), "DeleteRecords")
 
     async def elect_leaders(
         self, election_type: int, partitions: Sequence[TopicPartition] | None, *, timeout_ms: int = 30000
@@ -788,3 +776,14 @@ def _fetched(p: Any) -> FetchedPartition:
 
 def _empty_fetch(error_code: int) -> FetchedPartition:
     return FetchedPartition(error_code, -1, -1, -1, b"")
+
+
+def _values_or_raise(results: dict[TopicPartition, Any], api: str) -> dict[TopicPartition, Any]:
+    """Each partition's value from ``results`` (partition -> (error code, value)), or the first error raised as
+    a BrokerError naming ``api`` and the partition."""
+    answer = {}
+    for tp, (error_code, value) in results.items():
+        if error_code:
+            raise BrokerError.from_code(error_code, f"{api} for {tp.topic}-{tp.partition}")
+        answer[tp] = value
+    return answer

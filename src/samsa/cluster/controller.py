@@ -682,17 +682,19 @@ class Controller:
         partitions: dict[TopicPartition, _Partition],
         *,
         to: set[int] | None = None,
+        delete: bool = True,
         leader_epoch: int | None = None,
         on_answer: _OnAnswer = None,
     ) -> None:
-        """StopReplica with delete to every live replica of ``partitions`` (``to``: to those brokers)."""
+        """StopReplica to every live replica of ``partitions`` (``to``: to those brokers); with ``delete`` they
+        delete their logs, without it their fetchers only stop."""
         per_broker: dict[int, dict[str, list[StopReplicaPartitionState]]] = {}
         for tp, entry in sorted(partitions.items()):
             epoch = entry.state.leader_epoch if entry.state is not None else -1
             wire = StopReplicaPartitionState(
                 partition_index=tp.partition,
                 leader_epoch=epoch if leader_epoch is None else leader_epoch,
-                delete_partition=True,
+                delete_partition=delete,
             )
             for replica in sorted(to) if to is not None else entry.replicas:
                 if replica in self.live:
@@ -731,7 +733,26 @@ class Controller:
                     offline_replicas=[r for r in entry.replicas if r not in self.live],
                 )
             )
-        brokers = [
+        topic_states = [
+            UpdateMetadataTopicState(
+                topic_name=t, topic_id=topic_uuid(self.topics[t].topic_id), partition_states=s
+            )
+            for t, s in by_topic.items()
+        ]
+        brokers = self._live_brokers_wire()
+        for broker_id, (_, broker_epoch) in to.items():
+            request = UpdateMetadataRequest(
+                controller_id=self.broker_id,
+                controller_epoch=self.epoch,
+                broker_epoch=broker_epoch,
+                topic_states=topic_states,
+                live_brokers=brokers,
+            )
+            self._send(broker_id, _at_least(request, MIN_UPDATE_METADATA_VERSION), UPDATE_METADATA)
+
+    def _live_brokers_wire(self) -> list[UpdateMetadataBroker]:
+        """Every live broker with its endpoints, as UpdateMetadata lists them."""
+        return [
             UpdateMetadataBroker(
                 id=broker_id,
                 endpoints=[
@@ -747,17 +768,3 @@ class Controller:
             )
             for broker_id, (registration, _) in sorted(self.live.items())
         ]
-        for broker_id, (_, broker_epoch) in to.items():
-            request = UpdateMetadataRequest(
-                controller_id=self.broker_id,
-                controller_epoch=self.epoch,
-                broker_epoch=broker_epoch,
-                topic_states=[
-                    UpdateMetadataTopicState(
-                        topic_name=t, topic_id=topic_uuid(self.topics[t].topic_id), partition_states=s
-                    )
-                    for t, s in by_topic.items()
-                ],
-                live_brokers=brokers,
-            )
-            self._send(broker_id, _at_least(request, MIN_UPDATE_METADATA_VERSION), UPDATE_METADATA)

@@ -38,11 +38,6 @@ from enum import IntEnum
 from typing import TYPE_CHECKING, TypeVar
 
 from samsa.protocol import ErrorCode
-from samsa.protocol.messages.stop_replica import (
-    StopReplicaPartitionState,
-    StopReplicaRequest,
-    StopReplicaTopicState,
-)
 from samsa.topic_partition import TopicPartition
 
 from .metadata_cache import NO_LEADER
@@ -63,8 +58,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-STOP_REPLICA = 5
-MIN_STOP_REPLICA_VERSION = 3
 FIRST_REBALANCE_DELAY_S = 5.0
 WRITE_BATCH = 500  # partition states per ZooKeeper transaction
 
@@ -354,26 +347,7 @@ class Elections:
 
     def _stop_replicas(self, broker_id: int, partitions: dict[TopicPartition, _Partition]) -> None:
         """StopReplica without delete to ``broker_id`` for ``partitions`` (its fetchers stop)."""
-        controller = self.controller
-        if not partitions or broker_id not in controller.live:
-            return
-        by_topic: dict[str, list[StopReplicaPartitionState]] = {}
-        for tp, entry in sorted(partitions.items()):
-            epoch = entry.state.leader_epoch if entry.state is not None else -1
-            by_topic.setdefault(tp.topic, []).append(
-                StopReplicaPartitionState(
-                    partition_index=tp.partition, leader_epoch=epoch, delete_partition=False
-                )
-            )
-        request = StopReplicaRequest(
-            controller_id=controller.broker_id,
-            controller_epoch=controller.epoch,
-            broker_epoch=controller.live[broker_id][1],
-            topic_states=[
-                StopReplicaTopicState(topic_name=t, partition_states=s) for t, s in by_topic.items()
-            ],
-        )
-        controller._send(broker_id, _version_at_least(request, MIN_STOP_REPLICA_VERSION), STOP_REPLICA)
+        self.controller._send_stop_replica(partitions, to={broker_id}, delete=False)
 
     # --- ElectLeaders ---------------------------------------------------------------------------------------
 
@@ -483,14 +457,3 @@ class Elections:
         if chosen:
             log.info("controller: leaders imbalanced, preferred election for %d partitions", len(chosen))
             await self._elect_leaders(ElectionType.PREFERRED, chosen)
-
-
-def _version_at_least(message: object, minimum: int) -> Callable[[int], object]:
-    def build(version: int) -> object:
-        if version < minimum:
-            raise ValueError(
-                f"{type(message).__name__} needs version {minimum} or later, the broker has {version}"
-            )
-        return message
-
-    return build

@@ -21,6 +21,7 @@ import heapq
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from samsa.clock import Clock
 from samsa.protocol.errors import ErrorCode
@@ -42,6 +43,7 @@ from .group import (
 from .offsets_log import OffsetsLog
 from .offsets_topic import LoadedPartition, OffsetsRecordError
 
+_Result = TypeVar("_Result", JoinResult, SyncResult)
 log = logging.getLogger(__name__)
 
 
@@ -221,6 +223,17 @@ class GroupCoordinator:
             if not future.done():
                 future.set_result(reply.result)
 
+    async def _answer(
+        self, group: Group, kind: str, member_id: str, outcome: _Result | Pending, answer: type[_Result]
+    ) -> _Result:
+        """A join's or sync's answer: ``outcome`` itself, or once it is Pending, what the group later decides for
+        ``member_id`` (the waiting request is parked under ``kind``)."""
+        future = self._park(group.group_id, kind, member_id) if isinstance(outcome, Pending) else None
+        self._after(group)
+        result = outcome if future is None else await future
+        assert isinstance(result, answer)
+        return result
+
     def _park(self, group_id: str, kind: str, member_id: str) -> asyncio.Future[JoinResult | SyncResult]:
         future: asyncio.Future[JoinResult | SyncResult] = asyncio.get_running_loop().create_future()
         self._waiters.setdefault((group_id, kind, member_id), []).append(future)
@@ -290,14 +303,7 @@ class GroupCoordinator:
         if group is None:
             return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, request.member_id)
         outcome = group.join(request, self.clock.milliseconds())
-        future = self._park(group_id, "join", outcome.member_id) if isinstance(outcome, Pending) else None
-        self._after(group)
-        if future is None:
-            assert isinstance(outcome, JoinResult)
-            return outcome
-        result = await future
-        assert isinstance(result, JoinResult)
-        return result
+        return await self._answer(group, "join", outcome.member_id, outcome, JoinResult)
 
     async def sync_group(
         self,
@@ -323,14 +329,7 @@ class GroupCoordinator:
             protocol_type,
             protocol_name,
         )
-        future = self._park(group_id, "sync", member_id) if isinstance(outcome, Pending) else None
-        self._after(group)
-        if future is None:
-            assert isinstance(outcome, SyncResult)
-            return outcome
-        result = await future
-        assert isinstance(result, SyncResult)
-        return result
+        return await self._answer(group, "sync", member_id, outcome, SyncResult)
 
     def heartbeat(
         self, group_id: str, member_id: str, generation_id: int, group_instance_id: str | None

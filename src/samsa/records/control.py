@@ -20,11 +20,10 @@ from .record import Record
 
 CONTROL_KEY_VERSION = 0
 END_TXN_MARKER_VERSION = 0
-CONTROL_KEY_SIZE = 4
-END_TXN_MARKER_VALUE_SIZE = 6
-
-_KEY = struct.Struct(">hh")
-_MARKER = struct.Struct(">hi")
+_KEY = struct.Struct(">hh")  # version, type
+_MARKER = struct.Struct(">hi")  # version, coordinatorEpoch
+CONTROL_KEY_SIZE = _KEY.size
+END_TXN_MARKER_VALUE_SIZE = _MARKER.size
 
 
 class ControlRecordType(IntEnum):
@@ -55,18 +54,22 @@ def encode_control_key(control_type: ControlRecordType, version: int = CONTROL_K
 
 def parse_control_key(key: bytes | None) -> tuple[int, ControlRecordType]:
     """(version, type) of a control record key; InvalidRecordError when it is short or its version negative."""
-    if key is None or len(key) < CONTROL_KEY_SIZE:
-        found = "a null key" if key is None else f"only {len(key)} bytes"
-        raise InvalidRecordError(
-            f"Invalid value size found for control record key. Must have at least {CONTROL_KEY_SIZE} bytes, "
-            f"but found {found}"
-        )
-    version, type_id = _KEY.unpack_from(key)
-    if version < 0:
-        raise InvalidRecordError(
-            f"Invalid version found for control record: {version}. May indicate data corruption"
-        )
+    version, type_id = _read_versioned(_KEY, key, "control record", "key")
     return version, ControlRecordType.from_id(type_id)
+
+
+def _read_versioned(layout: struct.Struct, data: bytes | None, what: str, part: str) -> tuple[int, int]:
+    """``data`` (a record's ``part``, holding ``what``) unpacked by ``layout``: an int16 version, then one field.
+    InvalidRecordError when ``data`` is null or shorter than ``layout``, or its version is negative."""
+    if data is None or len(data) < layout.size:
+        found = f"a null {part}" if data is None else f"only {len(data)} bytes"
+        raise InvalidRecordError(
+            f"Invalid {part} size found for {what}. Must have at least {layout.size} bytes, but found {found}"
+        )
+    version, field = layout.unpack_from(data)
+    if version < 0:
+        raise InvalidRecordError(f"Invalid version found for {what}: {version}. May indicate data corruption")
+    return version, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,17 +91,7 @@ class EndTransactionMarker:
 
     @classmethod
     def parse(cls, control_type: ControlRecordType, value: bytes | None) -> EndTransactionMarker:
-        if value is None or len(value) < END_TXN_MARKER_VALUE_SIZE:
-            found = "a null value" if value is None else f"only {len(value)} bytes"
-            raise InvalidRecordError(
-                f"Invalid value size found for end transaction marker. Must have at least "
-                f"{END_TXN_MARKER_VALUE_SIZE} bytes, but found {found}"
-            )
-        version, coordinator_epoch = _MARKER.unpack_from(value)
-        if version < 0:
-            raise InvalidRecordError(
-                f"Invalid version found for end transaction marker: {version}. May indicate data corruption"
-            )
+        _, coordinator_epoch = _read_versioned(_MARKER, value, "end transaction marker", "value")
         return cls(control_type, coordinator_epoch)
 
 

@@ -367,11 +367,7 @@ def iter_request_batches(buf: bytes | bytearray | memoryview, max_message_size: 
         position += size + LOG_OVERHEAD
 
 
-V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-"""The whole 61-byte v2 header in one unpack: baseOffset, batchLength, partitionLeaderEpoch, magic, crc,
-attributes, lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount."""
 _V2_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
-_V2_CRC_START = 21  # the CRC-32C covers the batch from the attributes field to its end
 
 
 def lone_v2_batch(buf: bytearray, max_size: int) -> tuple[int, int, int, int] | None:
@@ -387,7 +383,7 @@ def lone_v2_batch(buf: bytearray, max_size: int) -> tuple[int, int, int, int] | 
         header[3] != 2
         or header[1] + LOG_OVERHEAD != size
         or header[6] < 0
-        or CRC32C_C(memoryview(buf)[_V2_CRC_START:]) != header[4]
+        or CRC32C_C(memoryview(buf)[V2_ATTRIBUTES_OFFSET:]) != header[4]
     ):
         return None
     return header[1], header[6], header[8], header[9]

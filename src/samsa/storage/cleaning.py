@@ -22,7 +22,7 @@ from .config import LogConfig
 from .errors import CleaningAbortedError
 from .file_records import FileRecords
 from .log import Log
-from .segment import CLEANED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_file
+from .segment import CLEANED_SUFFIX, LogSegment, remove_segment_files
 from .topic import TopicPartition
 
 # --- one cleaning --------------------------------------------------------------------------------------------
@@ -264,8 +264,7 @@ def clean_group(
     """Filter ``group`` into one new ``.cleaned`` segment at the group's base offset, flushed, with the last
     segment's modification time."""
     base = group[0].base_offset
-    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-        segment_file(cleaning.directory, base, suffix, CLEANED_SUFFIX).unlink(missing_ok=True)
+    remove_segment_files(cleaning.directory, base, CLEANED_SUFFIX)
     cleaned = LogSegment.open(
         cleaning.directory, base, cleaning.config, cleaning.clock, file_suffix=CLEANED_SUFFIX
     )

@@ -78,7 +78,9 @@ class AbstractIndex:
 
     entry_size = 8
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int, writable: bool = True) -> None:
+    def __init__(
+        self, path: Path, base_offset: int, max_index_size: int = 10485760, writable: bool = True
+    ) -> None:
         if max_index_size < self.entry_size:
             raise ValueError(f"invalid max index size {max_index_size} for {path}")
         self.path = path
@@ -91,6 +93,7 @@ class AbstractIndex:
         self._length = 0
         self._entries = 0
         self._loaded = False
+        self._after_change()  # the subclass's last-entry cache, empty until the file is loaded
 
     # --- lifecycle -----------------------------------------------------------------------------------------
 
@@ -345,12 +348,7 @@ class OffsetIndex(AbstractIndex):
     """
 
     entry_size = 8
-
-    def __init__(
-        self, path: Path, base_offset: int, max_index_size: int = 10485760, writable: bool = True
-    ) -> None:
-        super().__init__(path, base_offset, max_index_size, writable)
-        self._last_offset = base_offset
+    _last_offset: int  # of the last entry (the base offset when there is none)
 
     def _after_change(self) -> None:
         if self._entries:
@@ -430,12 +428,7 @@ class TimeIndex(AbstractIndex):
     """
 
     entry_size = 12
-
-    def __init__(
-        self, path: Path, base_offset: int, max_index_size: int = 10485760, writable: bool = True
-    ) -> None:
-        super().__init__(path, base_offset, max_index_size, writable)
-        self._last_entry = TimestampOffset(-1, base_offset)
+    _last_entry: TimestampOffset  # (-1, base offset) when there is none
 
     def _after_change(self) -> None:
         if self._entries:

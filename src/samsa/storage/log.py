@@ -106,13 +106,10 @@ from .producer_state import ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
     SWAP_SUFFIX,
-    TIME_INDEX_SUFFIX,
     LogSegment,
     TimestampAndOffset,
-    segment_file,
+    remove_segment_files,
 )
 from .segments import LogSegments
 
@@ -295,10 +292,7 @@ class Log:
     def high_watermark(self) -> int:
         return self._high_watermark
 
-    @property
-    def last_stable_offset(self) -> int:
-        """No transaction tracking here: the LSO equals the HW."""
-        return self._high_watermark
+    last_stable_offset = high_watermark  # no transaction tracking here: the LSO is the HW
 
     @property
     def recovery_point(self) -> int:
@@ -651,8 +645,7 @@ class Log:
         if new_offset < active.base_offset:
             raise IllegalRollError(new_offset, active.base_offset, "below the active segment's base offset")
         else:
-            for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-                segment_file(self.directory, new_offset, suffix).unlink(missing_ok=True)
+            remove_segment_files(self.directory, new_offset)
             active.on_become_inactive_segment()
         segment = LogSegment.open(
             self.directory,

@@ -69,6 +69,13 @@ def segment_file(directory: Path, base_offset: int, suffix: str, extra: str = ""
     return directory / f"{filename_prefix(base_offset)}{suffix}{extra}"
 
 
+def remove_segment_files(directory: Path, base_offset: int, extra: str = "") -> None:
+    """Remove what a segment at ``base_offset`` would open (its .log, .index and .timeindex, each ending in
+    ``extra``), where a crash or an earlier attempt left them: ``LogSegment.open`` then starts them empty."""
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        segment_file(directory, base_offset, suffix, extra).unlink(missing_ok=True)
+
+
 def offset_from_file_name(name: str) -> int | None:
     """The base offset a segment file name starts with (``.log``, ``.index``, ``.timeindex``, ``.txnindex``,
     ``.snapshot``, each maybe followed by ``.deleted``, ``.cleaned`` or ``.swap``): the decimal digits before the

@@ -12,7 +12,7 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
-    zk_broker = ctx.broker.zk_broker
-    if zk_broker is None or not zk_broker.controller.is_active:
+    controller = ctx.active_controller
+    if controller is None:
         return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
-    return await zk_broker.controller.alter_partition(request)
+    return await controller.alter_partition(request)

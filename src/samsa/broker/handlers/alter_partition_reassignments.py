@@ -19,12 +19,12 @@ from ..context import RequestContext
 async def handle(
     ctx: RequestContext, request: AlterPartitionReassignmentsRequest
 ) -> AlterPartitionReassignmentsResponse:
-    zk_broker = ctx.broker.zk_broker
-    if zk_broker is None or not zk_broker.controller.is_active:
+    controller = ctx.active_controller
+    if controller is None:
         return AlterPartitionReassignmentsResponse(
             error_code=ErrorCode.NOT_CONTROLLER, error_message="This broker is not the controller."
         )
-    reassignments = zk_broker.controller.reassignments
+    reassignments = controller.reassignments
     try:
         return await reassignments.run_event(
             "alter_partition_reassignments", lambda: reassignments.alter(request)

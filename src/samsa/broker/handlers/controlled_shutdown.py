@@ -18,12 +18,10 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
-    zk_broker = ctx.broker.zk_broker
-    if zk_broker is None or not zk_broker.controller.is_active:
+    controller = ctx.active_controller
+    if controller is None:
         return ControlledShutdownResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-    error, remaining = await zk_broker.controller.elections.controlled_shutdown(
-        request.broker_id, request.broker_epoch
-    )
+    error, remaining = await controller.elections.controlled_shutdown(request.broker_id, request.broker_epoch)
     return ControlledShutdownResponse(
         error_code=error,
         remaining_partitions=[RemainingPartition(tp.topic, tp.partition) for tp in remaining],

@@ -11,6 +11,7 @@ from samsa.protocol.messages.create_topics import (
 )
 
 from ..context import RequestContext
+from ..topic_admin import NewTopic
 
 MAX_PARTITIONS_PER_REQUEST = 10_000
 """Kafka's controller limit: a request that would create more partitions is refused whole (POLICY_VIOLATION),
@@ -50,11 +51,7 @@ async def _create(
     placement = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
     store = ctx.broker.metadata_store
     outcome = await store.create_topic(
-        topic.name,
-        partitions,
-        replication,
-        configs,
-        placement=placement,
+        NewTopic(topic.name, partitions, replication, configs, placement),
         validate_only=request.validate_only,
         timeout_ms=request.timeout_ms,
     )

@@ -21,11 +21,8 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
-    zk_broker = ctx.broker.zk_broker
-    if zk_broker is None:
-        return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-    fenced = zk_broker.fence_controller_request(request.controller_epoch, request.broker_epoch)
-    if fenced is not ErrorCode.NONE:
+    zk_broker, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
+    if zk_broker is None or fenced is not ErrorCode.NONE:
         return StopReplicaResponse(error_code=fenced)
     manager = ctx.broker.replica_manager
     errors = []

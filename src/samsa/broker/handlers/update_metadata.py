@@ -20,11 +20,8 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-    zk_broker = ctx.broker.zk_broker
-    if zk_broker is None:
-        return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-    fenced = zk_broker.fence_controller_request(request.controller_epoch, request.broker_epoch)
-    if fenced is not ErrorCode.NONE:
+    zk_broker, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
+    if zk_broker is None or fenced is not ErrorCode.NONE:
         return UpdateMetadataResponse(error_code=fenced)
     cache = zk_broker.metadata
     cache.set_brokers(
