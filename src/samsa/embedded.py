@@ -245,8 +245,8 @@ class Broker:
         return self._log_dir
 
     def create_topic(self, name: str, partitions: int = 1, config: Mapping[str, str] | None = None) -> None:
-        from samsa.broker.topic_admin import NewTopic  # start-up time: first use
         from samsa.broker.topic_admin import create_topic as _create_topic
+        from samsa.new_topic import NewTopic  # start-up time: first use
 
         topic = NewTopic(name, partitions, 1, dict(config or {}))
         result = self._call(lambda: _create_topic(self.core, topic))

@@ -14,18 +14,18 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from samsa.cluster.assignment import AssignmentError, assign_replicas
 from samsa.cluster.zk_client import TopicExistsError
 from samsa.cluster.znodes import TopicAssignment
+from samsa.new_topic import NewTopic
 from samsa.protocol import ErrorCode
 
 from .topic_admin import (
     OK,
     AdminResult,
-    NewTopic,
     already_exists,
     check_delete,
     check_new_topic,
@@ -84,14 +84,14 @@ def _placement(
     alive: Mapping[int, str | None],
     partitions: int,
     replication_factor: int,
-) -> Mapping[int, list[int]] | AdminResult:
+) -> Mapping[int, Sequence[int]] | AdminResult:
     """The new topic's replicas (partition -> broker ids) over the ``alive`` brokers (id -> rack): the request's
     own placement once checked, else Kafka's; or why there is none."""
-    if topic.placement is not None:
-        wrong = _check_placement(topic.placement, set(alive))
+    if topic.assignments is not None:
+        wrong = _check_placement(topic.assignments, set(alive))
         if wrong is not None:
             return AdminResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT, wrong)
-        return topic.placement
+        return topic.assignments
     try:
         return assign_replicas(alive, partitions, replication_factor, rng=broker.clock.random())
     except AssignmentError as exc:
@@ -148,7 +148,7 @@ async def delete_topic(broker: KafkaServer, zk_broker: ZkBroker, topic: str, tim
     return OK
 
 
-def _check_placement(placement: Mapping[int, list[int]], alive: set[int]) -> str | None:
+def _check_placement(placement: Mapping[int, Sequence[int]], alive: set[int]) -> str | None:
     """Why an explicit replica assignment cannot be used (None: it can)."""
     if sorted(placement) != list(range(len(placement))):
         return "Partitions of the replica assignment must be numbered 0 .. n-1."
@@ -157,7 +157,7 @@ def _check_placement(placement: Mapping[int, list[int]], alive: set[int]) -> str
         return "All partitions must have the same number of replicas."
     for partition, replicas in placement.items():
         if len(set(replicas)) != len(replicas):
-            return f"Duplicate brokers in the replica assignment of partition {partition}: {replicas}."
+            return f"Duplicate brokers in the replica assignment of partition {partition}: {list(replicas)}."
         unknown = sorted(set(replicas) - alive)
         if unknown:
             return f"Unknown or offline brokers {unknown} in the replica assignment of partition {partition}."

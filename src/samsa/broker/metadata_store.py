@@ -26,11 +26,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from samsa.cluster.metadata_cache import PartitionInfo
+from samsa.new_topic import NewTopic
 from samsa.protocol import ErrorCode
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition, is_internal
 
 from . import topic_admin
-from .topic_admin import AdminResult, NewTopic
+from .topic_admin import AdminResult
 
 if TYPE_CHECKING:
     from .broker import KafkaServer

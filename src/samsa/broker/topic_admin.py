@@ -9,10 +9,10 @@ Event-loop thread only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from samsa.new_topic import NewTopic
 from samsa.protocol import ErrorCode
 from samsa.storage.errors import InvalidConfigError
 from samsa.storage.log_manager import InvalidPartitionsError, TopicExistsError, UnknownTopicError
@@ -43,23 +43,10 @@ def topic_id(topic: str) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_URL, "samsa-topic:" + topic)
 
 
-@dataclass(frozen=True, slots=True)
-class NewTopic:
-    """A topic to create, as a CreateTopics entry asks for it: -1 counts take the broker's defaults
-    (``num.partitions``, ``default.replication.factor``); ``placement`` (partition -> broker ids) replaces Kafka's
-    own placement where given."""
-
-    name: str
-    partitions: int = -1
-    replication_factor: int = -1
-    configs: Mapping[str, str] = field(default_factory=dict)
-    placement: Mapping[int, list[int]] | None = None
-
-
 def check_new_topic(broker: KafkaServer, topic: NewTopic, brokers: int) -> tuple[AdminResult, int, int]:
     """Kafka's checks of a CreateTopics entry against ``brokers`` live brokers: the result (OK when it may be
     created) with the partition count and replication factor after defaults (-1) are applied."""
-    partitions, replication_factor = topic.partitions, topic.replication_factor
+    partitions, replication_factor = topic.num_partitions, topic.replication_factor
     try:
         validate_topic(topic.name)
     except InvalidTopicError as exc:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from samsa.new_topic import NewTopic as NewTopic  # re-exported: the one definition
 from samsa.topic_partition import TopicPartition as TopicPartition  # re-exported: the one definition
 
 
@@ -45,17 +45,6 @@ class FetchedPartition:
     log_start_offset: int
     records: bytes
     aborted_transactions: tuple[tuple[int, int], ...] = ()  # (producer_id, first_offset)
-
-
-@dataclass(frozen=True, slots=True)
-class NewTopic:
-    """A topic to create; -1 partitions or replication factor means the broker's default."""
-
-    name: str
-    num_partitions: int = -1
-    replication_factor: int = -1
-    configs: Mapping[str, str] = field(default_factory=dict)
-    assignments: Mapping[int, Sequence[int]] | None = None  # partition -> broker ids
 
 
 @dataclass(frozen=True, slots=True)

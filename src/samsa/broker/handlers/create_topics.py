@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from samsa.new_topic import NewTopic
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.create_topics import (
     CreatableTopic,
@@ -11,7 +12,6 @@ from samsa.protocol.messages.create_topics import (
 )
 
 from ..context import RequestContext
-from ..topic_admin import NewTopic
 
 MAX_PARTITIONS_PER_REQUEST = 10_000
 """Kafka's controller limit: a request that would create more partitions is refused whole (POLICY_VIOLATION),
