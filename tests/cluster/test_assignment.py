@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from samsa.cluster.assignment import (
     AssignmentError,
-    InvalidPartitionsError,
+    InvalidPartitionCountError,
     InvalidReplicationFactorError,
     assign_replicas,
     rack_alternated,
@@ -69,7 +69,7 @@ def test_mixed_racks_refused() -> None:
 @pytest.mark.parametrize(
     ("partitions", "rf", "error"),
     [
-        (0, 1, InvalidPartitionsError),
+        (0, 1, InvalidPartitionCountError),
         (3, 0, InvalidReplicationFactorError),
         (3, 4, InvalidReplicationFactorError),
     ],

@@ -14,7 +14,7 @@ from kazoo.exceptions import BadVersionError
 from samsa.cluster.zk_client import (
     BrokerAlreadyRegisteredError,
     ControllerMovedError,
-    TopicExistsError,
+    TopicZnodeExistsError,
     ZkClient,
 )
 from samsa.cluster.znodes import (
@@ -94,7 +94,7 @@ def test_topic_config_then_assignment(zk_connect: str) -> None:
             TopicAssignment({0: (1, 2), 1: (2, 1)}, "dGVzdHRvcGljaWQxMjM0NQ"),
             {"cleanup.policy": "compact"},
         )
-        with pytest.raises(TopicExistsError):
+        with pytest.raises(TopicZnodeExistsError):
             zk.create_topic("t", TopicAssignment({0: (1,)}), {})
         assert zk.topics() == ["t"]
         assert zk.topic_assignment("t") == TopicAssignment({0: (1, 2), 1: (2, 1)}, "dGVzdHRvcGljaWQxMjM0NQ")

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from samsa.cluster.assignment import AssignmentError, assign_replicas
-from samsa.cluster.zk_client import TopicExistsError
+from samsa.cluster.zk_client import TopicZnodeExistsError
 from samsa.cluster.znodes import TopicAssignment
 from samsa.new_topic import NewTopic
 from samsa.protocol import ErrorCode
@@ -71,7 +71,7 @@ async def create_topic(
             asyncio.to_thread(zk_broker.zk.create_topic, topic.name, assignment, configs),
             ZOOKEEPER_CALL_TIMEOUT_S,
         )
-    except TopicExistsError as exc:
+    except TopicZnodeExistsError as exc:
         return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc))
     except asyncio.TimeoutError:
         return ZOOKEEPER_AWAY

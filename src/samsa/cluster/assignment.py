@@ -25,14 +25,19 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
-__all__ = ["AssignmentError", "InvalidPartitionsError", "InvalidReplicationFactorError", "assign_replicas"]
+__all__ = [
+    "AssignmentError",
+    "InvalidPartitionCountError",
+    "InvalidReplicationFactorError",
+    "assign_replicas",
+]
 
 
 class AssignmentError(ValueError):
     """The brokers cannot hold the topic as asked."""
 
 
-class InvalidPartitionsError(AssignmentError):
+class InvalidPartitionCountError(AssignmentError):
     """A partition count that is not positive (Kafka: INVALID_PARTITIONS)."""
 
 
@@ -57,7 +62,7 @@ def assign_replicas(
     it for both, as Kafka's fixed start index does.
     """
     if partitions <= 0:
-        raise InvalidPartitionsError(f"the number of partitions must be larger than 0, not {partitions}")
+        raise InvalidPartitionCountError(f"the number of partitions must be larger than 0, not {partitions}")
     if replication_factor <= 0:
         raise InvalidReplicationFactorError(
             f"the replication factor must be larger than 0, not {replication_factor}"

@@ -48,7 +48,7 @@ __all__ = [
     "BrokerAlreadyRegisteredError",
     "ControllerEpoch",
     "ControllerMovedError",
-    "TopicExistsError",
+    "TopicZnodeExistsError",
     "ZkClient",
     "ZkError",
 ]
@@ -62,7 +62,7 @@ class BrokerAlreadyRegisteredError(ZkError):
     """Another live session holds ``/brokers/ids/<id>``: two brokers were given one ``broker.id``."""
 
 
-class TopicExistsError(ZkError):
+class TopicZnodeExistsError(ZkError):
     """``/brokers/topics/<topic>`` already exists (Kafka: TOPIC_ALREADY_EXISTS)."""
 
 
@@ -184,9 +184,9 @@ class ZkClient:
     # --- topics ---------------------------------------------------------------------------------------------
 
     def create_topic(self, topic: str, assignment: TopicAssignment, config: Mapping[str, str]) -> None:
-        """Write the topic's config, then its assignment; TopicExistsError when the topic is there already."""
+        """Write the topic's config, then its assignment; TopicZnodeExistsError when the topic is there already."""
         if self.kazoo.exists(znodes.topic_path(topic)) is not None:
-            raise TopicExistsError(f"topic '{topic}' already exists")
+            raise TopicZnodeExistsError(f"topic '{topic}' already exists")
         config_data = TopicConfig(dict(config)).to_json()
         try:
             self.kazoo.create(znodes.topic_config_path(topic), config_data)
@@ -195,7 +195,7 @@ class ZkClient:
         try:
             self.kazoo.create(znodes.topic_path(topic), assignment.to_json())
         except NodeExistsError:
-            raise TopicExistsError(f"topic '{topic}' already exists") from None
+            raise TopicZnodeExistsError(f"topic '{topic}' already exists") from None
 
     def topics(self, watch: Callable[..., object] | None = None) -> list[str]:
         return sorted(self.kazoo.get_children(znodes.BROKER_TOPICS, watch=watch))
