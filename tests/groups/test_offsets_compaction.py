@@ -54,7 +54,7 @@ def test_consumer_offsets_shrinks_and_offsets_survive_a_restart(tmp_path: Path) 
             coordinator = broker.group_coordinator
             for i in range(COMMITS):
                 commit = {tp: OffsetAndMetadata(i * 10 + tp.partition) for tp in TPS}
-                assert coordinator.commit_offsets(GROUP, "", -1, None, commit) == dict.fromkeys(
+                assert await coordinator.commit_offsets(GROUP, "", -1, None, commit) == dict.fromkeys(
                     TPS, ErrorCode.NONE
                 )
             log = broker.log_manager.get_log(offsets_tp)
