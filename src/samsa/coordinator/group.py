@@ -16,13 +16,16 @@ dropped and the group rebalances again.
 Committed offsets become visible only once their records are replicated (the caller calls ``commit`` then); each
 carries the offset of its record in ``__consumer_offsets``, so a commit acknowledged after a later one (or after a
 deletion of the offset) does not overwrite it.
+
 New member ids are drawn from the ``rng`` the group is given (the coordinator's clock's ``random()``).
 
 States and transitions (Kafka's names)::
 
     Empty ──join──> PreparingRebalance ──all joined / rebalance timeout──> CompletingRebalance
-      ^                 ^        │ (no member left)                            │ leader's SyncGroup
-      │                 │        └──────────────> Empty                        v
+      ^                 ^  ^     │ (no member left)                            │ leader's SyncGroup,
+      │                 │  │     └──────────────> Empty                        │ assignment stored
+      │                 │  └──────── assignment not stored ────────────────────┤
+      │                 │                                                      v
       │                 └──── join, leave, session expiry, new metadata ──── Stable
       └── every member gone ──
     any state ──delete / offsets expired with no members──> Dead
