@@ -2,8 +2,8 @@
 
 For ``duration`` seconds a seeded random schedule of faults hits a 3-broker cluster (ZooKeeper included) while
 idempotent acks=all producers write and a consumer group reads and commits. One fault at a time, each healed
-before the next, so with replication factor 3 and ``min.insync.replicas=2`` every acknowledged record must
-survive. Faults: ``kill -9`` of a broker, SIGSTOP/SIGCONT of a broker (sometimes past its session), a clean
+before the next (a stopped broker registered again), so with replication factor 3 and ``min.insync.replicas=2``
+every acknowledged record must survive. Faults: ``kill -9`` of a broker, SIGSTOP/SIGCONT of a broker (sometimes past its session), a clean
 restart (SIGTERM: controlled shutdown), ``kill -9`` of the controller, a ZooKeeper restart.
 
 The checker reads every partition from the start and counts, as Jepsen does:
@@ -14,6 +14,11 @@ The checker reads every partition from the start and counts, as Jepsen does:
 - ``diverged``: partitions whose replicas do not hold the same bytes once the cluster is healed;
 - ``vanished``: records a consumer received (and committed) that are no longer in the log.
 
+The report also gives failover times (``tests/cluster/failover.py``) for the faults that take leaderships away
+(``kill``, ``long-pause``, ``restart``, ``controller-kill``): from the fault until the metadata names a new live
+leader for every partition the broker led, and until each of them acknowledged a write again; min / median / max
+per kind. They are printed, never asserted (a loaded machine moves them).
+
 ``python -m tests.cluster.nemesis --seed N --seconds S`` runs it alone and prints the schedule and the counts;
 the test suite runs one seeded schedule, ``bench/bench_nemesis.py`` a longer one.
 """
@@ -21,6 +26,7 @@ the test suite runs one seeded schedule, ``bench/bench_nemesis.py`` a longer one
 from __future__ import annotations
 
 import argparse
+import bisect
 import random
 import threading
 import time
@@ -31,6 +37,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from tests.cluster.failover import Failover, FailoverProbe, leaders, summary
 
 from samsa.cluster.local import LocalCluster
 from samsa.cluster.zk_client import ZkClient
@@ -40,6 +47,7 @@ TOPIC = "nemesis"
 PARTITIONS = 6
 PRODUCERS = 2
 FAULTS = ("kill", "pause", "long-pause", "restart", "controller-kill", "zookeeper-restart")
+LEADER_FAULTS = ("kill", "long-pause", "restart", "controller-kill")  # those that take leaderships away
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +95,7 @@ class Report:
     vanished: int = 0
     stuck: bool = False  # the consumers' reports did not catch up within 2 minutes of the end (liveness)
     details: list[str] = field(default_factory=list)
+    failovers: list[Failover] = field(default_factory=list)
 
     @property
     def anomalies(self) -> int:
@@ -105,6 +114,13 @@ class Report:
             + (", consumers stuck (did not catch up)" if self.stuck else "")
         )
         lines += [f"  {d}" for d in self.details[:20]]
+        if self.failovers:
+            lines.append(
+                "failovers (from the fault: new live leaders in the metadata, then acknowledged writes):"
+            )
+            lines += [f"  {f}" for f in self.failovers]
+            lines.append("failover times per kind of fault:")
+            lines += [f"  {line}" for line in summary(self.failovers)]
         return "\n".join(lines)
 
 
@@ -115,6 +131,9 @@ class _Writer(threading.Thread):
         super().__init__(daemon=True, name=f"nemesis-writer-{writer_id}")
         self.writer_id = writer_id
         self.acked: list[tuple[int, str]] = []  # (partition, value)
+        self.ack_times: dict[
+            int, list[float]
+        ] = {}  # partition -> when each acknowledgement arrived (monotonic)
         self.failed = 0
         self.stop = threading.Event()
         self.producer = Producer(
@@ -130,6 +149,7 @@ class _Writer(threading.Thread):
     def _report(self, error: Any, message: Any) -> None:
         if error is None:
             self.acked.append((message.partition(), message.value().decode()))
+            self.ack_times.setdefault(message.partition(), []).append(time.monotonic())
         else:
             self.failed += 1
 
@@ -171,8 +191,62 @@ def _controller(zookeeper: ZooKeeperServer) -> int | None:
         zk.close()
 
 
-def _apply(fault: Fault, cluster: LocalCluster, zookeeper: ZooKeeperServer, rng: random.Random) -> None:
-    broker = fault.broker
+def _broker_epoch(zookeeper: ZooKeeperServer, broker: int) -> int | None:
+    """The epoch (registration czxid) of ``broker`` in ZooKeeper; None while it is not registered."""
+    zk = ZkClient(zookeeper.connect_string)
+    zk.start(5)
+    try:
+        found = zk.live_brokers().get(broker)
+        return None if found is None else found[1]
+    finally:
+        zk.close()
+
+
+def _wait_healed(fault: Fault, broker: int, epoch_before: int | None, zookeeper: ZooKeeperServer) -> None:
+    """Until a broker the fault stopped is registered again with a session of its own. A restart after kill -9 is
+    listening (and ``LocalCluster.start_broker`` returns) while it still waits for its old session to expire, and
+    that session's znode still counts it registered: without this wait the next fault would overlap this one."""
+    if fault.kind in ("kill", "controller-kill", "restart"):
+        _wait(
+            f"broker {broker} registered again",
+            lambda: _broker_epoch(zookeeper, broker) not in (None, epoch_before),
+            60,
+        )
+    elif fault.kind == "long-pause":
+        _wait(f"broker {broker} registered", lambda: _broker_epoch(zookeeper, broker) is not None, 60)
+
+
+def _first_ack(writers: list[_Writer]) -> Callable[[int, float], float | None]:
+    """When ``partition`` first had a write acknowledged at or after ``since`` (any writer)."""
+
+    def first(partition: int, since: float) -> float | None:
+        found = []
+        for writer in writers:
+            times = writer.ack_times.get(partition, [])
+            at = bisect.bisect_left(times, since)
+            if at < len(times):
+                found.append(times[at])
+        return min(found, default=None)
+
+    return first
+
+
+def _probe(fault: Fault, broker: int, cluster: LocalCluster, writers: list[_Writer]) -> FailoverProbe | None:
+    """Start timing the failover of a fault that takes ``broker``'s leaderships away (leading nothing, the probe
+    ends at once and says so)."""
+    if fault.kind not in LEADER_FAULTS:
+        return None
+    ports = {b.broker_id: b.port for b in cluster.brokers}
+    before = next((found for port in ports.values() if (found := leaders(port, TOPIC)) is not None), None)
+    led = [p for p, leader in (before or {}).items() if leader == broker]
+    probe = FailoverProbe(fault.kind, broker, led, ports, TOPIC, _first_ack(writers))
+    probe.start()
+    return probe
+
+
+def _apply(
+    fault: Fault, broker: int, cluster: LocalCluster, zookeeper: ZooKeeperServer, rng: random.Random
+) -> None:
     if fault.kind == "kill":
         cluster.kill(broker)
         time.sleep(rng.uniform(1, 3))
@@ -187,10 +261,9 @@ def _apply(fault: Fault, cluster: LocalCluster, zookeeper: ZooKeeperServer, rng:
         cluster.stop_broker(broker)
         cluster.start_broker(broker)
     elif fault.kind == "controller-kill":
-        controller = _controller(zookeeper) or broker
-        cluster.kill(controller)
+        cluster.kill(broker)
         time.sleep(rng.uniform(1, 3))
-        cluster.start_broker(controller)
+        cluster.start_broker(broker)
     elif fault.kind == "zookeeper-restart":
         zookeeper.stop()
         time.sleep(rng.uniform(1, 3))
@@ -249,11 +322,7 @@ def run(seed: int, seconds: float, work: Path) -> Report:
         ]
         for writer in writers:
             writer.start()
-        started = time.monotonic()
-        for fault in faults:
-            time.sleep(max(0.0, started + fault.at - time.monotonic()))
-            _apply(fault, cluster, zookeeper, rng)
-        time.sleep(max(0.0, started + seconds - time.monotonic()))
+        report.failovers = _inflict(faults, seconds, cluster, zookeeper, writers, rng)
         for writer in writers:
             writer.stop.set()
         for writer in writers:
@@ -279,6 +348,33 @@ def run(seed: int, seconds: float, work: Path) -> Report:
         cluster.down()
         zookeeper.stop()
     return report
+
+
+def _inflict(
+    faults: list[Fault],
+    seconds: float,
+    cluster: LocalCluster,
+    zookeeper: ZooKeeperServer,
+    writers: list[_Writer],
+    rng: random.Random,
+) -> list[Failover]:
+    """Apply the schedule while the writers write, timing each failover; returns after ``seconds`` and once every
+    failover was timed (or given up on)."""
+    started = time.monotonic()
+    probes: list[FailoverProbe] = []
+    for fault in faults:
+        time.sleep(max(0.0, started + fault.at - time.monotonic()))
+        broker = (_controller(zookeeper) or fault.broker) if fault.kind == "controller-kill" else fault.broker
+        epoch_before = None if fault.kind == "zookeeper-restart" else _broker_epoch(zookeeper, broker)
+        probe = _probe(fault, broker, cluster, writers)
+        if probe is not None:
+            probes.append(probe)
+        _apply(fault, broker, cluster, zookeeper, rng)
+        _wait_healed(fault, broker, epoch_before, zookeeper)
+    time.sleep(max(0.0, started + seconds - time.monotonic()))
+    for probe in probes:
+        probe.join(max(1.0, probe.started + 100 - time.monotonic()))
+    return [p.result for p in probes if p.result is not None]
 
 
 def _stop(worker: Any) -> None:

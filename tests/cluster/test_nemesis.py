@@ -1,7 +1,8 @@
 """The nemesis suite: one seeded schedule of faults (kill -9, SIGSTOP past and within the session, clean restarts,
 a controller kill, a ZooKeeper restart) against a 3-broker cluster under idempotent acks=all load and a consuming
 group; the checker (tests/cluster/nemesis.py) must find no anomaly. The seed and the schedule are printed, so a
-failure replays with ``python -m tests.cluster.nemesis --seed N --seconds 60``."""
+failure replays with ``python -m tests.cluster.nemesis --seed N --seconds 60``. The report's failover times are
+printed, not asserted: they measure the machine as much as Samsa."""
 
 from __future__ import annotations
 

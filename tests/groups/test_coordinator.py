@@ -51,15 +51,16 @@ def test_commits_and_groups_survive_a_restart(tmp_path: Path) -> None:
         broker = make_broker(tmp_path, clock)
         await broker.start()
         try:
-            from samsa.broker.topic_admin import NewTopic, create_topic
+            from samsa.broker.topic_admin import create_topic
+            from samsa.new_topic import NewTopic
 
             assert create_topic(broker, NewTopic("orders", 2, 1, {})).ok
             member = await stable_member(broker, "g1")
-            errors = broker.group_coordinator.commit_offsets(
+            errors = await broker.group_coordinator.commit_offsets(
                 "g1", member, 1, None, {TP: OffsetAndMetadata(42, 3, "meta", clock.milliseconds())}
             )
             assert errors == {TP: ErrorCode.NONE}
-            standalone = broker.group_coordinator.commit_offsets(
+            standalone = await broker.group_coordinator.commit_offsets(
                 "solo", "", -1, None, {TopicPartition("orders", 1): OffsetAndMetadata(7)}
             )
             assert standalone == {TopicPartition("orders", 1): ErrorCode.NONE}
@@ -99,28 +100,29 @@ def test_bad_commits_get_kafka_errors_and_lose_nothing(tmp_path: Path) -> None:
         broker = make_broker(tmp_path, clock)
         await broker.start()
         try:
-            from samsa.broker.topic_admin import NewTopic, create_topic
+            from samsa.broker.topic_admin import create_topic
+            from samsa.new_topic import NewTopic
 
             assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
             coordinator = broker.group_coordinator
             member = await stable_member(broker, "g")
-            assert coordinator.commit_offsets("g", member, 1, None, {TP: OffsetAndMetadata(5)}) == {
+            assert await coordinator.commit_offsets("g", member, 1, None, {TP: OffsetAndMetadata(5)}) == {
                 TP: ErrorCode.NONE
             }
             missing = TopicPartition("orders", 9)
-            assert coordinator.commit_offsets(
+            assert await coordinator.commit_offsets(
                 "g", member, 1, None, {missing: OffsetAndMetadata(1), TP: OffsetAndMetadata(6)}
             ) == {
                 missing: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 TP: ErrorCode.NONE,
             }
-            assert coordinator.commit_offsets("g", member, 0, None, {TP: OffsetAndMetadata(1)}) == {
+            assert await coordinator.commit_offsets("g", member, 0, None, {TP: OffsetAndMetadata(1)}) == {
                 TP: ErrorCode.ILLEGAL_GENERATION
             }
-            assert coordinator.commit_offsets("g", "stranger", 1, None, {TP: OffsetAndMetadata(1)}) == {
+            assert await coordinator.commit_offsets("g", "stranger", 1, None, {TP: OffsetAndMetadata(1)}) == {
                 TP: ErrorCode.UNKNOWN_MEMBER_ID
             }
-            assert coordinator.commit_offsets(
+            assert await coordinator.commit_offsets(
                 "g", member, 1, None, {TP: OffsetAndMetadata(1, metadata="x" * 5000)}
             ) == {TP: ErrorCode.OFFSET_METADATA_TOO_LARGE}
             assert coordinator.fetch_offsets("g", [TP, missing]) == {TP: OffsetAndMetadata(6), missing: None}
@@ -141,12 +143,13 @@ def test_session_expiry_and_offset_retention_with_an_injected_clock(tmp_path: Pa
         broker = make_broker(tmp_path, clock, **{"offsets.retention.minutes": "1"})
         await broker.start()
         try:
-            from samsa.broker.topic_admin import NewTopic, create_topic
+            from samsa.broker.topic_admin import create_topic
+            from samsa.new_topic import NewTopic
 
             assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
             coordinator = broker.group_coordinator
             member = await stable_member(broker, "g")
-            coordinator.commit_offsets(
+            await coordinator.commit_offsets(
                 "g", member, 1, None, {TP: OffsetAndMetadata(5, commit_timestamp=clock.milliseconds())}
             )
             clock.advance(10_000)  # the session timeout passes with no heartbeat
@@ -184,3 +187,124 @@ def test_member_ids_come_from_the_broker_clock(tmp_path: Path) -> None:
     same = [asyncio.run(first_member_id(tmp_path / name, 3)) for name in ("a", "b")]
     other = asyncio.run(first_member_id(tmp_path / "c", 4))
     assert same[0] == same[1] != other
+
+
+def test_a_commit_shows_only_once_the_isr_has_it(tmp_path: Path) -> None:
+    """The group's __consumer_offsets partition is given a follower (id 99) that fetches only when the test says:
+    a commit the ISR never takes is answered with Kafka's error and OffsetFetch goes on returning the commit
+    before it; one waiting for the ISR is not shown until the follower fetches."""
+    clock = ManualClock()
+
+    async def scenario() -> None:
+        broker = make_broker(
+            tmp_path, clock, **{"min.insync.replicas": "2", "offsets.commit.timeout.ms": "300"}
+        )
+        await broker.start()
+        try:
+            from samsa.broker.topic_admin import create_topic
+            from samsa.new_topic import NewTopic
+
+            assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
+            coordinator = broker.group_coordinator
+            member = await stable_member(broker, "g")
+            assert await coordinator.commit_offsets("g", member, 1, None, {TP: OffsetAndMetadata(5)}) == {
+                TP: ErrorCode.NONE
+            }  # alone: replicated as soon as appended
+            offsets_tp = coordinator.partition_for("g")
+
+            follow(broker, offsets_tp, isr_with_follower=False)  # the ISR is below min.insync.replicas 2
+            assert await coordinator.commit_offsets("g", member, 1, None, {TP: OffsetAndMetadata(6)}) == {
+                TP: ErrorCode.COORDINATOR_NOT_AVAILABLE
+            }
+            follow(broker, offsets_tp, isr_with_follower=True)  # the follower is in the ISR but never fetches
+            assert await coordinator.commit_offsets("g", member, 1, None, {TP: OffsetAndMetadata(7)}) == {
+                TP: ErrorCode.REQUEST_TIMED_OUT
+            }
+            assert coordinator.fetch_offsets("g", [TP]) == {TP: OffsetAndMetadata(5)}
+
+            pending = asyncio.ensure_future(
+                coordinator.commit_offsets("g", member, 1, None, {TP: OffsetAndMetadata(8)})
+            )
+            await asyncio.sleep(0.05)
+            assert not pending.done() and coordinator.fetch_offsets("g", [TP]) == {TP: OffsetAndMetadata(5)}
+            await follower_fetches(broker, offsets_tp)
+            assert await asyncio.wait_for(pending, 5) == {TP: ErrorCode.NONE}
+            assert coordinator.fetch_offsets("g", [TP]) == {TP: OffsetAndMetadata(8)}
+        finally:
+            await broker.stop()
+
+    asyncio.run(scenario())
+
+
+def test_a_group_becomes_stable_only_once_the_isr_has_its_assignment(tmp_path: Path) -> None:
+    clock = ManualClock()
+
+    async def scenario() -> None:
+        broker = make_broker(tmp_path, clock, **{"offsets.commit.timeout.ms": "300"})
+        await broker.start()
+        try:
+            coordinator = broker.group_coordinator
+            member = await stable_member(broker, "g")
+            offsets_tp = coordinator.partition_for("g")
+            follow(broker, offsets_tp, isr_with_follower=True)
+            rejoined = await coordinator.join_group(
+                "g", join_request(member)
+            )  # the leader rejoins: generation 2
+            assert rejoined.error is ErrorCode.NONE and rejoined.generation_id == 2
+            synced = await coordinator.sync_group("g", member, 2, None, {member: b"b"})
+            assert synced.error is ErrorCode.REBALANCE_IN_PROGRESS  # the store timed out
+            group = coordinator.describe_group("g")
+            assert group is not None and group.state is GroupState.PREPARING_REBALANCE
+            assert group.members[member].assignment == b""
+
+            again = await coordinator.join_group("g", join_request(member))
+            assert again.generation_id == 3
+            syncing = asyncio.ensure_future(coordinator.sync_group("g", member, 3, None, {member: b"c"}))
+            await asyncio.sleep(0.05)
+            assert not syncing.done() and group.state is GroupState.COMPLETING_REBALANCE
+            await follower_fetches(broker, offsets_tp)
+            assert (await asyncio.wait_for(syncing, 5)).assignment == b"c"
+            assert group.state is GroupState.STABLE
+        finally:
+            await broker.stop()
+
+    asyncio.run(scenario())
+
+
+FOLLOWER = 99
+
+
+def follow(broker: KafkaServer, tp: TopicPartition, *, isr_with_follower: bool) -> None:
+    """Lead ``tp`` in a new leader epoch with a second replica, ``FOLLOWER``, as a controller would say it."""
+    from samsa.broker.replica_manager import ReplicaState
+
+    manager = broker.replica_manager
+    partition = manager.partition(tp)
+    assert partition is not None
+    node = manager.node_id
+    isr = (node, FOLLOWER) if isr_with_follower else (node,)
+    state = ReplicaState(
+        node, partition.leader_epoch + 1, isr, (node, FOLLOWER), partition.partition_epoch + 1
+    )
+    manager.make_leader(tp, partition.log, state)
+
+
+async def follower_fetches(broker: KafkaServer, tp: TopicPartition) -> None:
+    """``FOLLOWER`` fetches from the leader's log end, as its replica fetcher would once it has every record."""
+    from samsa.broker.replica_manager import FetchRequestPartition
+    from samsa.storage import FetchIsolation
+
+    manager = broker.replica_manager
+    partition = manager.partition(tp)
+    assert partition is not None
+    request = FetchRequestPartition(
+        tp, partition.log.log_end_offset, 1 << 20, partition.leader_epoch, replica_id=FOLLOWER
+    )
+    await manager.fetch(
+        [request],
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=1 << 20,
+        isolation=FetchIsolation.LOG_END,
+        replica_id=FOLLOWER,
+    )

@@ -74,6 +74,15 @@ def syncs(group: Group) -> dict[str, SyncResult]:
     return out
 
 
+def store_assignment(group: Group, now: int, error: ErrorCode = ErrorCode.NONE) -> dict[str, SyncResult]:
+    """Report the leader's assignment written (the coordinator's part): the SyncGroup answers it releases."""
+    generation = group.take_assignment_store()
+    assert generation == group.generation_id
+    assert group.take_assignment_store() is None  # asked once
+    group.assignment_stored(generation, error, now)
+    return syncs(group)
+
+
 def stable_group(n: int, now: int = T0) -> tuple[Group, list[str]]:
     """A group of ``n`` members that has completed a rebalance (generation 1)."""
     group = Group("g", config())
@@ -87,12 +96,10 @@ def stable_group(n: int, now: int = T0) -> tuple[Group, list[str]]:
     for member_id in ids:
         if member_id != leader:
             assert isinstance(group.sync(member_id, 1, None, {}, now), Pending)
-    own = group.sync(leader, 1, None, assignments, now)
-    assert isinstance(own, SyncResult) and own.assignment == assignments[leader]
-    followers = syncs(group)
-    assert {m: r.assignment for m, r in followers.items()} == {
-        m: a for m, a in assignments.items() if m != leader
-    }
+    assert isinstance(group.sync(leader, 1, None, assignments, now), Pending)
+    assert group.state is GroupState.COMPLETING_REBALANCE and syncs(group) == {}
+    answered = store_assignment(group, now)
+    assert {m: r.assignment for m, r in answered.items()} == assignments
     assert group.state is GroupState.STABLE
     return group, ids
 
@@ -108,10 +115,53 @@ def test_first_member_joins_syncs_and_becomes_stable() -> None:
     assert result.error is ErrorCode.NONE and result.generation_id == 1 and result.leader == member_id
     assert result.protocol_name == "range" and [m.member_id for m in result.members] == [member_id]
     assert group.state is GroupState.COMPLETING_REBALANCE
-    synced = group.sync(member_id, 1, None, {member_id: b"a"}, T0)
-    assert synced == SyncResult(ErrorCode.NONE, "consumer", "range", b"a")
+    assert isinstance(group.sync(member_id, 1, None, {member_id: b"a"}, T0), Pending)
+    assert group.state is GroupState.COMPLETING_REBALANCE  # until the assignment is stored
+    assert store_assignment(group, T0) == {member_id: SyncResult(ErrorCode.NONE, "consumer", "range", b"a")}
     assert group.state is GroupState.STABLE
-    assert group.take_store() is True
+    assert group.take_store() is False  # written with the assignment, not again
+
+
+def test_a_failed_assignment_store_answers_every_member_and_rebalances() -> None:
+    group = Group("g", config())
+    a, b = new_member(group), new_member(group)
+    group.join(request(a), T0)
+    group.join(request(b), T0)
+    leader = joins(group)[a].leader
+    follower = b if leader == a else a
+    assert isinstance(group.sync(follower, 1, None, {}, T0), Pending)
+    assert isinstance(group.sync(leader, 1, None, {a: b"x", b: b"y"}, T0), Pending)
+    assert group.heartbeat(follower, 1, None, T0 + 1) is ErrorCode.NONE  # still CompletingRebalance
+    answered = store_assignment(group, T0 + 2, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    assert answered == {m: SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE) for m in (a, b)}
+    assert group.state is GroupState.PREPARING_REBALANCE
+    assert all(m.assignment == b"" for m in group.members.values())
+    # a report for a generation the group left behind changes nothing
+    group.assignment_stored(1, ErrorCode.NONE, T0 + 3)
+    assert group.state is GroupState.PREPARING_REBALANCE and group.take_replies() == []
+
+
+def test_a_leader_syncing_again_while_its_assignment_is_stored_waits_for_the_same_store() -> None:
+    group = Group("g", config())
+    a = new_member(group)
+    group.join(request(a), T0)
+    joins(group)
+    assert isinstance(group.sync(a, 1, None, {a: b"first"}, T0), Pending)
+    assert isinstance(group.sync(a, 1, None, {a: b"second"}, T0), Pending)
+    assert store_assignment(group, T0) == {a: SyncResult(ErrorCode.NONE, "consumer", "range", b"first")}
+
+
+def test_a_commit_acknowledged_late_does_not_overwrite_a_later_one() -> None:
+    group, ids = stable_group(1)
+    tp = TopicPartition("t", 0)
+    assert group.commit(ids[0], {tp: OffsetAndMetadata(20)}, T0, record_offset=11) == {tp: ErrorCode.NONE}
+    assert group.commit(ids[0], {tp: OffsetAndMetadata(10)}, T0, record_offset=10) == {tp: ErrorCode.NONE}
+    assert group.offsets[tp].offset == 20
+    group.remove_offsets([tp], record_offset=12)
+    group.commit(ids[0], {tp: OffsetAndMetadata(30)}, T0, record_offset=9)  # written before the deletion
+    assert tp not in group.offsets
+    group.commit(ids[0], {tp: OffsetAndMetadata(40)}, T0, record_offset=13)
+    assert group.offsets[tp].offset == 40
 
 
 def test_three_members_get_one_generation_and_only_the_leader_sees_members() -> None:
@@ -237,6 +287,10 @@ def test_commit_validation_in_each_state() -> None:
     assert group.validate_commit(a, 1, None) is ErrorCode.REBALANCE_IN_PROGRESS
     assert group.validate_commit("", -1, None) is ErrorCode.REBALANCE_IN_PROGRESS
     group.sync(a, 1, None, {a: b""}, T0)
+    assert (
+        group.validate_commit(a, 1, None) is ErrorCode.REBALANCE_IN_PROGRESS
+    )  # the assignment is not stored yet
+    store_assignment(group, T0)
     errors = group.commit(a, {TopicPartition("t", 0): OffsetAndMetadata(5, metadata="x")}, T0)
     assert errors == {TopicPartition("t", 0): ErrorCode.NONE}
     assert group.offsets[TopicPartition("t", 0)].offset == 5
@@ -292,11 +346,13 @@ def test_static_member_rejoining_with_a_new_member_id_keeps_its_assignment_witho
     [old_id] = joins(group)
     assert old_id.startswith("i-1-")
     group.sync(old_id, 1, "i-1", {old_id: b"mine"}, T0)
+    store_assignment(group, T0)
     b = new_member(group)
     group.join(request(b), T0)  # a dynamic member joins too
     group.join(request(old_id, instance="i-1"), T0)
     results = joins(group)
     group.sync(old_id, 2, "i-1", {old_id: b"mine2", b: b"yours"}, T0)
+    store_assignment(group, T0)
     assert group.state is GroupState.STABLE
     # the static member restarts: unknown member id, same instance id
     again = group.join(request(instance="i-1"), T0 + 10)
@@ -315,6 +371,7 @@ def test_static_member_is_kept_through_a_rebalance_it_misses() -> None:
     group.join(request(instance="s"), T0)
     [(static_id, _)] = joins(group).items()
     group.sync(static_id, 1, "s", {static_id: b"x"}, T0)
+    store_assignment(group, T0)
     d = new_member(group, T0 + 1)
     group.join(request(d), T0 + 1)
     assert group.heartbeat(static_id, 1, "s", T0 + REBALANCE) is ErrorCode.REBALANCE_IN_PROGRESS

@@ -1,7 +1,8 @@
 """Random sequences of group calls against the state machine's invariants (hypothesis, stateful).
 
 Oracle: a parked request is answered exactly once and only if it was parked; a Stable or CompletingRebalance group
-has a leader among its members; generations never go back; a committed offset is never lost to any call other than
+has a leader among its members; a group is Stable only in a generation whose assignment was reported stored (a
+store may fail, or be reported after the group moved on); generations never go back; a committed offset is never lost to any call other than
 a newer commit; and once every member has gone silent, time alone brings the group back to Empty.
 """
 
@@ -42,6 +43,8 @@ class GroupMachine(RuleBasedStateMachine):
         self.parked: set[tuple[str, str]] = set()
         self.generation = 0
         self.committed: OffsetAndMetadata | None = None
+        self.stores: list[int] = []  # generations whose assignment store was asked for, not reported yet
+        self.stored: set[int] = set()
 
     def _drain(self) -> None:
         for reply in self.group.take_replies():
@@ -76,7 +79,19 @@ class GroupMachine(RuleBasedStateMachine):
             outcome = self.group.sync(member_id, self.group.generation_id, None, assignments, self.now)
             if isinstance(outcome, SyncResult) and outcome.error is ErrorCode.NONE:
                 assert outcome.assignment == self.group.members[member_id].assignment
+            store = self.group.take_assignment_store()
+            if store is not None:
+                self.stores.append(store)
             self._park("sync", outcome)
+
+    @rule(data=st.data(), error=st.sampled_from([ErrorCode.NONE, ErrorCode.COORDINATOR_NOT_AVAILABLE]))
+    def assignment_store_reported(self, data: st.DataObject, error: ErrorCode) -> None:
+        if self.stores:
+            generation = self.stores.pop(data.draw(st.integers(0, len(self.stores) - 1)))
+            if error is ErrorCode.NONE:
+                self.stored.add(generation)
+            self.group.assignment_stored(generation, error, self.now)
+            self._drain()
 
     @rule(data=st.data())
     def member_heartbeats(self, data: st.DataObject) -> None:
@@ -119,6 +134,8 @@ class GroupMachine(RuleBasedStateMachine):
             assert group.members and group.leader_id in group.members
         if group.state is GroupState.EMPTY:
             assert not group.members
+        if group.state is GroupState.STABLE:
+            assert group.generation_id in self.stored
         assert group.offsets.get(TP) == self.committed
         for kind, member_id in self.parked:
             member = group.members.get(member_id)

@@ -48,13 +48,14 @@ def test_consumer_offsets_shrinks_and_offsets_survive_a_restart(tmp_path: Path) 
         broker = make_broker(tmp_path, clock)
         await broker.start()
         try:
-            from samsa.broker.topic_admin import NewTopic, create_topic
+            from samsa.broker.topic_admin import create_topic
+            from samsa.new_topic import NewTopic
 
             assert create_topic(broker, NewTopic("orders", 2, 1, {})).ok
             coordinator = broker.group_coordinator
             for i in range(COMMITS):
                 commit = {tp: OffsetAndMetadata(i * 10 + tp.partition) for tp in TPS}
-                assert coordinator.commit_offsets(GROUP, "", -1, None, commit) == dict.fromkeys(
+                assert await coordinator.commit_offsets(GROUP, "", -1, None, commit) == dict.fromkeys(
                     TPS, ErrorCode.NONE
                 )
             log = broker.log_manager.get_log(offsets_tp)
@@ -91,7 +92,8 @@ def test_a_compacted_topic_refuses_records_without_key(tmp_path: Path) -> None:
         broker = make_broker(tmp_path, clock)
         await broker.start()
         try:
-            from samsa.broker.topic_admin import NewTopic, create_topic
+            from samsa.broker.topic_admin import create_topic
+            from samsa.new_topic import NewTopic
 
             assert create_topic(broker, NewTopic("table", 1, 1, {"cleanup.policy": "compact"})).ok
             tp = TopicPartition("table", 0)

@@ -21,6 +21,7 @@ from samsa.coordinator.offsets_topic import (
     partition_for,
     restore_group,
 )
+from samsa.protocol.errors import ErrorCode
 from samsa.records import Record
 from samsa.storage.topic import TopicPartition
 
@@ -92,6 +93,7 @@ def _stable_group() -> Group:
     group.join(request, 5)
     [reply] = group.take_replies()
     group.sync(reply.member_id, 1, "inst", {reply.member_id: b"assigned"}, 6)
+    group.assignment_stored(1, ErrorCode.NONE, 6)
     assert group.state is GroupState.STABLE
     return group
 

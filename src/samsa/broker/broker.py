@@ -249,6 +249,7 @@ def _coordinator_config(config: KafkaConfig) -> CoordinatorConfig:
         offsets_topic_segment_bytes=int(config.get("offsets.topic.segment.bytes")),
         offsets_retention_ms=int(config.get("offsets.retention.minutes")) * 60_000,
         offsets_retention_check_interval_ms=int(config.get("offsets.retention.check.interval.ms")),
+        offsets_commit_timeout_ms=int(config.get("offsets.commit.timeout.ms")),
         group=GroupConfig(
             min_session_timeout_ms=int(config.get("group.min.session.timeout.ms")),
             max_session_timeout_ms=int(config.get("group.max.session.timeout.ms")),

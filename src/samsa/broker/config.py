@@ -222,6 +222,7 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("offsets.topic.segment.bytes", INT, 104857600, minimum=1),
     ConfigKey("offsets.retention.minutes", INT, 10080, minimum=1),
     ConfigKey("offsets.retention.check.interval.ms", L, 600000, minimum=1),
+    ConfigKey("offsets.commit.timeout.ms", INT, 5000, minimum=1),
     ConfigKey("group.initial.rebalance.delay.ms", INT, 3000, minimum=0),
     ConfigKey("group.min.session.timeout.ms", INT, 6000),
     ConfigKey("group.max.session.timeout.ms", INT, 1800000),

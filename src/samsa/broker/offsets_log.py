@@ -73,8 +73,12 @@ class ReplicaOffsetsLog:
             yield data
             position = next_offset
 
-    def append(self, tp: TopicPartition, records: memoryview) -> ErrorCode:
-        return self._replicas.append(tp, records, acks=-1).error
+    def append(self, tp: TopicPartition, records: memoryview) -> tuple[ErrorCode, int]:
+        result = self._replicas.append(tp, records, acks=-1)
+        return result.error, result.last_offset
+
+    async def wait_replicated(self, tp: TopicPartition, last_offset: int, timeout_ms: int) -> ErrorCode:
+        return (await self._replicas.wait_for_acks([(tp, last_offset)], timeout_ms))[tp]
 
     def is_hosted(self, tp: TopicPartition) -> bool:
         """Whether ``tp`` exists: hosted here, or (in a cluster) known to the metadata cache."""

@@ -7,6 +7,14 @@ partition through an ``OffsetsLog`` (the narrow view of the log this package def
 before answering. On start-up it replays those partitions to rebuild every
 group: committed offsets, and the members of Stable groups (who then keep their generation and need not rejoin).
 
+**Nothing unreplicated is shown.** An OffsetCommit and the leader's SyncGroup are appended, then wait until the
+ISR of the group's partition has the records (``offsets.commit.required.acks`` -1, within
+``offsets.commit.timeout.ms``), as Kafka does; only then do the offsets become visible to OffsetFetch, and the group
+Stable with its assignment. A failed or timed-out append leaves memory as it was and answers Kafka's error for it
+(``COMMIT_ERRORS`` / ``ASSIGNMENT_ERRORS``). A broker alone has the records replicated as soon as they are appended:
+it answers without waiting. Other writes (deletions, expiry, the metadata of an emptied group) are appended and
+applied without waiting for the ISR.
+
 Single broker: this broker coordinates every group; FindCoordinator names it. ``__consumer_offsets`` is created on
 first use (compacted, ``offsets.topic.num.partitions`` partitions). Offsets of empty groups expire after
 ``offsets.retention.minutes`` (checked every ``offsets.retention.check.interval.ms``).
@@ -19,9 +27,9 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from samsa.clock import Clock
 from samsa.protocol.errors import ErrorCode
@@ -53,7 +61,26 @@ class CoordinatorConfig:
     offsets_topic_segment_bytes: int = 104857600
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offsets_retention_check_interval_ms: int = 600_000
+    offsets_commit_timeout_ms: int = 5000
     group: GroupConfig = field(default_factory=GroupConfig)
+
+
+# How a failed __consumer_offsets append is answered (Kafka's group coordinator): for an OffsetCommit, an error not
+# listed is answered as it is; for the group metadata of SyncGroup, UNKNOWN_SERVER_ERROR.
+COMMIT_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
+ASSIGNMENT_ERRORS = {
+    **{k: v for k, v in COMMIT_ERRORS.items() if v is not ErrorCode.INVALID_COMMIT_OFFSET_SIZE},
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.REBALANCE_IN_PROGRESS,
+}
 
 
 class GroupCoordinator:
@@ -185,29 +212,57 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return ErrorCode.NONE
 
-    def _append(self, group_id: str, items: Sequence[tuple[bytes, bytes | None]]) -> ErrorCode:
+    def _append_local(
+        self, group_id: str, items: Sequence[tuple[bytes, bytes | None]]
+    ) -> tuple[ErrorCode, int]:
+        """Append ``items`` to the group's partition: (the log's error, the offset of the last record)."""
         if not items:
-            return ErrorCode.NONE
+            return ErrorCode.NONE, -1
         if self.ensure_offsets_topic() is not ErrorCode.NONE:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1
         batch = offsets_topic.build_records(items, self.clock.milliseconds())
-        error = self.offsets_log.append(self.partition_for(group_id), memoryview(batch))
-        if error is ErrorCode.NONE:
-            return ErrorCode.NONE
-        log.error("append to %s for group %s failed: %s", CONSUMER_OFFSETS_TOPIC, group_id, error.name)
-        if error in (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.NOT_ENOUGH_REPLICAS):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if error in (ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_LEADER_OR_FOLLOWER):
-            return (
-                ErrorCode.NOT_COORDINATOR
-            )  # as Kafka's group coordinator maps them: look it up again, retry
-        if error in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
-            return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-        return ErrorCode.UNKNOWN_SERVER_ERROR
+        error, last_offset = self.offsets_log.append(self.partition_for(group_id), memoryview(batch))
+        if error is not ErrorCode.NONE:
+            log.error("append to %s for group %s failed: %s", CONSUMER_OFFSETS_TOPIC, group_id, error.name)
+        return error, last_offset
+
+    async def _append_replicated(
+        self, group_id: str, items: Sequence[tuple[bytes, bytes | None]]
+    ) -> tuple[ErrorCode, int]:
+        """Append, then wait for the ISR (module doc): (the log's error, the offset of the last record)."""
+        error, last_offset = self._append_local(group_id, items)
+        if error is ErrorCode.NONE and last_offset >= 0:
+            error = await self.offsets_log.wait_replicated(
+                self.partition_for(group_id), last_offset, self.config.offsets_commit_timeout_ms
+            )
+            if error is not ErrorCode.NONE:
+                log.warning(
+                    "%s for group %s not replicated: %s", CONSUMER_OFFSETS_TOPIC, group_id, error.name
+                )
+        return error, last_offset
+
+    def _append(self, group_id: str, items: Sequence[tuple[bytes, bytes | None]]) -> tuple[ErrorCode, int]:
+        """Append without waiting for the ISR: (the error a client is told, the offset of the last record)."""
+        error, last_offset = self._append_local(group_id, items)
+        return commit_error(error), last_offset
 
     def _store_group(self, group: Group) -> None:
         value = None if group.state is GroupState.DEAD else offsets_topic.group_metadata_value(group)
         self._append(group.group_id, [(offsets_topic.group_metadata_key(group.group_id), value)])
+
+    async def _store_assignment(self, group: Group, generation_id: int) -> None:
+        """Write the group metadata holding the assignment of ``generation_id``, then tell the group."""
+        key = offsets_topic.group_metadata_key(group.group_id)
+        error, _ = await self._append_replicated(
+            group.group_id, [(key, offsets_topic.group_metadata_value(group))]
+        )
+        if self.groups.get(group.group_id) is not group:
+            return  # unloaded meanwhile: its members were told NOT_COORDINATOR
+        answer = (
+            error if error is ErrorCode.NONE else ASSIGNMENT_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR)
+        )
+        group.assignment_stored(generation_id, answer, self.clock.milliseconds())
+        self._after(group)
 
     # --- after every call: answer parked requests, persist, re-arm the timer ----------------------------------
 
@@ -224,12 +279,22 @@ class GroupCoordinator:
                 future.set_result(reply.result)
 
     async def _answer(
-        self, group: Group, kind: str, member_id: str, outcome: _Result | Pending, answer: type[_Result]
+        self,
+        group: Group,
+        kind: str,
+        member_id: str,
+        outcome: _Result | Pending,
+        answer: type[_Result],
+        store: Coroutine[Any, Any, None] | None = None,
     ) -> _Result:
         """A join's or sync's answer: ``outcome`` itself, or once it is Pending, what the group later decides for
-        ``member_id`` (the waiting request is parked under ``kind``)."""
+        ``member_id`` (the waiting request is parked under ``kind``). ``store`` (a sync's assignment to write to
+        the log) runs to its end first, shielded: a leader that hangs up does not leave the group waiting for a
+        store never finished."""
         future = self._park(group.group_id, kind, member_id) if isinstance(outcome, Pending) else None
         self._after(group)
+        if store is not None:
+            await asyncio.shield(store)
         result = outcome if future is None else await future
         assert isinstance(result, answer)
         return result
@@ -329,7 +394,9 @@ class GroupCoordinator:
             protocol_type,
             protocol_name,
         )
-        return await self._answer(group, "sync", member_id, outcome, SyncResult)
+        stored = group.take_assignment_store()
+        store = None if stored is None else self._store_assignment(group, stored)
+        return await self._answer(group, "sync", member_id, outcome, SyncResult, store)
 
     def heartbeat(
         self, group_id: str, member_id: str, generation_id: int, group_instance_id: str | None
@@ -359,7 +426,7 @@ class GroupCoordinator:
 
     # --- offsets -----------------------------------------------------------------------------------------------
 
-    def commit_offsets(
+    async def commit_offsets(
         self,
         group_id: str,
         member_id: str,
@@ -367,7 +434,8 @@ class GroupCoordinator:
         group_instance_id: str | None,
         offsets: Mapping[TopicPartition, OffsetAndMetadata],
     ) -> dict[TopicPartition, ErrorCode]:
-        """Validate, write to __consumer_offsets, then make visible; an error per partition, as Kafka answers."""
+        """Validate, write to __consumer_offsets, wait for the ISR, then make visible (module doc); an error per
+        partition, as Kafka answers."""
         group = self._group(group_id, create=generation_id < 0 and not member_id)
         if group is None:
             error = ErrorCode.UNKNOWN_MEMBER_ID if member_id else ErrorCode.ILLEGAL_GENERATION
@@ -385,15 +453,24 @@ class GroupCoordinator:
                 results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 accepted[tp] = committed
+        results.update(await self._commit_replicated(group, member_id, accepted))
+        return results
+
+    async def _commit_replicated(
+        self, group: Group, member_id: str, accepted: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> dict[TopicPartition, ErrorCode]:
+        group_id = group.group_id
         records = [
             (offsets_topic.offset_commit_key(group_id, tp), offsets_topic.offset_commit_value(committed))
             for tp, committed in accepted.items()
         ]
-        error = self._append(group_id, records)
-        if error is ErrorCode.NONE:
-            results.update(group.commit(member_id, accepted, self.clock.milliseconds()))
-        else:
-            results.update(dict.fromkeys(accepted, error))
+        error, last_offset = await self._append_replicated(group_id, records)
+        if error is not ErrorCode.NONE:
+            return dict.fromkeys(accepted, commit_error(error))
+        if self.groups.get(group_id) is not group:  # unloaded (or deleted) while the ISR took the records
+            gone = ErrorCode.NONE if self.coordinates(group_id) else ErrorCode.NOT_COORDINATOR
+            return dict.fromkeys(accepted, gone)
+        results = group.commit(member_id, accepted, self.clock.milliseconds(), last_offset)
         self._after(group)
         return results
 
@@ -428,13 +505,12 @@ class GroupCoordinator:
                 results[tp] = ErrorCode.NONE
                 if tp in group.offsets:
                     doomed.append(tp)
-        error = self._append(
+        error, last_offset = self._append(
             group_id, [(offsets_topic.offset_commit_key(group_id, tp), None) for tp in doomed]
         )
         if error is not ErrorCode.NONE:
             return error, {}
-        for tp in doomed:
-            group.offsets.pop(tp, None)
+        group.remove_offsets(doomed, last_offset)
         return ErrorCode.NONE, results
 
     # --- admin -------------------------------------------------------------------------------------------------
@@ -465,7 +541,7 @@ class GroupCoordinator:
                 (offsets_topic.offset_commit_key(group_id, tp), None) for tp in group.offsets
             ]
             tombstones.append((offsets_topic.group_metadata_key(group_id), None))
-            error = self._append(group_id, tombstones)
+            error, _ = self._append(group_id, tombstones)
             if error is not ErrorCode.NONE:
                 results[group_id] = error
                 continue
@@ -492,9 +568,15 @@ class GroupCoordinator:
             gone = group.state is GroupState.EMPTY and not group.offsets and not group.pending_members
             if gone:
                 tombstones.append((offsets_topic.group_metadata_key(group_id), None))
-            self._append(group_id, tombstones)
+            _, last_offset = self._append(group_id, tombstones)
+            group.remove_offsets(expired, last_offset)
             removed += len(expired)
             if gone:
                 group.delete(now_ms)
                 del self.groups[group_id]
         return removed
+
+
+def commit_error(error: ErrorCode) -> ErrorCode:
+    """What an OffsetCommit (or a deletion) whose append failed with ``error`` answers (``COMMIT_ERRORS``)."""
+    return COMMIT_ERRORS.get(error, error)

@@ -1,18 +1,31 @@
 """One classic consumer group as a state machine: members, generations, rebalances and committed offsets.
 
 Sans-IO: every call takes ``now_ms`` and returns at once; nothing here sleeps, schedules or touches a file. A
-request that must wait (a JoinGroup until the rebalance completes, a follower's SyncGroup until the leader sends
-the assignment) gets ``PENDING`` back, and its answer appears later in the group's outbox (``take_replies``), put
-there by whichever later call completed it: another member's join, the leader's sync, or ``poll(now_ms)`` when a
+request that must wait (a JoinGroup until the rebalance completes, a SyncGroup until the assignment is stored)
+gets ``PENDING`` back, and its answer appears later in the group's outbox (``take_replies``), put there by
+whichever later call completed it: another member's join, ``assignment_stored``, or ``poll(now_ms)`` when a
 deadline passes. ``next_deadline()`` says when ``poll`` has work to do. The caller (``GroupCoordinator``) parks
 the request, drains the outbox after every call, and persists the group when ``take_store()`` says so.
+
+The leader's SyncGroup does not make the group Stable by itself: as Kafka, the group stays CompletingRebalance
+until its metadata with the new assignment is in ``__consumer_offsets`` (``take_assignment_store()`` asks the
+caller to write it; ``assignment_stored(generation, error)`` reports how that went). Stored: the group becomes
+Stable and every waiting member gets its share. Failed: every waiting member gets the error, the assignment is
+dropped and the group rebalances again.
+
+Committed offsets become visible only once their records are replicated (the caller calls ``commit`` then); each
+carries the offset of its record in ``__consumer_offsets``, so a commit acknowledged after a later one (or after a
+deletion of the offset) does not overwrite it.
+
 New member ids are drawn from the ``rng`` the group is given (the coordinator's clock's ``random()``).
 
 States and transitions (Kafka's names)::
 
     Empty ──join──> PreparingRebalance ──all joined / rebalance timeout──> CompletingRebalance
-      ^                 ^        │ (no member left)                            │ leader's SyncGroup
-      │                 │        └──────────────> Empty                        v
+      ^                 ^  ^     │ (no member left)                            │ leader's SyncGroup,
+      │                 │  │     └──────────────> Empty                        │ assignment stored
+      │                 │  └──────── assignment not stored ────────────────────┤
+      │                 │                                                      v
       │                 └──── join, leave, session expiry, new metadata ──── Stable
       └── every member gone ──
     any state ──delete / offsets expired with no members──> Dead
@@ -25,7 +38,7 @@ from __future__ import annotations
 import enum
 import random
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from samsa.protocol.errors import ErrorCode
@@ -177,8 +190,12 @@ class Group:
     sync_deadline_ms: int | None = None
     rng: random.Random = field(default_factory=random.Random)
     """Where member ids come from: the coordinator passes its clock's ``random()``, so tests fix them by seed."""
+    record_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    """Where in ``__consumer_offsets`` the visible commit (or the deletion) of each partition was written."""
     _replies: list[Reply] = field(default_factory=list)
     _store: bool = False
+    _assignment_store: int | None = None  # the generation whose assignment waits to be written
+    _assignment_requested: bool = False
 
     # --- outbox ------------------------------------------------------------------------------------------------
 
@@ -190,6 +207,14 @@ class Group:
         """True once after a change that must be written to __consumer_offsets (group metadata)."""
         store, self._store = self._store, False
         return store
+
+    def take_assignment_store(self) -> int | None:
+        """The generation whose assignment the leader just sent, once: the caller writes the group metadata and
+        reports with ``assignment_stored``."""
+        if not self._assignment_requested:
+            return None
+        self._assignment_requested = False
+        return self._assignment_store
 
     def _transition(self, state: GroupState, now_ms: int) -> None:
         self.state = state
@@ -421,6 +446,7 @@ class Group:
     def _prepare_rebalance(self, now_ms: int) -> None:
         if self.state is GroupState.PREPARING_REBALANCE:
             return
+        self._assignment_store = None
         if self.state is GroupState.COMPLETING_REBALANCE:
             for member in self.members.values():
                 if member.awaiting_sync:
@@ -539,19 +565,38 @@ class Group:
         if self.state is GroupState.STABLE:
             return self._sync_result(member)
         member.awaiting_sync = True
-        if member_id == self.leader_id:
+        if member_id == self.leader_id and self._assignment_store is None:
             for each in self.members.values():
                 each.assignment = assignments.get(each.member_id, b"")
-            self._store = True
+            self._assignment_store = self.generation_id
+            self._assignment_requested = True
+        return Pending(member_id)
+
+    def assignment_stored(self, generation_id: int, error: ErrorCode, now_ms: int) -> None:
+        """The group metadata of ``generation_id``'s assignment was written (NONE) or not (the error members get).
+        Ignored when the group has moved on (another rebalance began meanwhile)."""
+        if (
+            self.state is not GroupState.COMPLETING_REBALANCE
+            or self._assignment_store is None
+            or self._assignment_store != generation_id
+        ):
+            return
+        self._assignment_store = None
+        if error is ErrorCode.NONE:
             self.sync_deadline_ms = None
             self._transition(GroupState.STABLE, now_ms)
-            for each in self.members.values():
-                if each.awaiting_sync and each.member_id != member_id:
-                    each.awaiting_sync = False
-                    self._replies.append(Reply("sync", each.member_id, self._sync_result(each)))
-            member.awaiting_sync = False
-            return self._sync_result(member)
-        return Pending(member_id)
+            self._answer_syncs(self._sync_result)
+            return
+        self._answer_syncs(lambda member: SyncResult(error))
+        for member in self.members.values():
+            member.assignment = b""
+        self._prepare_rebalance(now_ms)
+
+    def _answer_syncs(self, result: Callable[[Member], SyncResult]) -> None:
+        for member in self.members.values():
+            if member.awaiting_sync:
+                member.awaiting_sync = False
+                self._replies.append(Reply("sync", member.member_id, result(member)))
 
     def _sync_result(self, member: Member) -> SyncResult:
         return SyncResult(ErrorCode.NONE, self.protocol_type, self.protocol_name, member.assignment)
@@ -646,9 +691,15 @@ class Group:
         return ErrorCode.NONE
 
     def commit(
-        self, member_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata], now_ms: int
+        self,
+        member_id: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        now_ms: int,
+        record_offset: int = -1,
     ) -> dict[TopicPartition, ErrorCode]:
-        """Store offsets the caller has validated (``validate_commit``); oversized metadata is refused."""
+        """Make visible offsets the caller has validated (``validate_commit``) and stored at ``record_offset`` of
+        __consumer_offsets (-1: not known); oversized metadata is refused. A partition whose visible commit (or
+        deletion) was written later is left as it is: this commit is answered, and superseded."""
         member = self.members.get(member_id)
         if member is not None:
             member.last_heartbeat_ms = now_ms
@@ -657,9 +708,17 @@ class Group:
             if len(committed.metadata.encode()) > self.config.offset_metadata_max_bytes:
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
                 continue
-            self.offsets[tp] = committed
             errors[tp] = ErrorCode.NONE
+            if record_offset < 0 or self.record_offsets.get(tp, -1) < record_offset:
+                self.offsets[tp] = committed
+                self.record_offsets[tp] = record_offset
         return errors
+
+    def remove_offsets(self, partitions: Iterable[TopicPartition], record_offset: int) -> None:
+        """Forget the offsets of ``partitions``, whose deletion was written at ``record_offset``."""
+        for tp in partitions:
+            self.offsets.pop(tp, None)
+            self.record_offsets[tp] = record_offset
 
     def expire_offsets(self, now_ms: int, retention_ms: int) -> list[TopicPartition]:
         """Offsets past retention (KIP-211): for a group with members, none; for an empty consumer group, counted

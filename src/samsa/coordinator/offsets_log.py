@@ -31,8 +31,15 @@ class OffsetsLog(Protocol):
         """The partition's log start offset, and its batches from there to the log end as raw chunks."""
         ...
 
-    def append(self, tp: TopicPartition, records: memoryview) -> ErrorCode:
-        """Append as leader with acks=all semantics; the error Kafka would report for the partition."""
+    def append(self, tp: TopicPartition, records: memoryview) -> tuple[ErrorCode, int]:
+        """Append as leader, refused (NOT_ENOUGH_REPLICAS) when the ISR is below ``min.insync.replicas`` as for
+        acks=all: (the error Kafka would report for the partition, the offset of the last record appended)."""
+        ...
+
+    async def wait_replicated(self, tp: TopicPartition, last_offset: int, timeout_ms: int) -> ErrorCode:
+        """Wait until the ISR has every record up to ``last_offset`` (the high watermark passed it): NONE, or
+        acks=all's answer (REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS_AFTER_APPEND). Returns
+        without waiting when it already has them (a broker alone)."""
         ...
 
     def coordinates(self, tp: TopicPartition) -> bool:

@@ -1,7 +1,8 @@
 """OffsetCommit (8): store a group's consumed positions (with metadata) in __consumer_offsets.
 
 Every partition gets its own error code; a group-level refusal (unknown member, stale generation, a rebalance
-completing) is repeated on every partition. v0 carries no generation (a standalone commit); v1 a per-partition
+completing) is repeated on every partition. A commit is answered once the ISR of the group's ``__consumer_offsets``
+partition has it, and only then shows in OffsetFetch (``samsa.coordinator.coordinator``). v0 carries no generation (a standalone commit); v1 a per-partition
 commit timestamp; v2-4 a retention time (an explicit expiry); v6+ the leader epoch of the committed offset.
 """
 
@@ -40,15 +41,13 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
     elif not ctx.broker.group_coordinator.coordinates(request.group_id):
         errors = dict.fromkeys(offsets, ErrorCode.NOT_COORDINATOR)
     else:
-        errors = ctx.broker.group_coordinator.commit_offsets(
+        errors = await ctx.broker.group_coordinator.commit_offsets(
             request.group_id,
             request.member_id if version >= 1 else "",
             request.generation_id_or_member_epoch if version >= 1 else -1,
             request.group_instance_id,
             offsets,
         )
-        if any(e is ErrorCode.NONE for e in errors.values()):
-            errors = await _replicated(ctx, request.group_id, errors)
     topics: list[OffsetCommitResponseTopic] = []
     for topic in request.topics:
         partitions = [
@@ -59,28 +58,3 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         ]
         topics.append(OffsetCommitResponseTopic(topic.name, partitions))
     return OffsetCommitResponse(topics=topics)
-
-
-COMMIT_REPLICATION_TIMEOUT_MS = 5000
-_AFTER_APPEND = {
-    ErrorCode.NONE: ErrorCode.NONE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-}
-
-
-async def _replicated(
-    ctx: RequestContext, group_id: str, errors: dict[TopicPartition, ErrorCode]
-) -> dict[TopicPartition, ErrorCode]:
-    """A commit is answered once the ISR of the group's ``__consumer_offsets`` partition has it
-    (``offsets.commit.required.acks`` -1, as Kafka); a commit the ISR does not take in time is
-    COORDINATOR_NOT_AVAILABLE, one whose partition moved NOT_COORDINATOR."""
-    manager = ctx.broker.replica_manager
-    tp = ctx.broker.group_coordinator.partition_for(group_id)
-    partition = manager.partition(tp)
-    if partition is None:
-        return errors
-    waited = await manager.wait_for_acks(
-        [(tp, partition.log.log_end_offset - 1)], COMMIT_REPLICATION_TIMEOUT_MS
-    )
-    error = _AFTER_APPEND.get(waited[tp], ErrorCode.COORDINATOR_NOT_AVAILABLE)
-    return {p: (error if e is ErrorCode.NONE else e) for p, e in errors.items()}
