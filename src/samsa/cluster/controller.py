@@ -376,8 +376,9 @@ class Controller:
             self.live = now
             return
         before, self.live = self.live, now
-        dead = {b for b in before if b not in now or now[b][1] != before[b][1]}  # a bounced broker died too
-        born = {b for b in now if b not in before or now[b][1] != before[b][1]}
+        bounced = {b for b in now if b in before and now[b][1] != before[b][1]}  # a new session, same id
+        dead = {b for b in before if b not in now} | bounced
+        born = {b for b in now if b not in before} | bounced
         for broker_id in dead:
             channel = self._channels.pop(broker_id, None)
             if channel is not None:
@@ -387,7 +388,14 @@ class Controller:
             log.info("controller: brokers %s left", sorted(dead))
         if born:
             log.info("controller: brokers %s joined", sorted(born))
-        changed = await self._on_brokers_failed(dead - born) if dead - born else {}
+        # A bounced broker failed, then started (Kafka's order): its leaderships and ISR places go first, decided
+        # without it, so it comes back as a follower that must catch up (its log may have lost what it had not
+        # flushed). It leads again at once only where no other ISR member is alive.
+        self.live = {b: registration for b, registration in now.items() if b not in bounced}
+        try:
+            changed = await self._on_brokers_failed(dead) if dead else {}
+        finally:
+            self.live = now
         changed.update(await self._elect_offline(self.partitions))
         if born:
             self._send_update_metadata({b: now[b] for b in born}, self.partitions)
