@@ -316,43 +316,59 @@ def run(seed: int, seconds: float, work: Path) -> Report:
     )
     workers: list[Worker] = []
     writers: list[_Writer] = []
-    try:
-        cluster.up(3)
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(60)
-        _wait("leaders", lambda: all(v[0] > 0 for v in _partitions(admin).values()), 60)
-        writers = [_Writer(i, cluster.bootstrap_servers) for i in range(PRODUCERS)]
-        workers = [
-            Worker("confluent-kafka", cluster.bootstrap_servers, TOPIC, "nemesis-readers") for _ in range(2)
-        ]
-        for writer in writers:
-            writer.start()
-        report.failovers = _inflict(faults, seconds, cluster, zookeeper, writers, rng)
-        for writer in writers:
-            writer.stop.set()
-        for writer in writers:
-            writer.join(300)
-        _wait(
-            "every partition with its full ISR",
-            lambda: all(v[2] == [1, 2, 3] for v in _partitions(admin).values()),
-            120,
-        )
-        acked = {(p, v) for writer in writers for p, v in writer.acked}
+    try:  # whatever fails, the processes this run started are stopped
         try:
-            _wait(
-                "the consumers to catch up", lambda: _received_values(workers) >= {v for _, v in acked}, 120
-            )
-        except AssertionError:
-            report.stuck = True  # liveness, not safety: reported, and the checks still run
-    finally:
-        for worker in workers:
-            _stop(worker)
-    try:
+            _load_and_inflict(report, seconds, cluster, zookeeper, writers, workers, rng)
+        finally:
+            for writer in writers:
+                writer.stop.set()
+            for worker in workers:
+                _stop(worker)
         _check(report, cluster, writers, workers)
     finally:
         cluster.down()
         zookeeper.stop()
     return report
+
+
+def _load_and_inflict(
+    report: Report,
+    seconds: float,
+    cluster: LocalCluster,
+    zookeeper: ZooKeeperServer,
+    writers: list[_Writer],
+    workers: list[Any],
+    rng: random.Random,
+) -> None:
+    """Start the cluster, the writers and the readers (into ``writers`` and ``workers``, for the caller to stop),
+    inflict the faults, then wait for the cluster to heal and the readers to catch up (``report.stuck`` if not)."""
+    from tests.groups.test_group_clients import Worker
+
+    cluster.up(3)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(60)
+    _wait("leaders", lambda: all(v[0] > 0 for v in _partitions(admin).values()), 60)
+    writers += [_Writer(i, cluster.bootstrap_servers) for i in range(PRODUCERS)]
+    workers += [
+        Worker("confluent-kafka", cluster.bootstrap_servers, TOPIC, "nemesis-readers") for _ in range(2)
+    ]
+    for writer in writers:
+        writer.start()
+    report.failovers = _inflict(report.faults, seconds, cluster, zookeeper, writers, rng)
+    for writer in writers:
+        writer.stop.set()
+    for writer in writers:
+        writer.join(300)
+    _wait(
+        "every partition with its full ISR",
+        lambda: all(v[2] == [1, 2, 3] for v in _partitions(admin).values()),
+        120,
+    )
+    acked = {(p, v) for writer in writers for p, v in writer.acked}
+    try:
+        _wait("the consumers to catch up", lambda: _received_values(workers) >= {v for _, v in acked}, 120)
+    except AssertionError:
+        report.stuck = True  # liveness, not safety: reported, and the checks still run
 
 
 def _inflict(

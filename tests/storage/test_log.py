@@ -339,6 +339,24 @@ def test_truncate_to(tmp_path: Path, clock: ManualClock) -> None:
         log.truncate_to(-1)
 
 
+def test_truncate_at_the_log_end_drops_an_epoch_no_record_has(tmp_path: Path, clock: ManualClock) -> None:
+    # A leader of epoch 2 appends, becomes leader of epoch 3 (assigned at its log end), loses leadership before
+    # appending. As a follower it is told its log diverged after epoch 2's end (its log end): nothing to cut, but
+    # epoch 3 must go, or every fetch names it as the last fetched epoch and gets the same answer (seen in a
+    # nemesis run: a follower spinning at ~800 fetches/s that never rejoined the ISR).
+    log = open_log(tmp_path, clock)
+    for _ in range(3):
+        log.append_as_leader(leader_batch(1), leader_epoch=2)
+    log.leader_epoch_cache.assign(3, log.log_end_offset)
+    assert log.leader_epoch_cache.latest_epoch() == 3
+    assert not log.truncate_to(log.log_end_offset)
+    assert log.leader_epoch_cache.latest_epoch() == 2 and log.log_end_offset == 3
+    log.close()
+    reopened = open_log(tmp_path, clock)
+    assert reopened.leader_epoch_cache.latest_epoch() == 2  # the checkpoint too
+    reopened.close()
+
+
 def test_index_resizing_at_truncation(tmp_path: Path, clock: ManualClock) -> None:
     set_size = len(leader_batch(1))
     config = small_config(segment_bytes=5 * set_size, index_interval_bytes=1, segment_index_bytes=1000)

@@ -901,10 +901,15 @@ class Log:
 
     @_io_boundary
     def truncate_to(self, target_offset: int) -> bool:
-        """Remove everything at and after ``target_offset`` (follower path); False when nothing to do."""
+        """Remove everything at and after ``target_offset`` (follower path); False when no record goes.
+
+        The leader-epoch cache is cut at the log end even then, as Kafka does: a broker that became leader
+        assigned its epoch at its log end and lost leadership before appending holds an epoch no record has, and
+        its fetches would name that epoch as their last one (a diverging-epoch answer that never changes)."""
         if target_offset < 0:
             raise ValueError(f"cannot truncate to a negative offset {target_offset}")
         if target_offset >= self._log_end_offset:
+            self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
             return False
         if target_offset < self.segments.first_base_offset():
             self.truncate_fully_and_start_at(target_offset)
