@@ -572,7 +572,9 @@ class ReplicaManager:
         self, requests: list[FetchRequestPartition], results: list[FetchResult], replica_id: int
     ) -> list[FetchResult]:
         """A follower outside the ISR gets no data of throttled partitions while the leader's replication
-        rate is over ``leader.replication.throttled.rate`` (:mod:`samsa.cluster.replication_quota`)."""
+        rate is over ``leader.replication.throttled.rate`` (:mod:`samsa.cluster.replication_quota`). As in Kafka,
+        the rate counts every byte sent for a throttled partition, to in-sync followers too; only the ones
+        catching up are held back."""
         quota = self.leader_quota
         if replica_id < 0 or quota.rate is None:
             return results
@@ -584,14 +586,13 @@ class ReplicaManager:
             if (
                 records is not None
                 and partition is not None
-                and replica_id not in partition.isr
                 and throttled(
                     dict(partition.log.config.others).get(LEADER_THROTTLED_REPLICAS),
                     request.tp.partition,
                     self.node_id,
                 )
             ):
-                if quota.over(now):
+                if replica_id not in partition.isr and quota.over(now):
                     result = dataclasses.replace(result, records=None)
                 else:
                     quota.record(records.size, now)
