@@ -65,8 +65,8 @@ class CoordinatorConfig:
     group: GroupConfig = field(default_factory=GroupConfig)
 
 
-# How a failed __consumer_offsets append is answered (Kafka's group coordinator): for an OffsetCommit, an error not
-# listed is answered as it is; for the group metadata of SyncGroup, UNKNOWN_SERVER_ERROR.
+# How a failed __consumer_offsets append is answered (Kafka's group coordinator); an error not listed is answered as
+# it is. The group metadata of a SyncGroup differs in two: a timeout is a rebalance, a too-large record a server error.
 COMMIT_ERRORS = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -78,7 +78,10 @@ COMMIT_ERRORS = {
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
 }
 ASSIGNMENT_ERRORS = {
-    **{k: v for k, v in COMMIT_ERRORS.items() if v is not ErrorCode.INVALID_COMMIT_OFFSET_SIZE},
+    **{
+        k: ErrorCode.UNKNOWN_SERVER_ERROR if v is ErrorCode.INVALID_COMMIT_OFFSET_SIZE else v
+        for k, v in COMMIT_ERRORS.items()
+    },
     ErrorCode.REQUEST_TIMED_OUT: ErrorCode.REBALANCE_IN_PROGRESS,
 }
 
@@ -258,9 +261,7 @@ class GroupCoordinator:
         )
         if self.groups.get(group.group_id) is not group:
             return  # unloaded meanwhile: its members were told NOT_COORDINATOR
-        answer = (
-            error if error is ErrorCode.NONE else ASSIGNMENT_ERRORS.get(error, ErrorCode.UNKNOWN_SERVER_ERROR)
-        )
+        answer = ASSIGNMENT_ERRORS.get(error, error)
         group.assignment_stored(generation_id, answer, self.clock.milliseconds())
         self._after(group)
 
