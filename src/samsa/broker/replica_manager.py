@@ -586,11 +586,7 @@ class ReplicaManager:
             if (
                 records is not None
                 and partition is not None
-                and throttled(
-                    dict(partition.log.config.others).get(LEADER_THROTTLED_REPLICAS),
-                    request.tp.partition,
-                    self.node_id,
-                )
+                and self._throttled(partition, LEADER_THROTTLED_REPLICAS)
             ):
                 if replica_id not in partition.isr and quota.over(now):
                     result = dataclasses.replace(result, records=None)
@@ -632,10 +628,13 @@ class ReplicaManager:
     def follower_throttled(self, tp: TopicPartition) -> bool:
         """Whether ``follower.replication.throttled.replicas`` of ``tp``'s topic names it on this broker."""
         partition = self.partitions.get(tp)
-        if partition is None:
-            return False
-        replicas = dict(partition.log.config.others).get(FOLLOWER_THROTTLED_REPLICAS)
-        return throttled(replicas, tp.partition, self.node_id)
+        return partition is not None and self._throttled(partition, FOLLOWER_THROTTLED_REPLICAS)
+
+    def _throttled(self, partition: Partition, key: str) -> bool:
+        """Whether the topic config ``key`` (a ``*.replication.throttled.replicas`` list) names the partition on
+        this broker."""
+        replicas = dict(partition.log.config.others).get(key)
+        return throttled(replicas, partition.tp.partition, self.node_id)
 
     def append_fetched(
         self, tp: TopicPartition, records: memoryview, high_watermark: int, log_start_offset: int

@@ -2,8 +2,9 @@
 
 Every partition gets its own error code; a group-level refusal (unknown member, stale generation, a rebalance
 completing) is repeated on every partition. A commit is answered once the ISR of the group's ``__consumer_offsets``
-partition has it, and only then shows in OffsetFetch (``samsa.coordinator.coordinator``). v0 carries no generation (a standalone commit); v1 a per-partition
-commit timestamp; v2-4 a retention time (an explicit expiry); v6+ the leader epoch of the committed offset.
+partition has it, and only then shows in OffsetFetch (``samsa.coordinator.coordinator``). v0 carries no generation
+(a standalone commit); v1 a per-partition commit timestamp; v2-4 a retention time (an explicit expiry); v6+ the
+leader epoch of the committed offset.
 """
 
 from __future__ import annotations
