@@ -26,7 +26,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
-from test_replication import Acked, controller_of, partitions, read_all, wait_for
+from test_replication import Acked, controller_of, partitions, read_all, running_cluster, wait_for
 
 from samsa.client import KafkaClient, TopicPartition
 from samsa.cluster.local import LocalCluster
@@ -35,18 +35,11 @@ from samsa.protocol.messages.elect_leaders import ElectLeadersRequest, TopicPart
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.clients]
 
-BASE_CONFIG = {"replica.lag.time.max.ms": "2000", "log.flush.interval.messages": "1"}
-
 
 @pytest.fixture
 def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LocalCluster]:
-    extra = getattr(request, "param", {})
-    local = LocalCluster(tmp_path / "cluster", broker_config={**BASE_CONFIG, **extra})
-    local.up(3)
-    try:
+    with running_cluster(tmp_path / "cluster", 3, getattr(request, "param", {})) as local:
         yield local
-    finally:
-        local.down()
 
 
 class Background:

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
-from test_replication import Acked, controller_of, create, partitions, read_all, wait_for
+from test_replication import Acked, controller_of, create, partitions, read_all, running_cluster, wait_for
 
 from samsa.cli.app import cli
 from samsa.client import BrokerError, KafkaClient
@@ -36,15 +36,8 @@ pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.clients]
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    local = LocalCluster(
-        tmp_path / "cluster",
-        broker_config={"replica.lag.time.max.ms": "2000", "log.flush.interval.messages": "1"},
-    )
-    local.up(4)
-    try:
+    with running_cluster(tmp_path / "cluster", 4) as local:
         yield local
-    finally:
-        local.down()
 
 
 def reassign(cluster: LocalCluster, *args: str, via: int | None = None) -> tuple[int, str, str]:

@@ -8,8 +8,9 @@ that holds records nobody else has truncates them when it returns, ending identi
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +26,27 @@ from samsa.coordinator.offsets_topic import partition_for
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.clients]
 
 
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    local = LocalCluster(
-        tmp_path / "cluster",
-        broker_config={"replica.lag.time.max.ms": "2000", "log.flush.interval.messages": "1"},
-    )
-    local.up(3)
+QUICK_ISR = {"replica.lag.time.max.ms": "2000", "log.flush.interval.messages": "1"}
+
+
+@contextlib.contextmanager
+def running_cluster(
+    directory: Path, brokers: int, config: Mapping[str, str] | None = None
+) -> Iterator[LocalCluster]:
+    """``brokers`` brokers and their ZooKeeper, quick to shrink an ISR (``QUICK_ISR``, then ``config``), stopped
+    after: the cluster fixture of these modules."""
+    local = LocalCluster(directory, broker_config={**QUICK_ISR, **(config or {})})
+    local.up(brokers)
     try:
         yield local
     finally:
         local.down()
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path / "cluster", 3) as local:
+        yield local
 
 
 def partitions(admin: AdminClient, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
