@@ -370,6 +370,11 @@ def iter_request_batches(buf: bytes | bytearray | memoryview, max_message_size: 
 _V2_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 
 
+_LONE_V2_FIELDS = struct.Struct(">8xi4xbI2xi8xqq")
+"""``V2_HEADER``'s batchLength, magic, crc, lastOffsetDelta, maxTimestamp and producerId alone, the others
+skipped as padding: ``lone_v2_batch`` makes six ints per append instead of thirteen."""
+
+
 def lone_v2_batch(buf: bytearray, max_size: int) -> tuple[int, int, int, int] | None:
     """``buf`` read as exactly one valid v2 batch of at most ``max_size`` bytes: ``(batchLength, lastOffsetDelta,
     maxTimestamp, producerId)``, what a leader append needs (a plain tuple: one is made per append); None when it is anything else (shorter or longer than its length field says, another magic, a
@@ -378,15 +383,15 @@ def lone_v2_batch(buf: bytearray, max_size: int) -> tuple[int, int, int, int] | 
     size = len(buf)
     if size < RECORD_BATCH_OVERHEAD or size > max_size:
         return None
-    header = V2_HEADER.unpack_from(buf)
+    length, magic, crc, last_delta, max_timestamp, producer_id = _LONE_V2_FIELDS.unpack_from(buf)
     if (
-        header[3] != 2
-        or header[1] + LOG_OVERHEAD != size
-        or header[6] < 0
-        or CRC32C_C(memoryview(buf)[V2_ATTRIBUTES_OFFSET:]) != header[4]
+        magic != 2
+        or length + LOG_OVERHEAD != size
+        or last_delta < 0
+        or CRC32C_C(memoryview(buf)[V2_ATTRIBUTES_OFFSET:]) != crc
     ):
         return None
-    return header[1], header[6], header[8], header[9]
+    return length, last_delta, max_timestamp, producer_id
 
 
 def stamp_v2_batch(

@@ -8,8 +8,11 @@ Blocks ahead: on Linux an appended file reserves disk blocks ``ALLOCATE_AHEAD`` 
 (``fallocate`` with ``FALLOC_FL_KEEP_SIZE``: the file's length does not change, so readers, recovery and Kafka's
 tools see nothing), so a write fills blocks it already has instead of allocating them: about 15% less system
 time per 16 KiB append on ext4 (``bench/bench_storage.py``). A reservation that fails (a full disk, a filesystem
-without it) is skipped, and the write itself then reports what is wrong; trimming on roll or close gives the
-blocks back. Blocks reserved before a crash stay with the file until it is deleted (at most ``ALLOCATE_AHEAD``).
+without it) is skipped, and the write itself then reports what is wrong. A rolled segment gives its reserved
+blocks back at its next flush (a broker flushes on roll) or close, after the ``fsync``, not at the roll itself:
+an ``ftruncate`` on a file with dirty pages waits for ext4's journal commit, which writes those pages first (up to
+65 ms per roll, 3% of an append loop's time, ``bench/bench_storage.py``, 2026-11-25). Blocks reserved before a crash
+stay with the file until it is deleted (at most ``ALLOCATE_AHEAD``).
 
 Concurrency contract: not thread-safe; the owning ``LogSegment`` (and its ``Log``) serialises calls. Slices
 handed out stay readable while the file is open.
@@ -85,6 +88,7 @@ class FileRecords:
         self.writable = writable
         self._reserved = size  # blocks are reserved up to here (module doc)
         self._reserving = writable  # False once the filesystem said it cannot
+        self._trim_on_flush = False  # reserved blocks to give back once the pages are clean (module doc)
 
     @classmethod
     def open(
@@ -125,7 +129,9 @@ class FileRecords:
     # --- writing -----------------------------------------------------------------------------------------
 
     def append(self, data: bytes | bytearray | memoryview) -> int:
-        """Write ``data`` at the end (one ``pwrite``; more only on a short write); returns its length."""
+        """Write ``data`` at the end (one ``pwrite``; more only on a short write); returns the position it
+        starts at. All or nothing: a failed write is cut off again and raised (AppendRollbackError when even
+        that fails)."""
         length = data.nbytes if type(data) is memoryview else len(data)
         size = self._size
         if size + length > INT_MAX:
@@ -134,11 +140,15 @@ class FileRecords:
             )
         if size + length > self._reserved and self._reserving:
             self._reserve_ahead(size, length)
-        written = os.pwrite(self._fd, data, size)
-        while written < length:
-            written += os.pwrite(self._fd, memoryview(data)[written:], size + written)
+        try:
+            written = os.pwrite(self._fd, data, size)
+            while written < length:
+                written += os.pwrite(self._fd, memoryview(data)[written:], size + written)
+        except BaseException:
+            self.undo_append(size)
+            raise
         self._size = size + length
-        return length
+        return size
 
     def _reserve_ahead(self, size: int, length: int) -> None:
         """Reserve blocks for ``length`` bytes at ``size`` and ``ALLOCATE_AHEAD`` more (module doc)."""
@@ -172,9 +182,20 @@ class FileRecords:
         if self._reserved > self._size or self.file_length() != self._size:
             os.ftruncate(self._fd, self._size)
         self._reserved = self._size
+        self._trim_on_flush = False
+
+    def on_become_inactive(self) -> None:
+        """The segment rolled: a preallocated file is cut to its size now, as Kafka does on roll; blocks
+        reserved past the end are given back at the next ``flush`` or ``close`` (module doc)."""
+        if self.file_length() != self._size:
+            self.trim()
+        else:
+            self._trim_on_flush = self._reserved > self._size
 
     def flush(self) -> None:
         os.fsync(self._fd)
+        if self._trim_on_flush:
+            self.trim()
 
     def close(self) -> None:
         if self._fd >= 0 and not self.writable:

@@ -227,8 +227,7 @@ class Log:
         self._last_flush_time = clock.milliseconds()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.offline_error: OSError | None = None  # set when a failed append could not be undone
-        self._stamps_or_compacts = config.is_compacted or config.log_append_time
-        self._max_segment_ms = config.max_segment_ms
+        self._read_config(config)
         self.load_report = LoadReport()  # what loading found (``open`` fills it)
         if producer_state is None:
             producer_state = ProducerStateManager(directory)
@@ -479,8 +478,7 @@ class Log:
         """The common leader append in the fewest steps: ``records`` is exactly one valid v2 batch, on a topic
         that neither compacts nor stamps LogAppendTime. Returns None to take the general path (which also
         raises whichever error applies); the effects are the general path's, to the byte."""
-        config = self.config
-        batch = lone_v2_batch(records, min(config.max_message_bytes, config.segment_bytes))
+        batch = lone_v2_batch(records, self._max_lone_batch)
         if batch is None:
             return None
         length, last_delta, max_ts, pid = batch
@@ -500,7 +498,15 @@ class Log:
                 self.leader_epoch_cache.assign(leader_epoch, first)
         size = length + LOG_OVERHEAD
         info = _new_append_info((first, last, max_ts, last, -1, self._log_start_offset, size, 1, False))
-        self._append(records, info)
+        end = last + 1
+        if end - self._recovery_point < self._flush_messages:  # ``_append`` without a flush due, inline
+            segment = self.segments.active_segment
+            if segment.should_roll_for(size, max_ts, last, None, self._max_segment_ms, self._segment_bytes):
+                segment = self.roll(first)
+            segment.append(last, max_ts, last, records)
+            self._log_end_offset = end
+        else:
+            self._append(records, info)
         if pending is not None:
             producers.complete_append(pending, last + 1)
         return info
@@ -953,11 +959,18 @@ class Log:
 
     # --- lifecycle ---------------------------------------------------------------------------------------
 
+    def _read_config(self, config: LogConfig) -> None:
+        """What the append path reads of ``config`` per append, worked out once."""
+        self._stamps_or_compacts = config.is_compacted or config.log_append_time
+        self._max_segment_ms = config.max_segment_ms
+        self._max_lone_batch = min(config.max_message_bytes, config.segment_bytes)
+        self._segment_bytes = config.segment_bytes
+        self._flush_messages = config.flush_messages
+
     def update_config(self, config: LogConfig) -> None:
         """Apply new topic settings (index interval, retention, roll and flush limits) from now on."""
         self.config = config
-        self._stamps_or_compacts = config.is_compacted or config.log_append_time
-        self._max_segment_ms = config.max_segment_ms
+        self._read_config(config)
         for segment in self.segments:
             segment.index_interval_bytes = config.index_interval_bytes
 

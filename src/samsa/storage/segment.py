@@ -272,22 +272,16 @@ class LogSegment:
 
         All or nothing: when the write or an index entry fails, the segment is put back as it was (the bytes
         written are cut off again) and the error is raised; if even that fails, AppendRollbackError."""
-        size = records.nbytes if isinstance(records, memoryview) else len(records)
+        size = records.nbytes if type(records) is memoryview else len(records)
         if size == 0:
             return
         if not 0 <= largest_offset - self.base_offset <= INT_MAX:
             raise LogSegmentOffsetOverflowError(self.base_offset, largest_offset)
-        log = self.log
-        position = log.size
         max_so_far = self._max_timestamp_and_offset
         if max_so_far is None:
             max_so_far = self._max()
         new_max = largest_timestamp > max_so_far.timestamp
-        try:
-            log.append(records)
-        except BaseException:
-            log.undo_append(position)
-            raise
+        position = self.log.append(records)
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self._add_index_entries(
                 position, largest_offset, largest_timestamp, shallow_offset_of_max_timestamp, max_so_far
@@ -306,9 +300,10 @@ class LogSegment:
         """The index entries of the append that starts at ``position`` (``current``: the segment's largest
         timestamp before it); on failure, the append is undone."""
         offsets, times = self.offset_index, self.time_index
-        offset_entries, time_entries = offsets.entries, times.entries
+        added = 0  # entries added to the offset index (a failed index append leaves its index as it was)
         try:
             offsets.append(offset, position)
+            added = 1
             if timestamp > current.timestamp:
                 times.maybe_append(timestamp, shallow_offset)
             elif current.timestamp > times.last_entry.timestamp:
@@ -317,8 +312,8 @@ class LogSegment:
             self.rollback(
                 AppendMark(
                     position,
-                    offset_entries,
-                    time_entries,
+                    offsets.entries - added,
+                    times.entries,
                     self._bytes_since_last_index_entry,
                     current,
                     self._rolling_based_timestamp,
@@ -495,13 +490,14 @@ class LogSegment:
         self._rolling_based_timestamp = None
 
     def on_become_inactive_segment(self) -> None:
-        """On roll: write the final (max timestamp) time-index entry and trim the three files."""
+        """On roll: write the final (max timestamp) time-index entry and trim the three files (the ``.log``'s
+        reserved blocks at its next flush, ``FileRecords.on_become_inactive``)."""
         self.time_index.maybe_append(
             self.max_timestamp_so_far, self.shallow_offset_of_max_timestamp_so_far, skip_full_check=True
         )
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
-        self.log.trim()
+        self.log.on_become_inactive()
 
     def resize_indexes(self, size: int) -> None:
         self.offset_index.resize(size)
