@@ -11,8 +11,9 @@ time per 16 KiB append on ext4 (``bench/bench_storage.py``). A reservation that 
 without it) is skipped, and the write itself then reports what is wrong. A rolled segment gives its reserved
 blocks back at its next flush (a broker flushes on roll) or close, after the ``fsync``, not at the roll itself:
 an ``ftruncate`` on a file with dirty pages waits for ext4's journal commit, which writes those pages first (up to
-65 ms per roll, 3% of an append loop's time, ``bench/bench_storage.py``, 2026-11-25). Blocks reserved before a crash
-stay with the file until it is deleted (at most ``ALLOCATE_AHEAD``).
+65 ms per roll, 3% of the time of a 4 s loop of 16 KiB appends with 256 MiB segments, 2026-11-25; see
+``docs/benchmarks.md``). Blocks reserved before a crash stay with the file until it is deleted (at most
+``ALLOCATE_AHEAD``).
 
 Concurrency contract: not thread-safe; the owning ``LogSegment`` (and its ``Log``) serialises calls. Slices
 handed out stay readable while the file is open.
