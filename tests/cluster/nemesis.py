@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import logging
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +103,7 @@ class Report:
     stuck: bool = False  # the consumers had not received every acknowledged record 2 minutes after the end
     details: list[str] = field(default_factory=list)
     failovers: list[Failover] = field(default_factory=list)
+    client_events: list[str] = field(default_factory=list)  # the writers' idempotence log, on an anomaly
 
     @property
     def anomalies(self) -> int:
@@ -118,7 +121,10 @@ class Report:
             f"diverged {self.diverged}, vanished {self.vanished}"
             + (", consumers stuck (did not catch up)" if self.stuck else "")
         )
-        lines += [f"  {d}" for d in self.details[:20]]
+        lines += [f"  {d}" for d in self.details[:40]]
+        if self.client_events:
+            lines.append("the writers' idempotence events (librdkafka's eos log):")
+            lines += [f"  {e}" for e in self.client_events[-150:]]
         if self.failovers:
             lines.append(
                 "failovers (from the fault: new live leaders in the metadata, then acknowledged writes):"
@@ -127,6 +133,29 @@ class Report:
             lines.append("failover times per kind of fault:")
             lines += [f"  {line}" for line in summary(self.failovers)]
         return "\n".join(lines)
+
+
+class _EosEvents(logging.Handler):
+    """librdkafka's idempotence log of one writer (its ``eos`` debug lines: producer ids, epoch bumps, drains,
+    sequence errors), kept for a report with an anomaly: a duplicate written under a new epoch is the client's
+    doing, one under the same epoch the broker's."""
+
+    def __init__(self, writer_id: int) -> None:
+        super().__init__()
+        self.lines: deque[str] = deque(maxlen=400)
+        self.started = time.monotonic()
+        self.logger = logging.getLogger(f"nemesis.writer-{writer_id}")
+        self.logger.propagate = False
+        self.logger.setLevel(logging.DEBUG)
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if any(word in message for word in _EOS_WORDS):
+            self.lines.append(f"{time.monotonic() - self.started:7.1f} s  {message}")
+
+
+_EOS_WORDS = ("PID", "pid", "epoch", "Epoch", "seq", "DRAIN", "drain", "fatal")
 
 
 class _Writer(threading.Thread):
@@ -141,6 +170,7 @@ class _Writer(threading.Thread):
         ] = {}  # partition -> when each acknowledgement arrived (monotonic)
         self.failed = 0
         self.stop = threading.Event()
+        self.events = _EosEvents(writer_id)
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -148,7 +178,9 @@ class _Writer(threading.Thread):
                 "enable.idempotence": True,
                 "linger.ms": 5,
                 "message.timeout.ms": 300_000,
-            }
+                "debug": "eos",
+            },
+            logger=self.events.logger,
         )
 
     def _report(self, error: Any, message: Any) -> None:
@@ -278,6 +310,26 @@ def _apply(
 def _log_bytes(cluster: LocalCluster, broker: int, partition: int) -> bytes:
     directory = cluster.directory / f"broker-{broker}" / "data" / f"{TOPIC}-{partition}"
     return b"".join(p.read_bytes() for p in sorted(directory.glob("*.log")))
+
+
+def _batches_holding(cluster: LocalCluster, partition: int, wanted: set[str]) -> list[str]:
+    """Each broker's batches of ``partition`` that hold a value in ``wanted``, with their producer fields: what a
+    duplicate's cause is read from (a retry answered as new, or a second producer id or epoch)."""
+    from samsa.records.iterate import iter_records
+    from samsa.records.view import iter_batches
+
+    lines = []
+    for broker in (1, 2, 3):
+        for batch in iter_batches(_log_bytes(cluster, broker, partition)):
+            values = [r.value.decode() for r in iter_records(batch) if r.value is not None]
+            if wanted.intersection(values):
+                lines.append(
+                    f"broker {broker} partition {partition} offsets {batch.base_offset}-{batch.last_offset} "
+                    f"leader epoch {batch.partition_leader_epoch} producer {batch.producer_id} epoch "
+                    f"{batch.producer_epoch} sequences {batch.base_sequence}-{batch.last_sequence}: "
+                    + " ".join(values)
+                )
+    return lines
 
 
 def _read_everything(bootstrap: str) -> dict[int, list[str]]:
@@ -422,7 +474,10 @@ def _check(report: Report, cluster: LocalCluster, writers: list[_Writer], worker
     report.lost = len(lost)
     report.details += [f"lost {v} (partition {p})" for p, v in lost[:10]]
     for partition, values in log.items():
-        report.duplicates += len(values) - len(set(values))
+        duplicated = len(values) - len(set(values))
+        report.duplicates += duplicated
+        if duplicated:
+            report.details += _batches_holding(cluster, partition, {v for v in values if values.count(v) > 1})
         last: dict[str, int] = {}
         for value in values:
             writer, n = value.split("-")
@@ -440,6 +495,10 @@ def _check(report: Report, cluster: LocalCluster, writers: list[_Writer], worker
     vanished = consumed - in_log
     report.vanished = len(vanished)
     report.details += [f"vanished {v}" for v in sorted(vanished)[:10]]
+    events = [f"w{w.writer_id} {line}" for w in writers for line in w.events.lines]
+    (cluster.directory / "writers-eos.log").write_text("\n".join(events) + "\n")  # kept with --keep
+    if report.anomalies:
+        report.client_events = events
 
 
 def main() -> None:

@@ -71,7 +71,7 @@ async def _serve(config: KafkaConfig) -> int:
     try:
         await broker.start()
     except Exception as exc:
-        log.error("the broker could not start: %s", exc)
+        log.error("the broker could not start: %s", str(exc) or type(exc).__name__)
         await broker.stop()
         return 1
     listeners = ", ".join(f"{name}://{host}:{port}" for name, host, port in broker.bound_addresses)

@@ -48,7 +48,7 @@ from samsa.cluster.isr_channel import IsrChange, IsrChannel
 from samsa.cluster.metadata_cache import MetadataCache
 from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from samsa.cluster.replication_quota import DEFAULT_BROKER, FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
-from samsa.cluster.zk_client import BrokerAlreadyRegisteredError, ZkClient
+from samsa.cluster.zk_client import BrokerAlreadyRegisteredError, ZkClient, ZkSessionInterruptedError
 from samsa.cluster.znodes import BrokerRegistration, Endpoint, ProducerIdBlock
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.controlled_shutdown import ControlledShutdownRequest
@@ -194,13 +194,24 @@ class ZkBroker:
         assert self._registration is not None
         # A broker restarted within zookeeper.session.timeout.ms of a crash finds its old session's znode still
         # there: wait for that session to expire (a duplicate broker.id keeps its session alive, and fails after).
-        deadline = asyncio.get_running_loop().time() + self._session_timeout_ms * 1.5 / 1000 + 2
+        # Our own session may be cut meanwhile (ZooKeeper restarting or stalled): kazoo reconnects, with a new
+        # session after an expiry, and the wait goes on, up to zookeeper.connection.timeout.ms more.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._session_timeout_ms * 1.5 / 1000 + 2
+        interrupted = False  # logged once
         while True:
             try:
                 self.broker_epoch = await asyncio.to_thread(self.zk.register_broker, self._registration)
                 break
+            except ZkSessionInterruptedError as exc:
+                if loop.time() >= deadline + self.connection_timeout_s:
+                    raise
+                if not interrupted:
+                    interrupted = True
+                    log.warning("broker %d: %s; registering again", self.server.node_id, exc)
+                await asyncio.sleep(0.5)
             except BrokerAlreadyRegisteredError:
-                if asyncio.get_running_loop().time() >= deadline:
+                if loop.time() >= deadline:
                     raise
                 if not self._waited_for_old_session:
                     self._waited_for_old_session = True
@@ -302,7 +313,24 @@ class ZkBroker:
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        """A background task's end: a failure is logged (asyncio would only say "never retrieved"), in one line
+        when the ZooKeeper session was away, since ``_rejoin`` sets the watches again with the new session."""
+        self._tasks.discard(task)
+        if task.cancelled() or task.exception() is None:
+            return
+        exc = task.exception()
+        if self._session_lost or not self._zk_connected:
+            log.warning(
+                "broker %d: %s stopped with the ZooKeeper session away (%s); it runs again with the next session",
+                self.server.node_id,
+                task.get_coro().__name__,  # type: ignore[union-attr]
+                type(exc).__name__,
+            )
+        else:
+            log.error("broker %d: %s failed", self.server.node_id, task.get_name(), exc_info=exc)
 
     async def next_producer_id(self) -> int:
         """A producer id no other broker of the cluster hands out. The next block is fetched in the background

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kazoo.exceptions import BadVersionError
+from kazoo.exceptions import BadVersionError, SessionExpiredError
 from kazoo.retry import KazooRetry
 
 from samsa.client.connection import BrokerConnection
@@ -286,6 +286,14 @@ class Controller:
                 log.info("controller epoch %d fenced off (%s): resigning", self.epoch, exc)
                 await self._resign()
                 self._put(self._elect)
+            except (
+                SessionExpiredError
+            ):  # ``session_lost`` resigns; ``session_renewed`` runs the election again
+                log.info(
+                    "controller event %s stopped: the ZooKeeper session of broker %d expired",
+                    getattr(event, "__name__", event),
+                    self.broker_id,
+                )
             except Exception:
                 log.exception("controller event %s failed", getattr(event, "__name__", event))
 

@@ -25,7 +25,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import (
+    BadVersionError,
+    ConnectionLoss,
+    NodeExistsError,
+    NoNodeError,
+    SessionExpiredError,
+)
 from kazoo.protocol.states import KazooState, ZnodeStat
 
 from samsa.topic_partition import TopicPartition
@@ -51,6 +57,7 @@ __all__ = [
     "TopicZnodeExistsError",
     "ZkClient",
     "ZkError",
+    "ZkSessionInterruptedError",
 ]
 
 
@@ -60,6 +67,11 @@ class ZkError(RuntimeError):
 
 class BrokerAlreadyRegisteredError(ZkError):
     """Another live session holds ``/brokers/ids/<id>``: two brokers were given one ``broker.id``."""
+
+
+class ZkSessionInterruptedError(ZkError):
+    """The connection to ZooKeeper was lost, or this client's session expired, during the call: nothing was
+    written, and the client reconnects with a session (a new one after an expiry) by itself; try again."""
 
 
 class TopicZnodeExistsError(ZkError):
@@ -148,6 +160,14 @@ class ZkClient:
             self._now_ms(),
             registration.features,
         ).to_json()
+        try:
+            return self._register_broker(path, data, registration.broker_id)
+        except (ConnectionLoss, SessionExpiredError) as exc:
+            raise ZkSessionInterruptedError(
+                f"ZooKeeper session interrupted while registering {path} ({type(exc).__name__})"
+            ) from exc
+
+    def _register_broker(self, path: str, data: bytes, broker_id: int) -> int:
         session_id = self.kazoo.client_id[0] if self.kazoo.client_id else None
         for _ in range(3):
             try:
@@ -158,7 +178,7 @@ class ZkClient:
                     continue  # gone meanwhile: try again
                 if stat.ephemeralOwner != session_id:
                     raise BrokerAlreadyRegisteredError(
-                        f"broker.id {registration.broker_id} is registered by another live broker "
+                        f"broker.id {broker_id} is registered by another live broker "
                         f"(session 0x{stat.ephemeralOwner:x}): every broker needs its own broker.id"
                     ) from None
                 self.kazoo.set(path, data)
