@@ -198,6 +198,58 @@ def test_the_automatic_rebalance_gives_leadership_back_to_preferred_replicas(clu
 
 
 @pytest.mark.parametrize("cluster", [{"auto.leader.rebalance.enable": "false"}], indirect=True)
+def test_no_broker_names_a_new_leader_before_it_leads(cluster: LocalCluster) -> None:
+    """The controller sends UpdateMetadata only once the new leader has answered its LeaderAndIsr. Without that, a
+    client told of the leader by another broker sends it a produce it refuses (not leader yet) and the next one
+    after (leader now), which fails on the gap: librdkafka then bumps its epoch and writes again what the log had
+    (seen in the nemesis suite). Here the new leader is paused through the election: no broker may name it."""
+    controller = controller_of(cluster)
+    new, watcher = [b for b in (1, 2, 3) if b != controller]
+    create_topic(
+        cluster,
+        NewTopic(
+            "moving", num_partitions=1, replication_factor=-1, replica_assignment=[[controller, new, watcher]]
+        ),
+    )
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    wait_for("a full ISR", lambda: full_isrs(admin, "moving"))
+    tp = TopicPartition("moving", 0)
+
+    async def leader_seen_by(broker: int) -> int:
+        async with KafkaClient(cluster.broker(broker).address) as client:  # asks that broker alone
+            return (await client.metadata(["moving"])).topics["moving"].partitions[0].leader
+
+    async def reorder() -> None:
+        async with KafkaClient(cluster.bootstrap_servers) as client:
+            assert await client.alter_partition_reassignments({tp: [new, controller, watcher]}) == {tp: None}
+
+    asyncio.run(reorder())
+    wait_for("the new order", lambda: partitions(admin, "moving")[0][1] == [new, controller, watcher])
+    assert asyncio.run(leader_seen_by(watcher)) == controller
+
+    async def elect_preferred() -> dict[TopicPartition, int]:
+        async with KafkaClient(cluster.broker(controller).address) as client:  # not through the paused broker
+            return await client.elect_leaders(0, [tp], timeout_ms=10_000)
+
+    answers: list[dict[TopicPartition, int]] = []
+    cluster.pause(new)
+    try:  # the election goes on (ElectLeaders answers once the metadata shows it) while the watcher is asked
+        election = threading.Thread(target=lambda: answers.append(asyncio.run(elect_preferred())))
+        election.start()
+        seen = set()
+        until = time.monotonic() + 2.5
+        while time.monotonic() < until:
+            seen.add(asyncio.run(leader_seen_by(watcher)))
+            time.sleep(0.05)
+    finally:
+        cluster.resume(new)
+    election.join(30)
+    assert answers == [{tp: ErrorCode.NONE}]
+    assert new not in seen, f"broker {watcher} named broker {new} leader while it was paused: {seen}"
+    wait_for("the new leader named", lambda: asyncio.run(leader_seen_by(watcher)) == new)
+
+
+@pytest.mark.parametrize("cluster", [{"auto.leader.rebalance.enable": "false"}], indirect=True)
 def test_elect_leaders_answers_each_partition_with_kafkas_error(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:

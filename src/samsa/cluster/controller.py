@@ -37,7 +37,7 @@ import asyncio
 import base64
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -89,6 +89,9 @@ STOP_REPLICA = 5
 UPDATE_METADATA = 6
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 CHANNEL_RETRY_BACKOFF_S = 0.1
+LEADER_ANSWER_WAIT_S = (
+    5.0  # how long UpdateMetadata waits for the new leaders' LeaderAndIsr answers (``_gate``)
+)
 # The oldest versions the controller sends: partition states grouped by topic, with topic ids (Kafka 2.8+).
 MIN_LEADER_AND_ISR_VERSION = 5
 MIN_UPDATE_METADATA_VERSION = 7
@@ -96,6 +99,7 @@ MIN_STOP_REPLICA_VERSION = 3
 
 _T = TypeVar("_T")
 _OnAnswer = Callable[[Any], None] | None
+_Queued = tuple[Callable[[int], Any], int, _OnAnswer, Sequence["asyncio.Future[None]"]]
 
 
 def topic_uuid(topic_id: str | None) -> uuid.UUID:
@@ -136,17 +140,23 @@ class BrokerChannel:
         )
         self.host, self.port = endpoint.host, endpoint.port
         self._client_id = client_id
-        self._queue: asyncio.Queue[tuple[Callable[[int], Any], int, _OnAnswer] | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Queued | None] = asyncio.Queue()
         self._closed = False
         self._connection: BrokerConnection | None = None
         self._task = asyncio.get_running_loop().create_task(
             self._run(), name=f"controller-channel-{self.host}"
         )
 
-    def send(self, build: Callable[[int], Any], api_key: int, on_answer: _OnAnswer = None) -> None:
+    def send(
+        self,
+        build: Callable[[int], Any],
+        api_key: int,
+        on_answer: _OnAnswer = None,
+        after: Sequence[asyncio.Future[None]] = (),
+    ) -> None:
         """Queue a request; ``build(version)`` makes it for the version the broker and we share; ``on_answer``
-        gets the response."""
-        self._queue.put_nowait((build, api_key, on_answer))
+        gets the response. It is sent once each of ``after`` is done (at most ``LEADER_ANSWER_WAIT_S``)."""
+        self._queue.put_nowait((build, api_key, on_answer, after))
 
     async def _run(self) -> None:
         try:
@@ -160,7 +170,9 @@ class BrokerChannel:
             item = await self._queue.get()
             if item is None:
                 return
-            build, api_key, on_answer = item
+            build, api_key, on_answer, after = item
+            if after:
+                await asyncio.wait(after, timeout=LEADER_ANSWER_WAIT_S)
             while not self._closed:
                 try:
                     if self._connection is None or self._connection.closed:
@@ -218,6 +230,7 @@ class Controller:
         self.topics: dict[str, TopicAssignment] = {}
         self.partitions: dict[TopicPartition, _Partition] = {}
         self._channels: dict[int, BrokerChannel] = {}
+        self._leader_answers: list[asyncio.Future[None]] = []  # LeaderAndIsr to new leaders not yet answered
         self._events: asyncio.Queue[Callable[[], Any]] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
@@ -636,11 +649,28 @@ class Controller:
                 )
 
     def _send(
-        self, broker_id: int, build: Callable[[int], Any], api_key: int, on_answer: _OnAnswer = None
+        self,
+        broker_id: int,
+        build: Callable[[int], Any],
+        api_key: int,
+        on_answer: _OnAnswer = None,
+        after: Sequence[asyncio.Future[None]] = (),
     ) -> None:
         channel = self._channels.get(broker_id)
         if channel is not None:
-            channel.send(build, api_key, on_answer)
+            channel.send(build, api_key, on_answer, after)
+
+    def _leader_answer(self) -> tuple[asyncio.Future[None], _OnAnswer]:
+        """A future done once a LeaderAndIsr naming its broker leader is answered (``_gate``), and the
+        ``on_answer`` that marks it done."""
+        answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def on_answer(_: Any) -> None:
+            if not answered.done():
+                answered.set_result(None)
+
+        self._leader_answers.append(answered)
+        return answered, on_answer
 
     def _send_leader_and_isr(
         self, partitions: dict[TopicPartition, _Partition], *, is_new: bool, only: set[int] | None = None
@@ -680,7 +710,10 @@ class Controller:
                 ],
                 live_leaders=[self._live_leader(b) for b in sorted(leaders.get(broker_id, ()))],
             )
-            self._send(broker_id, _at_least(request, MIN_LEADER_AND_ISR_VERSION), LEADER_AND_ISR)
+            on_answer = None
+            if any(p.leader == broker_id for states in topics.values() for p in states):
+                _, on_answer = self._leader_answer()
+            self._send(broker_id, _at_least(request, MIN_LEADER_AND_ISR_VERSION), LEADER_AND_ISR, on_answer)
 
     def _live_leader(self, broker_id: int) -> LeaderAndIsrLiveLeader:
         channel_host, channel_port = self._address(broker_id)
@@ -729,7 +762,17 @@ class Controller:
     def _send_update_metadata(
         self, to: dict[int, tuple[BrokerRegistration, int]], partitions: dict[TopicPartition, _Partition]
     ) -> None:
-        """UpdateMetadata with every live broker and the given partitions' states to each broker in ``to``."""
+        """UpdateMetadata with every live broker and the given partitions' states to each broker in ``to``.
+
+        Sent once the LeaderAndIsr requests queued before it to new leaders are answered (``LEADER_ANSWER_WAIT_S``
+        at most): no broker names a leader to clients before that leader leads. Kafka's controller does not wait,
+        and a client that learns of a leader first sends it a produce refused with NOT_LEADER_OR_FOLLOWER, then,
+        on the same connection, the next one once it leads: OUT_OF_ORDER_SEQUENCE_NUMBER for a gap the broker
+        made. librdkafka answers that by bumping its producer epoch and numbering every unacknowledged message
+        anew, and writes a second time those of them that the log already had (found by the nemesis suite: one
+        record in two partitions written twice after a preferred election)."""
+        after = tuple(a for a in self._leader_answers if not a.done())
+        self._leader_answers.clear()
         if not to:
             return
         by_topic: dict[str, list[UpdateMetadataPartitionState]] = {}
@@ -764,7 +807,9 @@ class Controller:
                 topic_states=topic_states,
                 live_brokers=brokers,
             )
-            self._send(broker_id, _at_least(request, MIN_UPDATE_METADATA_VERSION), UPDATE_METADATA)
+            self._send(
+                broker_id, _at_least(request, MIN_UPDATE_METADATA_VERSION), UPDATE_METADATA, after=after
+            )
 
     def _live_brokers_wire(self) -> list[UpdateMetadataBroker]:
         """Every live broker with its endpoints, as UpdateMetadata lists them."""
