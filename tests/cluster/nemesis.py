@@ -229,8 +229,12 @@ def _controller(zookeeper: ZooKeeperServer) -> int | None:
 
 
 def _broker_epoch(zookeeper: ZooKeeperServer, broker: int) -> int | None:
-    """The epoch (registration czxid) of ``broker`` in ZooKeeper; None while it is not registered."""
-    zk = ZkClient(zookeeper.connect_string)
+    return broker_epoch(zookeeper.connect_string, broker)
+
+
+def broker_epoch(connect: str, broker: int) -> int | None:
+    """The epoch (registration czxid) of ``broker`` in ZooKeeper at ``connect``; None while it is not registered."""
+    zk = ZkClient(connect)
     zk.start(5)
     try:
         found = zk.live_brokers().get(broker)

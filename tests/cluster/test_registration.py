@@ -7,35 +7,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tests.cluster.nemesis import broker_epoch
+from tests.cluster.waiting import wait_for
 
 from samsa.cluster.local import LocalCluster
-from samsa.cluster.zk_client import ZkClient
 from samsa.cluster.zookeeper import ZooKeeperServer
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
-SESSION_MS = 4000
-
-
-def _wait(condition: Callable[[], object], what: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
-def _epoch(connect: str, broker_id: int) -> int | None:
-    zk = ZkClient(connect)
-    zk.start(5)
-    try:
-        found = zk.live_brokers().get(broker_id)
-        return None if found is None else found[1]
-    finally:
-        zk.close()
+SESSION_MS = 10_000  # time enough for the restarted broker to start while the old session lives
 
 
 def test_a_broker_waiting_out_its_old_registration_survives_its_new_session_expiring(
@@ -45,19 +28,18 @@ def test_a_broker_waiting_out_its_old_registration_survives_its_new_session_expi
     cluster = LocalCluster(tmp_path / "cluster", zookeeper=connect, session_timeout_ms=SESSION_MS)
     try:
         cluster.up(1)
-        first = _epoch(connect, 1)
+        first = broker_epoch(connect, 1)
         cluster.kill(1)  # its session lives on for up to SESSION_MS
         before = len(cluster.output(1, limit=10**6))
         cluster.start_broker(1, wait=False)
-        _wait(
-            lambda: "waiting for it to expire" in cluster.output(1, limit=10**6)[before:],
+        wait_for(
             "the restarted broker to wait for its old session",
-            30,
+            lambda: "waiting for it to expire" in cluster.output(1, limit=10**6)[before:],
         )
         zookeeper.pause()  # a stalled server: once resumed it expires every session, the new one's too
         time.sleep(SESSION_MS / 1000 + 3)
         zookeeper.resume()
-        _wait(lambda: _epoch(connect, 1) not in (None, first), "broker 1 registered again", 60)
+        wait_for("broker 1 registered again", lambda: broker_epoch(connect, 1) not in (None, first), 60)
         log = cluster.output(1, limit=10**6)[before:]
         assert "could not start" not in log, log
         assert "registering again" in log, log  # the interruption was met, not missed by timing
