@@ -36,7 +36,7 @@ import logging
 import random
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,6 +169,7 @@ class _Writer(threading.Thread):
             int, list[float]
         ] = {}  # partition -> when each acknowledgement arrived (monotonic)
         self.failed = 0
+        self.errors: Counter[str] = Counter()  # why deliveries failed
         self.stop = threading.Event()
         self.events = _EosEvents(writer_id)
         self.producer = Producer(
@@ -189,6 +190,7 @@ class _Writer(threading.Thread):
             self.ack_times.setdefault(message.partition(), []).append(time.monotonic())
         else:
             self.failed += 1
+            self.errors[str(error)] += 1
 
     def run(self) -> None:
         n = 0
@@ -471,6 +473,10 @@ def _check(report: Report, cluster: LocalCluster, writers: list[_Writer], worker
     acked = [(p, v) for writer in writers for p, v in writer.acked]
     report.acknowledged = len(acked)
     report.failed_sends = sum(writer.failed for writer in writers)
+    for writer in writers:
+        report.details += [
+            f"w{writer.writer_id}: {n} sends failed with {e}" for e, n in writer.errors.most_common(3)
+        ]
     log = _read_everything(cluster.bootstrap_servers)
     report.read = sum(len(values) for values in log.values())
     where = {(p, v) for p, values in log.items() for v in values}
@@ -501,7 +507,7 @@ def _check(report: Report, cluster: LocalCluster, writers: list[_Writer], worker
     report.details += [f"vanished {v}" for v in sorted(vanished)[:10]]
     events = [f"w{w.writer_id} {line}" for w in writers for line in w.events.lines]
     (cluster.directory / "writers-eos.log").write_text("\n".join(events) + "\n")  # kept with --keep
-    if report.anomalies:
+    if report.anomalies or report.failed_sends:
         report.client_events = events
 
 
