@@ -152,6 +152,7 @@ def test_group_rebalances_without_losing_or_repeating_records(
         wait_for(
             lambda: owned_once(workers) and all(w.assigned for w in workers),
             "three members to share six partitions",
+            state=state,
         )
         produce_batch()
         wait_for(all_consumed, "the first batch", state=state)

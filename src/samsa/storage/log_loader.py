@@ -269,7 +269,15 @@ def load(
             claimed = recover_segments(segments, recovery_point, epochs, report)
     last = _active_segment(directory, segments, config, clock, log_start_offset, claimed)
     log_end_offset = last.read_next_offset()
-    last.resize_indexes(config.segment_index_bytes)
+    try:
+        last.resize_indexes(config.segment_index_bytes)
+    except OSError as exc:  # a full disk at start: index entries kept in memory could not be written first
+        _log.warning(
+            "could not size the indexes of the active segment %s for appends (%s): serving it as it is; the "
+            "next append rolls a new segment first, refused while the disk has no room",
+            last.log.path,
+            exc,
+        )
     first = segments.first_base_offset()
     start = max(log_start_offset, first)
     producer_state = ProducerStateManager(directory)
