@@ -6,6 +6,7 @@ and every segment's ``.index`` / ``.timeindex`` equals one computed from the ``.
 
 from __future__ import annotations
 
+import errno
 import os
 import random
 import shutil
@@ -18,6 +19,7 @@ from storage_helpers import decode_all, leader_batch, log_records, small_config,
 
 from samsa.clock import ManualClock
 from samsa.records import iter_batches
+from samsa.storage import index as index_module
 from samsa.storage.log import FetchIsolation, Log
 from samsa.storage.segment import LogSegment
 
@@ -358,6 +360,36 @@ def test_epochs_rebuilt_from_batches(tmp_path: Path, clock: ManualClock) -> None
     again = reopen(directory, clock)
     assert [(e.epoch, e.start_offset) for e in again.leader_epoch_cache.entries()] == [(1, 0), (2, 1), (3, 3)]
     assert (directory / "leader-epoch-checkpoint").read_text() == "0\n3\n1 0\n2 1\n3 3\n"
+
+
+def test_recovery_on_a_full_disk_starts_and_the_next_append_waits_for_room(
+    tmp_path: Path, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No index entry can be written at start (the rebuilt indexes, nor the entries kept in memory before the
+    active segment is sized for appends): the log still opens with every batch readable; appends are refused
+    while the disk is full and go on, in a new segment, once there is room (a full-disk client test hit it)."""
+    written = build(tmp_path, clock)
+    real_pwrite = os.pwrite
+
+    def full_disk(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(index_module.os, "pwrite", full_disk)
+    log = Log.open(tmp_path, CONFIG, clock, recovery_point=0)
+    assert [r.offset for r in log_records(log)] == expected_offsets(written)
+    with pytest.raises(OSError):
+        log.append_as_leader(leader_batch(1), leader_epoch=9)
+    assert [r.offset for r in log_records(log)] == expected_offsets(written)
+    monkeypatch.setattr(index_module.os, "pwrite", real_pwrite)
+    info = log.append_as_leader(leader_batch(1), leader_epoch=9)
+    assert info.first_offset == len(expected_offsets(written))
+    assert [r.offset for r in log_records(log)] == [*expected_offsets(written), info.first_offset]
+    log.close()
+    again = reopen(
+        tmp_path, clock, clean=True
+    )  # what the full disk held back is on disk now, indexes included
+    assert [r.offset for r in log_records(again)] == [*expected_offsets(written), info.first_offset]
+    check_indexes(again)  # those the full disk kept from being written were rebuilt at this start
 
 
 def test_recover_with_empty_active_segment_without_index(tmp_path: Path, clock: ManualClock) -> None:
