@@ -103,7 +103,9 @@ class Report:
     stuck: bool = False  # the consumers had not received every acknowledged record 2 minutes after the end
     details: list[str] = field(default_factory=list)
     failovers: list[Failover] = field(default_factory=list)
-    client_events: list[str] = field(default_factory=list)  # the writers' idempotence log, on an anomaly
+    client_events: list[str] = field(
+        default_factory=list
+    )  # the writers' idempotence log, on an anomaly or a failed send
 
     @property
     def anomalies(self) -> int:

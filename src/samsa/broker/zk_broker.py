@@ -326,7 +326,7 @@ class ZkBroker:
             log.warning(
                 "broker %d: %s stopped with the ZooKeeper session away (%s); it runs again with the next session",
                 self.server.node_id,
-                task.get_coro().__name__,  # type: ignore[union-attr]
+                getattr(task.get_coro(), "__name__", task.get_name()),
                 type(exc).__name__,
             )
         else:

@@ -89,9 +89,8 @@ STOP_REPLICA = 5
 UPDATE_METADATA = 6
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 CHANNEL_RETRY_BACKOFF_S = 0.1
-LEADER_ANSWER_WAIT_S = (
-    5.0  # how long UpdateMetadata waits for the new leaders' LeaderAndIsr answers (``_gate``)
-)
+# How long UpdateMetadata waits for the new leaders to answer their LeaderAndIsr (``_send_update_metadata``).
+LEADER_ANSWER_WAIT_S = 5.0
 # The oldest versions the controller sends: partition states grouped by topic, with topic ids (Kafka 2.8+).
 MIN_LEADER_AND_ISR_VERSION = 5
 MIN_UPDATE_METADATA_VERSION = 7
@@ -299,9 +298,8 @@ class Controller:
                 log.info("controller epoch %d fenced off (%s): resigning", self.epoch, exc)
                 await self._resign()
                 self._put(self._elect)
-            except (
-                SessionExpiredError
-            ):  # ``session_lost`` resigns; ``session_renewed`` runs the election again
+            except SessionExpiredError:
+                # ``session_lost`` resigns; ``session_renewed`` runs the election again
                 log.info(
                     "controller event %s stopped: the ZooKeeper session of broker %d expired",
                     getattr(event, "__name__", event),
@@ -660,9 +658,9 @@ class Controller:
         if channel is not None:
             channel.send(build, api_key, on_answer, after)
 
-    def _leader_answer(self) -> tuple[asyncio.Future[None], _OnAnswer]:
-        """A future done once a LeaderAndIsr naming its broker leader is answered (``_gate``), and the
-        ``on_answer`` that marks it done."""
+    def _leader_answer(self) -> _OnAnswer:
+        """The ``on_answer`` of a LeaderAndIsr naming its broker leader: it marks done a future the next
+        UpdateMetadata waits for (``_send_update_metadata``)."""
         answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def on_answer(_: Any) -> None:
@@ -670,7 +668,7 @@ class Controller:
                 answered.set_result(None)
 
         self._leader_answers.append(answered)
-        return answered, on_answer
+        return on_answer
 
     def _send_leader_and_isr(
         self, partitions: dict[TopicPartition, _Partition], *, is_new: bool, only: set[int] | None = None
@@ -710,9 +708,8 @@ class Controller:
                 ],
                 live_leaders=[self._live_leader(b) for b in sorted(leaders.get(broker_id, ()))],
             )
-            on_answer = None
-            if any(p.leader == broker_id for states in topics.values() for p in states):
-                _, on_answer = self._leader_answer()
+            leads = any(p.leader == broker_id for states in topics.values() for p in states)
+            on_answer = self._leader_answer() if leads else None
             self._send(broker_id, _at_least(request, MIN_LEADER_AND_ISR_VERSION), LEADER_AND_ISR, on_answer)
 
     def _live_leader(self, broker_id: int) -> LeaderAndIsrLiveLeader:

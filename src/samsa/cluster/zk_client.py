@@ -70,8 +70,8 @@ class BrokerAlreadyRegisteredError(ZkError):
 
 
 class ZkSessionInterruptedError(ZkError):
-    """The connection to ZooKeeper was lost, or this client's session expired, during the call: nothing was
-    written, and the client reconnects with a session (a new one after an expiry) by itself; try again."""
+    """The connection to ZooKeeper was lost, or this client's session expired, during the call. The client
+    reconnects by itself (with a new session after an expiry); the call is safe to repeat."""
 
 
 class TopicZnodeExistsError(ZkError):
