@@ -367,7 +367,8 @@ def test_recovery_on_a_full_disk_starts_and_the_next_append_waits_for_room(
 ) -> None:
     """No index entry can be written at start (the rebuilt indexes, nor the entries kept in memory before the
     active segment is sized for appends): the log still opens with every batch readable; appends are refused
-    while the disk is full and go on, in a new segment, once there is room (a full-disk client test hit it)."""
+    while the disk is full and go on once there is room, and a clean close leaves sound indexes (a full-disk
+    client test hit it)."""
     written = build(tmp_path, clock)
     real_pwrite = os.pwrite
 
@@ -385,9 +386,8 @@ def test_recovery_on_a_full_disk_starts_and_the_next_append_waits_for_room(
     assert info.first_offset == len(expected_offsets(written))
     assert [r.offset for r in log_records(log)] == [*expected_offsets(written), info.first_offset]
     log.close()
-    again = reopen(
-        tmp_path, clock, clean=True
-    )  # what the full disk held back is on disk now, indexes included
+    # what the full disk held back is on disk now, indexes included
+    again = reopen(tmp_path, clock, clean=True)
     assert [r.offset for r in log_records(again)] == [*expected_offsets(written), info.first_offset]
     check_indexes(again)  # those the full disk kept from being written were rebuilt at this start
 

@@ -273,8 +273,8 @@ def load(
         last.resize_indexes(config.segment_index_bytes)
     except OSError as exc:  # a full disk at start: index entries kept in memory could not be written first
         _log.warning(
-            "could not size the indexes of the active segment %s for appends (%s): serving it as it is; the "
-            "next append rolls a new segment first, refused while the disk has no room",
+            "could not size the indexes of the active segment %s for appends (%s): serving it as it is; its "
+            "index entries are written behind once the disk has room, appends refused until then",
             last.log.path,
             exc,
         )
