@@ -68,6 +68,20 @@ def test_stamping_sets_the_base_offset_and_epoch_and_keeps_the_crc_valid() -> No
     assert lone_v2_batch(raw, len(raw)) is not None
 
 
+def test_a_valid_batch_is_stamped_in_the_same_call_and_an_invalid_one_is_left_alone() -> None:
+    raw = batch(4)
+    expected = lone_v2_batch(bytearray(raw), len(raw))
+    assert lone_v2_batch(raw, len(raw), 2_000_000, 9) == expected
+    view = BatchView(memoryview(raw), 0)
+    assert (view.base_offset, view.partition_leader_epoch, view.last_offset) == (2_000_000, 9, 2_000_003)
+    assert view.is_valid()
+    damaged = bytearray(raw)
+    damaged[-1] ^= 0x01
+    before = bytes(damaged)
+    assert lone_v2_batch(damaged, len(raw), 5, 1) is None
+    assert damaged == before
+
+
 # --- keyless_records: a compacted topic's key check, without a record object each ---------------------------------
 
 

@@ -66,8 +66,8 @@ def test_log_segments_call_semantics(tmp_path: Path, clock: ManualClock) -> None
 
 def test_size_is_a_python_int(tmp_path: Path, clock: ManualClock) -> None:
     segments, made = _segments(tmp_path, clock, [0])
-    made[0].log._size = 2**31 + 5
+    made[0].log.size = 2**31 + 5
     other = LogSegment.open(tmp_path, 100, LogConfig(), clock)
-    other.log._size = 2**31
+    other.log.size = 2**31
     segments.add(other)
     assert segments.size_in_bytes() == 2**32 + 5

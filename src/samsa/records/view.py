@@ -375,11 +375,15 @@ _LONE_V2_FIELDS = struct.Struct(">8xi4xbI2xi8xqq")
 skipped as padding: ``lone_v2_batch`` makes six ints per append instead of thirteen."""
 
 
-def lone_v2_batch(buf: bytearray, max_size: int) -> tuple[int, int, int, int] | None:
+def lone_v2_batch(
+    buf: bytearray, max_size: int, base_offset: int = -1, epoch: int = -1
+) -> tuple[int, int, int, int] | None:
     """``buf`` read as exactly one valid v2 batch of at most ``max_size`` bytes: ``(batchLength, lastOffsetDelta,
-    maxTimestamp, producerId)``, what a leader append needs (a plain tuple: one is made per append); None when it is anything else (shorter or longer than its length field says, another magic, a
-    negative lastOffsetDelta, a CRC-32C that does not match), for a caller that then takes the general path, which
-    names the fault. One unpack and one C CRC call: the produce path's common case, per partition."""
+    maxTimestamp, producerId)``, what a leader append needs (a plain tuple: one is made per append); None when it
+    is anything else (shorter or longer than its length field says, another magic, a negative lastOffsetDelta, a
+    CRC-32C that does not match), for a caller that then takes the general path, which names the fault. With a
+    ``base_offset`` (>= 0), a valid batch is also stamped with it and ``epoch`` (``stamp_v2_batch``), in this
+    call: the produce path's common case, per partition, in one call, one unpack, one C CRC call and one pack."""
     size = len(buf)
     if size < RECORD_BATCH_OVERHEAD or size > max_size:
         return None
@@ -391,6 +395,8 @@ def lone_v2_batch(buf: bytearray, max_size: int) -> tuple[int, int, int, int] | 
         or CRC32C_C(memoryview(buf)[V2_ATTRIBUTES_OFFSET:]) != crc
     ):
         return None
+    if base_offset >= 0:
+        _V2_OFFSET_LENGTH_EPOCH.pack_into(buf, 0, base_offset, length, epoch)
     return length, last_delta, max_timestamp, producer_id
 
 

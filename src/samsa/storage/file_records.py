@@ -85,7 +85,9 @@ class FileRecords:
     def __init__(self, path: Path, fd: int, size: int, writable: bool = True) -> None:
         self.path = path
         self._fd = fd
-        self._size = size
+        self.size = (
+            size  # bytes of batches (a plain field, not a property: read on every append; set here only)
+        )
         self.writable = writable
         self._reserved = size  # blocks are reserved up to here (module doc)
         self._reserving = writable  # False once the filesystem said it cannot
@@ -117,10 +119,6 @@ class FileRecords:
     # --- state -------------------------------------------------------------------------------------------
 
     @property
-    def size(self) -> int:
-        return self._size
-
-    @property
     def fd(self) -> int:
         return self._fd
 
@@ -134,7 +132,7 @@ class FileRecords:
         starts at. All or nothing: a failed write is cut off again and raised (AppendRollbackError when even
         that fails)."""
         length = data.nbytes if type(data) is memoryview else len(data)
-        size = self._size
+        size = self.size
         if size + length > INT_MAX:
             raise ValueError(
                 f"appending {length} bytes to {self.path} of size {size} would exceed {INT_MAX} bytes"
@@ -148,7 +146,7 @@ class FileRecords:
         except BaseException:
             self.undo_append(size)
             raise
-        self._size = size + length
+        self.size = size + length
         return size
 
     def _reserve_ahead(self, size: int, length: int) -> None:
@@ -170,28 +168,28 @@ class FileRecords:
 
     def truncate_to(self, target: int) -> int:
         """Cut the file at byte ``target`` (no OS call when the size is already ``target``); returns bytes cut."""
-        if target > self._size or target < 0:
-            raise ValueError(f"cannot truncate {self.path} of size {self._size} to {target} bytes")
-        if target < self._size or self.file_length() > target:
+        if target > self.size or target < 0:
+            raise ValueError(f"cannot truncate {self.path} of size {self.size} to {target} bytes")
+        if target < self.size or self.file_length() > target:
             os.ftruncate(self._fd, target)
-        removed = self._size - target
-        self._size = target
+        removed = self.size - target
+        self.size = target
         return removed
 
     def trim(self) -> None:
         """Drop preallocated bytes and reserved blocks beyond the logical size."""
-        if self._reserved > self._size or self.file_length() != self._size:
-            os.ftruncate(self._fd, self._size)
-        self._reserved = self._size
+        if self._reserved > self.size or self.file_length() != self.size:
+            os.ftruncate(self._fd, self.size)
+        self._reserved = self.size
         self._trim_on_flush = False
 
     def on_become_inactive(self) -> None:
         """The segment rolled: a preallocated file is cut to its size now, as Kafka does on roll; blocks
         reserved past the end are given back at the next ``flush`` or ``close`` (module doc)."""
-        if self.file_length() != self._size:
+        if self.file_length() != self.size:
             self.trim()
         else:
-            self._trim_on_flush = self._reserved > self._size
+            self._trim_on_flush = self._reserved > self.size
 
     def flush(self) -> None:
         os.fsync(self._fd)
@@ -225,18 +223,18 @@ class FileRecords:
 
     def read(self, position: int, size: int) -> bytes:
         """Up to ``size`` bytes from ``position`` (a copy, bounded by the logical size)."""
-        end = min(self._size, position + size)
+        end = min(self.size, position + size)
         if end <= position:
             return b""
         return FileSlice(self._fd, position, end - position).read_bytes()
 
     def slice(self, position: int, size: int) -> FileSlice:
         """A zero-copy view of [position, position + size), capped at the current size."""
-        if position < 0 or position > self._size or size < 0:
+        if position < 0 or position > self.size or size < 0:
             raise ValueError(
-                f"invalid slice position {position} size {size} of {self.path} (size {self._size})"
+                f"invalid slice position {position} size {size} of {self.path} (size {self.size})"
             )
-        end = min(self._size, position + size)
+        end = min(self.size, position + size)
         return FileSlice(self._fd, position, end - position, str(self.path))
 
     def batches(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchView]]:
@@ -245,7 +243,7 @@ class FileRecords:
         Views are over a read buffer, valid until the next item. Stops at a partial trailing batch; a size
         below the legacy minimum raises CorruptRecordError.
         """
-        limit = self._size if end is None else min(end, self._size)
+        limit = self.size if end is None else min(end, self.size)
         position = start
         while position < limit - HEADER_SIZE_UP_TO_MAGIC:
             buf = self.read(position, min(_CHUNK, limit - position))
@@ -270,7 +268,7 @@ class FileRecords:
 
         The views answer header fields (offsets, timestamps, size, epoch); their record bytes are absent.
         """
-        limit = self._size if end is None else min(end, self._size)
+        limit = self.size if end is None else min(end, self.size)
         position = start
         while position < limit - HEADER_SIZE_UP_TO_MAGIC:
             header = os.pread(self._fd, RECORD_BATCH_OVERHEAD, position)

@@ -374,20 +374,44 @@ class OffsetIndex(AbstractIndex):
 
     def append(self, offset: int, position: int, write: bool = True) -> None:
         """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError, and
-        OSError when the write fails (the index is then unchanged). ``write=False``: see ``persist``."""
-        if not self.writable:
-            self._ensure_writable()
-        if not self._loaded:
-            self._load()
-        if self._entries >= self._length // self.entry_size:  # full
+        OSError when the write fails (the index is then unchanged). ``write=False``: see ``persist``.
+
+        Every append of a leader at 16 KiB a batch comes here, so the checks are one test of plain fields and
+        the entry is added in place; ``_check_append`` names what is wrong."""
+        entries = self._entries
+        relative = offset - self.base_offset
+        data = self._data
+        if (
+            data is None
+            or entries >= self._length >> 3  # full (or not loaded: no length yet)
+            or (entries and offset <= self._last_offset)
+            or not 0 <= relative <= INT_MAX
+            or not self.writable
+        ):
+            self._check_append(offset)  # raises, or loads what was not loaded yet
+            self._add_entry(_OFFSET_ENTRY.pack(relative, position), write)
+            self._last_offset = offset
+            return
+        data += _OFFSET_ENTRY.pack(relative, position)
+        self._entries = entries + 1
+        if write and (entries + 1 - self._persisted >= WRITE_BEHIND or not self._persisted):
+            try:
+                self.persist()
+            except BaseException:
+                del data[-8:]
+                self._entries = entries
+                raise
+        self._last_offset = offset
+
+    def _check_append(self, offset: int) -> None:
+        """Load the entries if they are not in memory yet, then raise what forbids appending ``offset``."""
+        self._ensure_writable()
+        self._buf()
+        if self._entries >= self._length // self.entry_size:
             raise IndexFullError(self.path, self.entries, self.max_entries)
         if self._entries and offset <= self._last_offset:
             raise InvalidOffsetError(self.path, offset, self._last_offset)
-        relative = offset - self.base_offset
-        if not 0 <= relative <= INT_MAX:
-            raise IndexOffsetOverflowError(self.path, self.base_offset, offset)
-        self._add_entry(_OFFSET_ENTRY.pack(relative, position), write)
-        self._last_offset = offset
+        self.relative_offset(offset)
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """The floor entry for ``target_offset``, or (baseOffset, 0)."""
@@ -468,6 +492,30 @@ class TimeIndex(AbstractIndex):
         ValueError for a timestamp going back, OSError when the write fails (the index is then unchanged).
         ``write=False``: see ``persist``.
         """
+        entries = self._entries
+        data = self._data
+        last = self._last_entry
+        relative = offset - self.base_offset
+        if (
+            data is not None
+            and entries
+            and timestamp > last.timestamp
+            and offset >= last.offset
+            and relative <= INT_MAX
+            and entries < self._length // 12 - 1
+            and self.writable
+        ):  # the append path's common case (a later timestamp, room): one test of plain fields, added in place
+            data += _TIME_ENTRY.pack(timestamp, relative)
+            self._entries = entries + 1
+            if write and (entries + 1 - self._persisted >= WRITE_BEHIND or not self._persisted):
+                try:
+                    self.persist()
+                except BaseException:
+                    del data[-12:]
+                    self._entries = entries
+                    raise
+            self._last_entry = TimestampOffset(timestamp, offset)
+            return
         if not self.writable:
             self._ensure_writable()
         if not self._loaded:

@@ -36,6 +36,9 @@ class LeaderEpochFileCache:
             self._entries = [EpochEntry(epoch, offset) for epoch, offset in self._file.read()]
         except (CheckpointError, OSError):
             self._entries = []
+        self.latest = (
+            self._entries[-1].epoch if self._entries else None
+        )  # a plain field: read on every append
 
     @property
     def path(self) -> Path:
@@ -45,7 +48,7 @@ class LeaderEpochFileCache:
         return list(self._entries)
 
     def latest_epoch(self) -> int | None:
-        return self._entries[-1].epoch if self._entries else None
+        return self.latest
 
     def earliest_entry(self) -> EpochEntry | None:
         return self._entries[0] if self._entries else None
@@ -112,6 +115,10 @@ class LeaderEpochFileCache:
             self._file.write([(e.epoch, e.start_offset) for e in entries])
         except OSError:
             if best_effort:
-                self._entries = entries
+                self._keep(entries)
             raise
+        self._keep(entries)
+
+    def _keep(self, entries: list[EpochEntry]) -> None:
         self._entries = entries
+        self.latest = entries[-1].epoch if entries else None

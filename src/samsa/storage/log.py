@@ -79,6 +79,7 @@ from samsa.records.legacy import decode_legacy, set_legacy_timestamp
 from samsa.records.record import TimestampType
 from samsa.records.view import (
     LOG_OVERHEAD,
+    NO_TIMESTAMP,
     BatchView,
     iter_request_batches,
     lone_v2_batch,
@@ -478,7 +479,8 @@ class Log:
         """The common leader append in the fewest steps: ``records`` is exactly one valid v2 batch, on a topic
         that neither compacts nor stamps LogAppendTime. Returns None to take the general path (which also
         raises whichever error applies); the effects are the general path's, to the byte."""
-        batch = lone_v2_batch(records, self._max_lone_batch)
+        first = self._log_end_offset
+        batch = lone_v2_batch(records, self._max_lone_batch, first, leader_epoch)  # stamped when valid
         if batch is None:
             return None
         length, last_delta, max_ts, pid = batch
@@ -489,21 +491,25 @@ class Log:
             if producers.producers and producers.find_duplicate(batches) is not None:
                 return None  # a retried batch: the general path answers with its original offsets
             pending = producers.validate_append(batches)
-        first = self._log_end_offset
         last = first + last_delta
-        stamp_v2_batch(records, 0, length, first, leader_epoch)
         if leader_epoch >= 0:
-            latest = self.leader_epoch_cache.latest_epoch()
+            latest = self.leader_epoch_cache.latest
             if latest is None or leader_epoch > latest:
                 self.leader_epoch_cache.assign(leader_epoch, first)
         size = length + LOG_OVERHEAD
-        info = _new_append_info((first, last, max_ts, last, -1, self._log_start_offset, size, 1, False))
+        shallow = (
+            last if max_ts > NO_TIMESTAMP else first
+        )  # as ``_assign_offsets`` (a batch without timestamps)
+        info = _new_append_info((first, last, max_ts, shallow, -1, self._log_start_offset, size, 1, False))
         end = last + 1
-        if end - self._recovery_point < self._flush_messages:  # ``_append`` without a flush due, inline
-            segment = self.segments.active_segment
-            if segment.should_roll_for(size, max_ts, last, None, self._max_segment_ms, self._segment_bytes):
-                segment = self.roll(first)
-            segment.append(last, max_ts, last, records)
+        segment = self.segments.last
+        if end - self._recovery_point < self._flush_messages and segment is not None:  # ``_append``, inline
+            if not segment.try_append(records, size, last, max_ts, self._max_segment_ms, self._segment_bytes):
+                if segment.should_roll_for(
+                    size, max_ts, last, None, self._max_segment_ms, self._segment_bytes
+                ):
+                    segment = self.roll(first)
+                segment.append(last, max_ts, last, records)
             self._log_end_offset = end
         else:
             self._append(records, info)

@@ -17,7 +17,7 @@ class LogSegments:
     def __init__(self) -> None:
         self._bases: list[int] = []
         self._by_base: dict[int, LogSegment] = {}
-        self._last: LogSegment | None = None  # the active segment, kept at hand for every append
+        self.last: LogSegment | None = None  # the active segment (a plain field: read on every append)
 
     def add(self, segment: LogSegment) -> LogSegment | None:
         """Add ``segment``; returns the segment it replaced, if any."""
@@ -25,20 +25,20 @@ class LogSegments:
         if old is None:
             insort(self._bases, segment.base_offset)
         self._by_base[segment.base_offset] = segment
-        self._last = self._by_base[self._bases[-1]]
+        self.last = self._by_base[self._bases[-1]]
         return old
 
     def remove(self, base_offset: int) -> LogSegment | None:
         segment = self._by_base.pop(base_offset, None)
         if segment is not None:
             self._bases.pop(bisect_left(self._bases, base_offset))
-            self._last = self._by_base[self._bases[-1]] if self._bases else None
+            self.last = self._by_base[self._bases[-1]] if self._bases else None
         return segment
 
     def clear(self) -> None:
         self._bases.clear()
         self._by_base.clear()
-        self._last = None
+        self.last = None
 
     def get(self, base_offset: int) -> LogSegment | None:
         return self._by_base.get(base_offset)
@@ -62,7 +62,7 @@ class LogSegments:
         return self._by_base[self._bases[0]] if self._bases else None
 
     def last_segment(self) -> LogSegment | None:
-        return self._last
+        return self.last
 
     def first_base_offset(self) -> int:
         if not self._bases:
@@ -71,7 +71,7 @@ class LogSegments:
 
     @property
     def active_segment(self) -> LogSegment:
-        last = self._last
+        last = self.last
         if last is None:
             raise LookupError("no segments")
         return last
