@@ -208,12 +208,17 @@ class AbstractIndex:
         data += entry
         self._entries = entries + 1
         if write and (entries + 1 - self._persisted >= WRITE_BEHIND or self._persisted == 0):
-            try:
-                self.persist()
-            except BaseException:
-                del data[-len(entry) :]
-                self._entries = entries
-                raise
+            self._persist_or_drop_last()
+
+    def _persist_or_drop_last(self) -> None:
+        """``persist`` after adding one entry; if it fails, that entry is dropped again (the index as it was)
+        and the error raised."""
+        try:
+            self.persist()
+        except BaseException:
+            del self._buf()[-self.entry_size :]
+            self._entries -= 1
+            raise
 
     def persist(self) -> None:
         """Write the entries added with ``write=False`` since the last ``persist`` to their slots, with one
@@ -395,12 +400,7 @@ class OffsetIndex(AbstractIndex):
         data += _OFFSET_ENTRY.pack(relative, position)
         self._entries = entries + 1
         if write and (entries + 1 - self._persisted >= WRITE_BEHIND or not self._persisted):
-            try:
-                self.persist()
-            except BaseException:
-                del data[-8:]
-                self._entries = entries
-                raise
+            self._persist_or_drop_last()
         self._last_offset = offset
 
     def _check_append(self, offset: int) -> None:
@@ -508,12 +508,7 @@ class TimeIndex(AbstractIndex):
             data += _TIME_ENTRY.pack(timestamp, relative)
             self._entries = entries + 1
             if write and (entries + 1 - self._persisted >= WRITE_BEHIND or not self._persisted):
-                try:
-                    self.persist()
-                except BaseException:
-                    del data[-12:]
-                    self._entries = entries
-                    raise
+                self._persist_or_drop_last()
             self._last_entry = TimestampOffset(timestamp, offset)
             return
         if not self.writable:

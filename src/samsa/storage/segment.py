@@ -333,28 +333,7 @@ class LogSegment:
                 return False
         position = self.log.append(records)
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            offsets, times = self.offset_index, self.time_index
-            added = 0  # as in ``_add_index_entries``, one call less
-            try:
-                offsets.append(offset, position)
-                added = 1
-                if timestamp > current.timestamp:
-                    times.maybe_append(timestamp, offset)
-                elif current.timestamp > times.last_entry.timestamp:
-                    times.maybe_append(current.timestamp, current.offset)
-            except BaseException:
-                self._index_room = 0
-                mark = AppendMark(
-                    position,
-                    offsets.entries - added,
-                    times.entries,
-                    self._bytes_since_last_index_entry,
-                    current,
-                    first,
-                )
-                self.rollback(mark)
-                raise
-            self._bytes_since_last_index_entry = 0
+            self._add_index_entries(position, offset, timestamp, offset, current)
             self._index_room -= 1
         if timestamp > current.timestamp:
             self._max_timestamp_and_offset = TimestampOffset(timestamp, offset)
