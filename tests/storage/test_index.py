@@ -229,6 +229,37 @@ def filled_time_index(tmp_path: Path, n: int, name: str = "a.timeindex") -> Time
     return index
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    steps=st.lists(st.tuples(st.integers(1, 500), st.integers(0, 40)), min_size=0, max_size=60),
+    probes=st.lists(st.integers(-5, 30_000), max_size=30),
+    cut=st.integers(BASE - 5, BASE + 3_000),
+)
+def test_time_index_matches_a_sorted_list(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[int, int]], probes: list[int], cut: int
+) -> None:
+    """Lookups by timestamp and truncation by offset (both a binary search over the entries) against a list."""
+    directory = tmp_path_factory.mktemp("tidx")
+    index = TimeIndex(directory / "m.timeindex", BASE, 70 * 12)
+    model: list[tuple[int, int]] = []
+    timestamp, offset = 0, BASE
+    for ts_gap, offset_gap in steps:
+        timestamp += ts_gap
+        offset += offset_gap
+        index.maybe_append(timestamp, offset)
+        model.append((timestamp, offset))
+
+    def floor(target: int) -> TimestampOffset:
+        found = [e for e in model if e[0] <= target]
+        return TimestampOffset(*found[-1]) if found else TimestampOffset(-1, BASE)
+
+    for probe in probes:
+        assert index.lookup(probe) == floor(probe)
+    index.truncate_to(cut)
+    model = [e for e in model if e[1] < cut]
+    assert [index.entry(i) for i in range(index.entries)] == [TimestampOffset(*e) for e in model]
+
+
 def test_time_lookup(tmp_path: Path) -> None:
     index = time_index(tmp_path)
     assert index.lookup(100) == TimestampOffset(-1, BASE)

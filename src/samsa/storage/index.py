@@ -51,6 +51,8 @@ from .errors import CorruptIndexError, IndexFullError, IndexOffsetOverflowError,
 INT_MAX = 2**31 - 1
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,15 +294,27 @@ class AbstractIndex:
     def _offset_at(self, slot: int) -> int:
         raise NotImplementedError
 
+    # where a slot's key and offset are: (field, its byte in the entry, what it is relative to)
+    _key_field: tuple[struct.Struct, int, bool]
+    _offset_field: tuple[struct.Struct, int, bool]
+
     def _floor_slot(self, target: int, by_offset: bool = False) -> int:
-        """The largest slot whose key (or offset) is <= ``target``; -1 when none."""
-        value_of = self._offset_at if by_offset else self._key_at
-        lo, hi = 0, self.entries - 1
-        if hi < 0 or value_of(0) > target:
+        """The largest slot whose key (or offset) is <= ``target``; -1 when none. Every fetch and offset lookup
+        comes here: the probes unpack the field straight from the entries, no call per probe (a third of
+        the time of a one-batch read in ``bench/bench_storage.py`` was calls here, 2026-11-26)."""
+        entries = self.entries
+        if not entries:
             return -1
+        field, at, relative = self._offset_field if by_offset else self._key_field
+        if relative:
+            target -= self.base_offset
+        unpack, size, buf = field.unpack_from, self.entry_size, self._buf()
+        if unpack(buf, at)[0] > target:
+            return -1
+        lo, hi = 0, entries - 1
         while lo < hi:
             mid = (lo + hi + 1) >> 1
-            if value_of(mid) > target:
+            if unpack(buf, mid * size + at)[0] > target:
                 hi = mid - 1
             else:
                 lo = mid
@@ -361,6 +375,8 @@ class OffsetIndex(AbstractIndex):
             self._last_offset = self.base_offset + int(relative)
         else:
             self._last_offset = self.base_offset
+
+    _key_field = _offset_field = (_INT32, 0, True)
 
     def _key_at(self, slot: int) -> int:
         return self.base_offset + int(_OFFSET_ENTRY.unpack_from(self._buf(), slot * 8)[0])
@@ -460,6 +476,9 @@ class TimeIndex(AbstractIndex):
             self._last_entry = TimestampOffset(timestamp, self.base_offset + relative)
         else:
             self._last_entry = TimestampOffset(-1, self.base_offset)
+
+    _key_field = (_INT64, 0, False)
+    _offset_field = (_INT32, 8, True)
 
     def _key_at(self, slot: int) -> int:
         return int(_TIME_ENTRY.unpack_from(self._buf(), slot * 12)[0])
