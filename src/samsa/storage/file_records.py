@@ -85,9 +85,8 @@ class FileRecords:
     def __init__(self, path: Path, fd: int, size: int, writable: bool = True) -> None:
         self.path = path
         self._fd = fd
-        self.size = (
-            size  # bytes of batches (a plain field, not a property: read on every append; set here only)
-        )
+        # bytes of batches: a plain field, not a property (read on every append); set by this class only
+        self.size = size
         self.writable = writable
         self._reserved = size  # blocks are reserved up to here (module doc)
         self._reserving = writable  # False once the filesystem said it cannot

@@ -36,9 +36,8 @@ class LeaderEpochFileCache:
             self._entries = [EpochEntry(epoch, offset) for epoch, offset in self._file.read()]
         except (CheckpointError, OSError):
             self._entries = []
-        self.latest = (
-            self._entries[-1].epoch if self._entries else None
-        )  # a plain field: read on every append
+        # the latest epoch: a plain field (read on every append), kept by ``_keep``
+        self.latest = self._entries[-1].epoch if self._entries else None
 
     @property
     def path(self) -> Path:

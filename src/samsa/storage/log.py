@@ -497,9 +497,8 @@ class Log:
             if latest is None or leader_epoch > latest:
                 self.leader_epoch_cache.assign(leader_epoch, first)
         size = length + LOG_OVERHEAD
-        shallow = (
-            last if max_ts > NO_TIMESTAMP else first
-        )  # as ``_assign_offsets`` (a batch without timestamps)
+        # the offset of the largest timestamp, as ``_assign_offsets`` has it (the first for a batch without any)
+        shallow = last if max_ts > NO_TIMESTAMP else first
         info = _new_append_info((first, last, max_ts, shallow, -1, self._log_start_offset, size, 1, False))
         end = last + 1
         segment = self.segments.last
