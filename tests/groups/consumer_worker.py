@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import signal
 import sys
 from collections.abc import Callable
@@ -132,7 +133,12 @@ def run_kafka_python(bootstrap: str, topic: str, group: str) -> None:
     consumer.subscribe([topic], listener=Listener())
     try:
         while not stopping:
-            batches = consumer.poll(timeout_ms=200)
+            # kafka-python 3.0.12 loses a join that completes after poll's timeout ran out mid-join, when the
+            # rejoin came from its own metadata check (a leader that assigned before the topic's metadata came):
+            # the member never applies its assignment nor heartbeats again, and the group drops it. Seen here
+            # 2026-11-26 (its debug log: "timeout in ensure_active_group", then need_rejoin False forever). A
+            # long poll makes running out mid-join rare; records still return as soon as they come.
+            batches = consumer.poll(timeout_ms=2000)
             records = [r for rs in batches.values() for r in rs]
             if not records:
                 continue
@@ -198,6 +204,8 @@ RUNNERS = {"confluent-kafka": run_confluent, "kafka-python": run_kafka_python, "
 
 def main() -> None:
     library, bootstrap, topic, group = sys.argv[1:5]
+    # the client library's own account (joins, rebalances, errors) on stderr, which the test keeps in a file
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     signal.signal(signal.SIGTERM, on_term)
     RUNNERS[library](bootstrap, topic, group)
     emit({"closed": True})

@@ -31,15 +31,17 @@ ROOT = Path(__file__).resolve().parents[2]
 class Worker:
     """A consumer_worker.py child process and what it has reported."""
 
-    def __init__(self, library: str, bootstrap: str, topic: str, group: str) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.groups.consumer_worker", library, bootstrap, topic, group],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+    def __init__(self, library: str, bootstrap: str, topic: str, group: str, log: Path) -> None:
+        self.log = log  # the client library's log lines, for a failure's report
+        with log.open("w") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tests.groups.consumer_worker", library, bootstrap, topic, group],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
         self.assigned: list[int] | None = None
         self.consumed: list[tuple[int, int, str]] = []
         self.uncommitted: list[tuple[int, int, str]] = []  # delivered, but their commit failed
@@ -57,6 +59,9 @@ class Worker:
                     self.consumed.append((partition, offset, value))
                 for partition, offset, value in doc.get("uncommitted", []):
                     self.uncommitted.append((partition, offset, value))
+
+    def log_tail(self, lines: int = 25) -> str:
+        return "".join(self.log.read_text(errors="replace").splitlines(keepends=True)[-lines:])
 
     def delivered(self) -> set[tuple[int, str]]:
         """(partition, value) of each record this member received: committed, or in a poll whose commit failed
@@ -108,7 +113,7 @@ def group_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
 @pytest.mark.slow
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_group_rebalances_without_losing_or_repeating_records(
-    library: str, group_broker: BrokerProcess
+    library: str, group_broker: BrokerProcess, tmp_path: Path
 ) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -127,7 +132,8 @@ def test_group_rebalances_without_losing_or_repeating_records(
             ck_produce(bootstrap, topic, [Message(None, v.encode()) for v in values], partition=partition)
             produced.update((partition, v) for v in values)
 
-    workers = [Worker(library, bootstrap, topic, group) for _ in range(3)]
+    logs = (tmp_path / f"worker-{n}.log" for n in range(1, 100))
+    workers = [Worker(library, bootstrap, topic, group, next(logs)) for _ in range(3)]
     everyone = list(workers)
 
     def consumed() -> list[tuple[int, int, str]]:
@@ -146,7 +152,12 @@ def test_group_rebalances_without_losing_or_repeating_records(
     def state() -> str:
         missing = sorted(produced - delivered())
         alive = [(w.process.pid, w.process.poll(), w.assigned) for w in everyone]
-        return f"workers (pid, exit, assigned): {alive}; {len(missing)} records missing, first {missing[:5]}"
+        logs = "".join(f"\n--- worker {w.process.pid} ({w.log.name}):\n{w.log_tail()}" for w in everyone)
+        broker = "".join(group_broker.output[-40:])
+        return (
+            f"workers (pid, exit, assigned): {alive}; {len(missing)} records missing, first {missing[:5]}"
+            f"{logs}\n--- broker:\n{broker}"
+        )
 
     try:
         wait_for(
@@ -171,9 +182,13 @@ def test_group_rebalances_without_losing_or_repeating_records(
         )
         wait_for(all_consumed, "the third batch", state=state)
 
-        workers.append(Worker(library, bootstrap, topic, group))
+        workers.append(Worker(library, bootstrap, topic, group, next(logs)))
         everyone.append(workers[-1])
-        wait_for(lambda: owned_once(workers) and all(w.assigned for w in workers), "a new member to join")
+        wait_for(
+            lambda: owned_once(workers) and all(w.assigned for w in workers),
+            "a new member to join",
+            state=state,
+        )
         produce_batch()
         wait_for(all_consumed, "the fourth batch", state=state)
     finally:
