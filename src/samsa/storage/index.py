@@ -288,15 +288,14 @@ class AbstractIndex:
 
     # --- search --------------------------------------------------------------------------------------------
 
-    def _key_at(self, slot: int) -> int:
-        raise NotImplementedError
-
-    def _offset_at(self, slot: int) -> int:
-        raise NotImplementedError
-
-    # where a slot's key and offset are: (field, its byte in the entry, what it is relative to)
+    # where a slot's key and offset are: (field, its byte in the entry, whether it is relative to the base offset)
     _key_field: tuple[struct.Struct, int, bool]
     _offset_field: tuple[struct.Struct, int, bool]
+
+    def _offset_at(self, slot: int) -> int:
+        """The offset entry ``slot`` names (relative in the file)."""
+        field, at, _ = self._offset_field
+        return self.base_offset + int(field.unpack_from(self._buf(), slot * self.entry_size + at)[0])
 
     def _floor_slot(self, target: int, by_offset: bool = False) -> int:
         """The largest slot whose key (or offset) is <= ``target``; -1 when none. Every fetch and offset lookup
@@ -377,11 +376,6 @@ class OffsetIndex(AbstractIndex):
             self._last_offset = self.base_offset
 
     _key_field = _offset_field = (_INT32, 0, True)
-
-    def _key_at(self, slot: int) -> int:
-        return self.base_offset + int(_OFFSET_ENTRY.unpack_from(self._buf(), slot * 8)[0])
-
-    _offset_at = _key_at
 
     @property
     def last_offset(self) -> int:
@@ -479,12 +473,6 @@ class TimeIndex(AbstractIndex):
 
     _key_field = (_INT64, 0, False)
     _offset_field = (_INT32, 8, True)
-
-    def _key_at(self, slot: int) -> int:
-        return int(_TIME_ENTRY.unpack_from(self._buf(), slot * 12)[0])
-
-    def _offset_at(self, slot: int) -> int:
-        return self.base_offset + int(_TIME_ENTRY.unpack_from(self._buf(), slot * 12)[1])
 
     @property
     def last_entry(self) -> TimestampOffset:

@@ -318,19 +318,18 @@ class LogSegment:
         indexes on every append."""
         current = self._max_timestamp_and_offset
         first = self._rolling_based_timestamp
+        if current is None or first is None or first < 0:
+            return False
         if (
-            current is None
-            or first is None
-            or first < 0
-            or self._index_room <= 0
+            self._index_room <= 0
             or self.log.size > max_segment_bytes - size
             or not 0 <= offset - self.base_offset <= INT_MAX
             or timestamp - first > max_segment_ms - self.roll_jitter_ms
+        ) and (
+            self._count_index_room() <= 0
+            or self.should_roll_for(size, timestamp, offset, None, max_segment_ms, max_segment_bytes)
         ):
-            if current is None or first is None or first < 0 or self._count_index_room() <= 0:
-                return False
-            if self.should_roll_for(size, timestamp, offset, None, max_segment_ms, max_segment_bytes):
-                return False
+            return False
         position = self.log.append(records)
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
             self._add_index_entries(position, offset, timestamp, offset, current)
