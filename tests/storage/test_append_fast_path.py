@@ -60,18 +60,26 @@ def _files(directory: Path) -> dict[str, bytes]:
 
 
 class FastAppends:
-    """Counts the appends ``LogSegment.try_append`` made (a test of the fast path must see it taken)."""
+    """Counts the appends ``LogSegment.try_append`` made, and the leader appends offered it (a ``bytearray``
+    buffer): a test of the fast path must see it taken."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.count = 0
+        self.offered = 0
         real = LogSegment.try_append
+        real_append = Log.append_as_leader
 
         def counted(segment: LogSegment, *args: Any) -> bool:
             done = real(segment, *args)
             self.count += done
             return done
 
+        def offered(log: Log, records: bytes | bytearray, *args: Any, **kwargs: Any) -> Any:
+            self.offered += isinstance(records, bytearray)
+            return real_append(log, records, *args, **kwargs)
+
         monkeypatch.setattr(LogSegment, "try_append", counted)
+        monkeypatch.setattr(Log, "append_as_leader", offered)
 
 
 class FastAndGeneralAppends(RuleBasedStateMachine):
@@ -138,7 +146,10 @@ def test_fast_and_general_appends_leave_the_same_log(monkeypatch: pytest.MonkeyP
     run_state_machine_as_test(
         FastAndGeneralAppends, settings=settings(max_examples=40, stateful_step_count=30, deadline=None)
     )
-    assert fast.count > 200
+    # How many appends a run makes varies with hypothesis' choices (300 to 3,500 seen); the share taken fast
+    # stays between 0.38 and 0.70 (roll-due and first-in-segment appends take the general path).
+    assert fast.offered > 100
+    assert fast.count > 0.2 * fast.offered
 
 
 def test_closed_logs_are_the_same_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
