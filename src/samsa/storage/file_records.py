@@ -82,6 +82,8 @@ def _keep_size_fallocate() -> Callable[[int, int, int], int]:
 class FileRecords:
     """A ``.log`` file open for positional reads and appends (Kafka's ``FileRecords``)."""
 
+    __slots__ = ("_fd", "_reserved", "_reserving", "_trim_on_flush", "path", "size", "writable")
+
     def __init__(self, path: Path, fd: int, size: int, writable: bool = True) -> None:
         self.path = path
         self._fd = fd

@@ -78,6 +78,19 @@ WRITE_BEHIND = 32
 class AbstractIndex:
     """The entries, their count and the search shared by both indexes (one entry format per subclass)."""
 
+    __slots__ = (
+        "_data",
+        "_entries",
+        "_fd",
+        "_length",
+        "_loaded",
+        "_persisted",
+        "base_offset",
+        "max_index_size",
+        "path",
+        "writable",
+    )
+
     entry_size = 8
 
     def __init__(
@@ -365,6 +378,7 @@ class OffsetIndex(AbstractIndex):
     Not thread-safe; the owning ``LogSegment`` serialises calls.
     """
 
+    __slots__ = ("_last_offset",)
     entry_size = 8
     _last_offset: int  # of the last entry (the base offset when there is none)
 
@@ -461,6 +475,7 @@ class TimeIndex(AbstractIndex):
     Not thread-safe; the owning ``LogSegment`` serialises calls.
     """
 
+    __slots__ = ("_last_entry",)
     entry_size = 12
     _last_entry: TimestampOffset  # (-1, base offset) when there is none
 

@@ -30,6 +30,8 @@ class EpochEntry:
 class LeaderEpochFileCache:
     """The (epoch, start offset) list of one partition, written through to its checkpoint file."""
 
+    __slots__ = ("_entries", "_file", "latest")
+
     def __init__(self, directory: Path) -> None:
         self._file = leader_epoch_checkpoint(directory / LEADER_EPOCH_CHECKPOINT)
         try:

@@ -201,6 +201,30 @@ def _storage_failure(log: Log, exc: OSError) -> OSError:
 class Log:
     """One partition's log (module doc). Not thread-safe; the owner serialises every call."""
 
+    __slots__ = (
+        "_flush_messages",
+        "_high_watermark",
+        "_hw_metadata",
+        "_last_flush_time",
+        "_log_end_offset",
+        "_log_start_offset",
+        "_max_lone_batch",
+        "_max_segment_ms",
+        "_pending_deletes",
+        "_recovery_point",
+        "_segment_bytes",
+        "_stamps_or_compacts",
+        "clock",
+        "config",
+        "directory",
+        "flush_on_roll",
+        "leader_epoch_cache",
+        "load_report",
+        "offline_error",
+        "producer_state",
+        "segments",
+    )
+
     def __init__(
         self,
         directory: Path,

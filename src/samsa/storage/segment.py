@@ -141,6 +141,22 @@ class EpochSink(Protocol):
 class LogSegment:
     """A ``.log`` with its two indexes (module doc). Not thread-safe; the owning ``Log`` serialises calls."""
 
+    __slots__ = (
+        "_bytes_since_last_index_entry",
+        "_created",
+        "_index_room",
+        "_max_timestamp_and_offset",
+        "_rolling_based_timestamp",
+        "base_offset",
+        "clock",
+        "index_interval_bytes",
+        "log",
+        "offset_index",
+        "roll_jitter_ms",
+        "time_index",
+        "verify_on_first_use",
+    )
+
     def __init__(
         self,
         log: FileRecords,

@@ -14,6 +14,8 @@ from .segment import LogSegment
 class LogSegments:
     """Segments keyed by base offset; adding a segment with an existing base replaces it."""
 
+    __slots__ = ("_bases", "_by_base", "last")
+
     def __init__(self) -> None:
         self._bases: list[int] = []
         self._by_base: dict[int, LogSegment] = {}
