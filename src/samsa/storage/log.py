@@ -404,19 +404,61 @@ class Log:
     ) -> LogAppendInfo:
         """Validate, assign offsets from LEO in place, stamp ``leader_epoch``, and append with one write.
 
-        Storage failures as ``_io_boundary`` says; the common case (one v2 batch in a request buffer) is tried
-        first without its wrapper, one Python call less per append."""
-        if type(records) is bytearray and not self._stamps_or_compacts and self.offline_error is None:
-            try:
-                fast = self._append_one_batch(records, leader_epoch)
-            except OSError as exc:
-                failure = _storage_failure(self, exc)
-                if failure is exc:
-                    raise
-                raise failure from exc
-            if fast is not None:
-                return fast
-        return self._append_as_leader(records, leader_epoch)
+        Storage failures as ``_io_boundary`` says. The common case, one valid v2 batch in a request buffer on a
+        topic that neither compacts nor stamps LogAppendTime, is done here in the fewest Python calls (each
+        costs about 0.4 us next to a 16 KiB write, ``LogSegment.try_append``), with the general path's effects
+        to the byte; anything else (and a retried batch, answered with its original offsets) takes the general
+        path, which also raises whichever error applies."""
+        if type(records) is not bytearray or self._stamps_or_compacts or self.offline_error is not None:
+            return self._append_as_leader(records, leader_epoch)
+        first = self._log_end_offset
+        batch = lone_v2_batch(records, self._max_lone_batch, first, leader_epoch)  # stamped when valid
+        if batch is None:
+            return self._append_as_leader(records, leader_epoch)
+        length, last_delta, max_ts, pid = batch
+        pending = None
+        if pid >= 0:  # in memory only: no storage failure to translate
+            producers = self.producer_state
+            batches = [BatchView(memoryview(records), 0)]
+            if producers.producers and producers.find_duplicate(batches) is not None:
+                return self._append_as_leader(records, leader_epoch)
+            pending = producers.validate_append(batches)
+        try:
+            last = first + last_delta
+            if leader_epoch >= 0:
+                latest = self.leader_epoch_cache.latest
+                if latest is None or leader_epoch > latest:
+                    self.leader_epoch_cache.assign(leader_epoch, first)
+            size = length + LOG_OVERHEAD
+            # the offset of the largest timestamp as ``_assign_offsets`` has it (the first for a batch without any)
+            shallow = last if max_ts > NO_TIMESTAMP else first
+            info = _new_append_info(
+                (first, last, max_ts, shallow, -1, self._log_start_offset, size, 1, False)
+            )
+            end = last + 1
+            segment = self.segments.last
+            if (
+                end - self._recovery_point < self._flush_messages and segment is not None
+            ):  # ``_append``, inline
+                if not segment.try_append(
+                    records, size, last, max_ts, self._max_segment_ms, self._segment_bytes
+                ):
+                    if segment.should_roll_for(
+                        size, max_ts, last, None, self._max_segment_ms, self._segment_bytes
+                    ):
+                        segment = self.roll(first)
+                    segment.append(last, max_ts, last, records)
+                self._log_end_offset = end
+            else:
+                self._append(records, info)
+            if pending is not None:
+                producers.complete_append(pending, end)
+        except OSError as exc:
+            failure = _storage_failure(self, exc)
+            if failure is exc:
+                raise
+            raise failure from exc
+        return info
 
     @_io_boundary
     def _append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> LogAppendInfo:
@@ -498,47 +540,6 @@ class Log:
             if batch.max_timestamp > max_ts or log_append:
                 max_ts, shallow = batch.max_timestamp, batch.last_offset
         return next_offset, max_ts, shallow
-
-    def _append_one_batch(self, records: bytearray, leader_epoch: int) -> LogAppendInfo | None:
-        """The common leader append in the fewest steps: ``records`` is exactly one valid v2 batch, on a topic
-        that neither compacts nor stamps LogAppendTime. Returns None to take the general path (which also
-        raises whichever error applies); the effects are the general path's, to the byte."""
-        first = self._log_end_offset
-        batch = lone_v2_batch(records, self._max_lone_batch, first, leader_epoch)  # stamped when valid
-        if batch is None:
-            return None
-        length, last_delta, max_ts, pid = batch
-        pending = None
-        if pid >= 0:
-            producers = self.producer_state
-            batches = [BatchView(memoryview(records), 0)]
-            if producers.producers and producers.find_duplicate(batches) is not None:
-                return None  # a retried batch: the general path answers with its original offsets
-            pending = producers.validate_append(batches)
-        last = first + last_delta
-        if leader_epoch >= 0:
-            latest = self.leader_epoch_cache.latest
-            if latest is None or leader_epoch > latest:
-                self.leader_epoch_cache.assign(leader_epoch, first)
-        size = length + LOG_OVERHEAD
-        # the offset of the largest timestamp, as ``_assign_offsets`` has it (the first for a batch without any)
-        shallow = last if max_ts > NO_TIMESTAMP else first
-        info = _new_append_info((first, last, max_ts, shallow, -1, self._log_start_offset, size, 1, False))
-        end = last + 1
-        segment = self.segments.last
-        if end - self._recovery_point < self._flush_messages and segment is not None:  # ``_append``, inline
-            if not segment.try_append(records, size, last, max_ts, self._max_segment_ms, self._segment_bytes):
-                if segment.should_roll_for(
-                    size, max_ts, last, None, self._max_segment_ms, self._segment_bytes
-                ):
-                    segment = self.roll(first)
-                segment.append(last, max_ts, last, records)
-            self._log_end_offset = end
-        else:
-            self._append(records, info)
-        if pending is not None:
-            producers.complete_append(pending, last + 1)
-        return info
 
     @_io_boundary
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
