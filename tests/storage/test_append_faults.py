@@ -196,3 +196,35 @@ def test_an_append_that_cannot_be_undone_takes_the_log_offline(tmp_path: Path) -
         for r in decode_all(reopened.read(0, 1000, FetchIsolation.LOG_END).records.read_bytes())
     ] == [(acked.first_offset, b"kept")]
     assert reopened.append_as_leader(build_batch([Record(0, 1, None, b"after")])).first_offset == 1
+
+
+@pytest.mark.parametrize("buffer", [bytearray, bytes], ids=["one-batch path", "general path"])
+def test_a_failed_time_index_entry_undoes_the_offset_entry_and_the_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, buffer: Callable[[bytes], bytes]
+) -> None:
+    """The time index fails after the offset index took its entry: the append leaves nothing behind (no
+    offset entry, no bytes, the log end where it was), and the same offsets then go to the next batch."""
+    clock = ManualClock(start_ms=1_700_000_000_000)
+    log = Log.open(tmp_path / "t-0", CONFIG, clock)
+    for i in range(3):  # bigger than the index interval: each append adds index entries
+        log.append_as_leader(buffer(build_batch([Record(0, 1_700_000_000_000 + i, None, b"k" * 150)])))
+    segment = log.active_segment
+    before = (segment.size, segment.offset_index.entries, segment.time_index.entries, log.log_end_offset)
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type(segment.time_index), "maybe_append", full)
+        with pytest.raises(KafkaStorageError):
+            log.append_as_leader(buffer(build_batch([Record(0, 1_700_000_000_009, None, b"n" * 150)])))
+    assert (
+        segment.size,
+        segment.offset_index.entries,
+        segment.time_index.entries,
+        log.log_end_offset,
+    ) == before
+    info = log.append_as_leader(buffer(build_batch([Record(0, 1_700_000_000_010, None, b"a" * 150)])))
+    assert info.first_offset == before[3]
+    data = log.read(0, 10_000, FetchIsolation.LOG_END).records.read_bytes()
+    assert [r.value[:1] for r in decode_all(data) if r.value] == [b"k", b"k", b"k", b"a"]

@@ -145,6 +145,7 @@ class LogSegment:
         "_bytes_since_last_index_entry",
         "_created",
         "_index_room",
+        "_indexed_timestamp",
         "_max_timestamp_and_offset",
         "_rolling_based_timestamp",
         "base_offset",
@@ -177,6 +178,8 @@ class LogSegment:
         self._created = clock.milliseconds()
         self._bytes_since_last_index_entry = 0
         self._index_room = 0  # appends sure to find a free slot in both indexes; 0: count again (try_append)
+        # the time index's last timestamp, kept with ``_index_room`` (try_append)
+        self._indexed_timestamp = -1
         self._rolling_based_timestamp: int | None = None
         self._max_timestamp_and_offset: TimestampOffset | None = None
         self.verify_on_first_use = False  # set by the loader for segments trusted from a clean shutdown
@@ -348,7 +351,21 @@ class LogSegment:
             return False
         position = self.log.append(records)
         if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            self._add_index_entries(position, offset, timestamp, offset, current)
+            # ``_add_index_entries``, inline, reading the time index's last timestamp from the segment
+            added = 0  # entries the offset index took (a failed index append leaves its index as it was)
+            try:
+                self.offset_index.append(offset, position)
+                added = 1
+                if timestamp > current.timestamp:
+                    self.time_index.maybe_append(timestamp, offset)
+                    self._indexed_timestamp = timestamp
+                elif current.timestamp > self._indexed_timestamp:
+                    self.time_index.maybe_append(current.timestamp, current.offset)
+                    self._indexed_timestamp = current.timestamp
+            except BaseException:
+                self._undo_index_entries(position, added, current)
+                raise
+            self._bytes_since_last_index_entry = 0
             self._index_room -= 1
         if timestamp > current.timestamp:
             self._max_timestamp_and_offset = TimestampOffset(timestamp, offset)
@@ -357,9 +374,11 @@ class LogSegment:
 
     def _count_index_room(self) -> int:
         """How many more appends can each add an entry to both indexes (the time index keeps its last slot for
-        the roll's entry); kept in ``_index_room`` until either index changes otherwise than by ``try_append``."""
+        the roll's entry); kept in ``_index_room`` until either index changes otherwise than by ``try_append``,
+        and the time index's last timestamp with it in ``_indexed_timestamp``."""
         offsets, times = self.offset_index, self.time_index
         room = min(offsets.max_entries - offsets.entries, times.max_entries - 1 - times.entries)
+        self._indexed_timestamp = times.last_entry.timestamp
         self._index_room = room
         return room
 
@@ -369,7 +388,7 @@ class LogSegment:
         """The index entries of the append that starts at ``position`` (``current``: the segment's largest
         timestamp before it); on failure, the append is undone."""
         offsets, times = self.offset_index, self.time_index
-        added = 0  # entries added to the offset index (a failed index append leaves its index as it was)
+        added = 0  # entries the offset index took (a failed index append leaves its index as it was)
         try:
             offsets.append(offset, position)
             added = 1
@@ -378,18 +397,23 @@ class LogSegment:
             elif current.timestamp > times.last_entry.timestamp:
                 times.maybe_append(current.timestamp, current.offset)
         except BaseException:
-            self.rollback(
-                AppendMark(
-                    position,
-                    offsets.entries - added,
-                    times.entries,
-                    self._bytes_since_last_index_entry,
-                    current,
-                    self._rolling_based_timestamp,
-                )
-            )
+            self._undo_index_entries(position, added, current)
             raise
         self._bytes_since_last_index_entry = 0
+
+    def _undo_index_entries(self, position: int, added: int, current: TimestampOffset) -> None:
+        """Undo an append starting at ``position`` whose index entries failed after the offset index took
+        ``added`` of them (the time index's entry, the last step, is the one that failed if any)."""
+        self.rollback(
+            AppendMark(
+                position,
+                self.offset_index.entries - added,
+                self.time_index.entries,
+                self._bytes_since_last_index_entry,
+                current,
+                self._rolling_based_timestamp,
+            )
+        )
 
     def append_mark(self) -> AppendMark:
         """What ``rollback`` needs to undo the appends made after this call."""
