@@ -410,7 +410,14 @@ def _load_and_inflict(
     _wait("leaders", lambda: all(v[0] > 0 for v in _partitions(admin).values()), 60)
     writers += [_Writer(i, cluster.bootstrap_servers) for i in range(PRODUCERS)]
     workers += [
-        Worker("confluent-kafka", cluster.bootstrap_servers, TOPIC, "nemesis-readers") for _ in range(2)
+        Worker(
+            "confluent-kafka",
+            cluster.bootstrap_servers,
+            TOPIC,
+            "nemesis-readers",
+            log=cluster.directory / f"reader-{i}.log",
+        )
+        for i in range(2)
     ]
     for writer in writers:
         writer.start()

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -76,6 +77,8 @@ def run_confluent(bootstrap: str, topic: str, group: str) -> None:
             "session.timeout.ms": SESSION_TIMEOUT_MS,
             "heartbeat.interval.ms": HEARTBEAT_MS,
             "topic.metadata.refresh.interval.ms": 1000,
+            # librdkafka's debug contexts (e.g. "cgrp,fetch") into the worker's log, to follow a stuck member
+            **({"debug": os.environ["SAMSA_WORKER_DEBUG"]} if os.environ.get("SAMSA_WORKER_DEBUG") else {}),
         }
     )
     owned: set[int] = set()

@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from samsa.cluster.metadata_cache import PartitionInfo
+from samsa.cluster.metadata_cache import BrokerNode, PartitionInfo
 from samsa.new_topic import NewTopic
 from samsa.protocol import ErrorCode
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition, is_internal
@@ -54,6 +54,12 @@ class MetadataStore(Protocol):
     """The catalog and its changes (module doc)."""
 
     def controller_id(self) -> int: ...
+
+    def catalog_known(self) -> bool:
+        """Whether leaders are known (cluster mode: the controller's first UpdateMetadata since this broker
+        started). Before, ``alive_brokers`` and ``topics`` give what ZooKeeper held at start, and handlers answer
+        every topic LEADER_NOT_AVAILABLE: retriable, and no client drops what it knew for it."""
+        ...
 
     def alive_brokers(self, listener: str) -> list[Node]: ...
 
@@ -106,6 +112,9 @@ class LocalMetadataStore:
 
     def controller_id(self) -> int:
         return self._server.node_id
+
+    def catalog_known(self) -> bool:
+        return True
 
     def alive_brokers(self, listener: str) -> list[Node]:
         host, port = self._server.advertised()
@@ -176,9 +185,20 @@ class ZkMetadataStore:
         controller = self._cache.controller_id
         return controller if controller is not None else -1
 
+    def catalog_known(self) -> bool:
+        return self._cache.known
+
     def alive_brokers(self, listener: str) -> list[Node]:
+        if self._cache.known:
+            known = self._cache.alive_brokers()
+        else:  # the brokers registered at start, this one as it listens now (its old registration may linger)
+            me = self._server.node_id
+            here = {name: (host, port) for name, host, port in self._server.registered_addresses()}
+            known = [b for b in self._cache.provisional_brokers if b.broker_id != me]
+            known.append(BrokerNode(me, here, self._server.config.get("broker.rack")))
+            known.sort(key=lambda b: b.broker_id)
         nodes = []
-        for node in self._cache.alive_brokers():
+        for node in known:
             address = node.address(listener)
             if address is not None:
                 nodes.append(Node(node.broker_id, address[0], address[1], node.rack))
@@ -188,7 +208,7 @@ class ZkMetadataStore:
         return broker_id in self._cache.brokers
 
     def topics(self) -> set[str]:
-        return self._cache.topics()
+        return self._cache.topics() if self._cache.known else set(self._cache.provisional_topics)
 
     def partitions_of(self, topic: str) -> list[PartitionInfo]:
         return self._cache.partitions_of(topic)
@@ -247,6 +267,8 @@ class ZkMetadataStore:
 
         if self._cache.partitions_of(CONSUMER_OFFSETS_TOPIC):
             return ErrorCode.NONE
+        if not self._cache.known:  # it may well exist: the controller has not said yet
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         config = self._server.config
         offsets_topic = NewTopic(
             CONSUMER_OFFSETS_TOPIC,

@@ -45,7 +45,7 @@ from samsa.client.errors import KafkaError
 from samsa.cluster.controller import Controller
 from samsa.cluster.elections import ElectionConfig
 from samsa.cluster.isr_channel import IsrChange, IsrChannel
-from samsa.cluster.metadata_cache import MetadataCache
+from samsa.cluster.metadata_cache import BrokerNode, MetadataCache
 from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from samsa.cluster.replication_quota import DEFAULT_BROKER, FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
 from samsa.cluster.zk_client import BrokerAlreadyRegisteredError, ZkClient, ZkSessionInterruptedError
@@ -164,6 +164,14 @@ class ZkBroker:
                 f"the log dirs belong to cluster {stored_cluster_id}, but ZooKeeper at {self.zk.connect} holds "
                 f"cluster {cluster_id}: wrong zookeeper.connect, or log dirs of another cluster"
             )
+        registered, topics = await asyncio.to_thread(lambda: (self.zk.live_brokers(), self.zk.topics()))
+        self.metadata.set_provisional(
+            [
+                BrokerNode(broker_id, {e.listener: (e.host, e.port) for e in r.endpoints}, r.rack)
+                for broker_id, (r, _) in sorted(registered.items())
+            ],
+            set(topics),
+        )
         return cluster_id
 
     async def register(self) -> None:

@@ -5,6 +5,11 @@ FindCoordinator and DescribeCluster answer from it, so every broker tells client
 carries the whole broker list and the states of the partitions it names; partitions it does not name keep their
 state, and a partition whose leader is ``LEADER_DELETED`` (-2) is dropped with its topic when it was the last.
 
+Until the controller's first UpdateMetadata (``known``), a starting broker knows only what it read from ZooKeeper
+at start (``set_provisional``): the registered brokers and the topic names, no leaders. Answering clients then
+from the empty cache (no brokers, every topic unknown) made librdkafka 2.16 drop every broker it knew and stop
+consuming for minutes (a nemesis run, 2026-11-27); see ``ZkMetadataStore``.
+
 Event-loop thread only.
 """
 
@@ -56,6 +61,14 @@ class MetadataCache:
         self.brokers: dict[int, BrokerNode] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
         self._partitions: dict[str, dict[int, PartitionInfo]] = {}
+        self.known = False  # the controller has sent its first UpdateMetadata
+        self.provisional_brokers: list[BrokerNode] = []  # read from ZooKeeper at start, until ``known``
+        self.provisional_topics: set[str] = set()
+
+    def set_provisional(self, brokers: list[BrokerNode], topics: set[str]) -> None:
+        """What ZooKeeper held at start: the registered brokers and the topic names (module doc)."""
+        self.provisional_brokers = brokers
+        self.provisional_topics = topics
 
     # --- updates (from UpdateMetadata) -----------------------------------------------------------------------
 
@@ -63,6 +76,9 @@ class MetadataCache:
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.brokers = {broker.broker_id: broker for broker in brokers}
+        if not self.known:
+            self.known = True
+            self.provisional_brokers, self.provisional_topics = [], set()
 
     def set_partition(self, info: PartitionInfo, topic_id: uuid.UUID | None = None) -> None:
         """Store one partition's state; a partition led by ``LEADER_DELETED`` is removed."""

@@ -4,7 +4,10 @@ Topics asked for by name that do not exist are created first when the request an
 both allow it (as Kafka does), else answered with UNKNOWN_TOPIC_OR_PARTITION. The answer comes from the broker's
 metadata store (``metadata_store``): alone, what this broker hosts; in cluster mode what the controller last sent,
 with the addresses of the listener the request came in on. A newly created topic is LEADER_NOT_AVAILABLE until
-its leaders are elected, a partition whose leader is down LEADER_NOT_AVAILABLE with leader -1.
+its leaders are elected, a partition whose leader is down LEADER_NOT_AVAILABLE with leader -1. A cluster broker
+that has not heard from the controller since it started answers with the brokers ZooKeeper listed at its start
+and every topic LEADER_NOT_AVAILABLE without partitions (clients keep the leaders they know and ask again),
+never with an empty broker list or UNKNOWN_TOPIC_OR_PARTITION for a topic that exists.
 """
 
 from __future__ import annotations
@@ -35,7 +38,10 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     every = request.topics is None or (ctx.api_version == 0 and request.topics == [])
     names = sorted(store.topics()) if every else [t.name for t in request.topics or [] if t.name is not None]
     allow_create = (request.allow_auto_topic_creation if ctx.api_version >= 4 else True) and not every
-    topics = [await _topic(store, name, allow_create) for name in names]
+    if store.catalog_known():
+        topics = [await _topic(store, name, allow_create) for name in names]
+    else:  # a starting cluster broker, leaders not yet sent (``MetadataStore.catalog_known``)
+        topics = [MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=n) for n in names]
     return MetadataResponse(
         brokers=[
             MetadataResponseBroker(n.broker_id, n.host, n.port, n.rack)
