@@ -5,22 +5,40 @@ broker could not start" and stayed down."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
 from tests.cluster.nemesis import broker_epoch
 from tests.cluster.waiting import wait_for
 
+from samsa.client.connection import BrokerConnection
 from samsa.cluster.local import LocalCluster
 from samsa.cluster.zookeeper import ZooKeeperServer
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
 SESSION_MS = 10_000  # time enough for the restarted broker to start while the old session lives
+
+
+def _restart_within_its_session(cluster: LocalCluster, connect: str, broker: int) -> tuple[int | None, int]:
+    """kill -9 ``broker`` and start it again at once; returns once it waits for its old session to expire (it
+    lives on for up to SESSION_MS), with its broker epoch before and where its output then began."""
+    first = broker_epoch(connect, broker)
+    cluster.kill(broker)
+    before = len(cluster.output(broker, limit=10**6))
+    cluster.start_broker(broker, wait=False)
+    wait_for(
+        "the restarted broker to wait for its old session",
+        lambda: "waiting for it to expire" in cluster.output(broker, limit=10**6)[before:],
+    )
+    return first, before
 
 
 def test_a_broker_waiting_out_its_old_registration_survives_its_new_session_expiring(
@@ -30,14 +48,7 @@ def test_a_broker_waiting_out_its_old_registration_survives_its_new_session_expi
     cluster = LocalCluster(tmp_path / "cluster", zookeeper=connect, session_timeout_ms=SESSION_MS)
     try:
         cluster.up(1)
-        first = broker_epoch(connect, 1)
-        cluster.kill(1)  # its session lives on for up to SESSION_MS
-        before = len(cluster.output(1, limit=10**6))
-        cluster.start_broker(1, wait=False)
-        wait_for(
-            "the restarted broker to wait for its old session",
-            lambda: "waiting for it to expire" in cluster.output(1, limit=10**6)[before:],
-        )
+        first, before = _restart_within_its_session(cluster, connect, 1)
         zookeeper.pause()  # a stalled server: once resumed it expires every session, the new one's too
         time.sleep(SESSION_MS / 1000 + 3)
         zookeeper.resume()
@@ -47,6 +58,24 @@ def test_a_broker_waiting_out_its_old_registration_survives_its_new_session_expi
         assert "registering again" in log, log  # the interruption was met, not missed by timing
     finally:
         cluster.down()
+
+
+def _metadata_from(port: int, topic: str) -> Any:
+    """Broker at ``port``'s own answer to a Metadata request for ``topic`` (a client library would send its
+    request to whichever broker it likes once it knows several)."""
+
+    async def ask() -> Any:
+        connection = BrokerConnection("127.0.0.1", port, client_id="t", request_timeout_ms=10_000)
+        await connection.open()
+        try:
+            request = MetadataRequest(
+                topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False
+            )
+            return await connection.request(request, MetadataRequest.API_KEY)
+        finally:
+            await connection.close()
+
+    return asyncio.run(ask())
 
 
 def test_a_restarted_broker_answers_metadata_before_the_controller_reached_it(
@@ -66,26 +95,20 @@ def test_a_restarted_broker_answers_metadata_before_the_controller_reached_it(
             "leaders",
             lambda: all(p.leader >= 0 for p in admin.list_topics("t", 10).topics["t"].partitions.values()),
         )
-        first = broker_epoch(connect, 2)
-        cluster.kill(2)  # its session lives on for up to SESSION_MS
-        before = len(cluster.output(2, limit=10**6))
-        cluster.start_broker(2, wait=False)
-        wait_for(
-            "the restarted broker to wait for its old session",
-            lambda: "waiting for it to expire" in cluster.output(2, limit=10**6)[before:],
-        )
-        alone = AdminClient({"bootstrap.servers": cluster.broker(2).address})
-        waiting = alone.list_topics("t", timeout=10)
+        first, _ = _restart_within_its_session(cluster, connect, 2)
+        port = cluster.broker(2).port
+        waiting = _metadata_from(port, "t")
         assert broker_epoch(connect, 2) == first, "asked too late: broker 2 had registered again"
-        assert sorted(waiting.brokers) == [1, 2]
-        assert waiting.topics["t"].error is not None
-        assert waiting.topics["t"].error.code() == KafkaError.LEADER_NOT_AVAILABLE
+        assert sorted(b.node_id for b in waiting.brokers) == [1, 2]
+        assert [(t.name, t.error_code, t.partitions) for t in waiting.topics] == [
+            ("t", ErrorCode.LEADER_NOT_AVAILABLE, [])
+        ]
         wait_for("broker 2 registered again", lambda: broker_epoch(connect, 2) not in (None, first), 60)
         known = wait_for(
             "broker 2's full answer",
-            lambda: (md := alone.list_topics("t", timeout=10)).topics["t"].error is None and md,
+            lambda: (md := _metadata_from(port, "t")).topics[0].error_code == ErrorCode.NONE and md,
         )
-        assert sorted(known.brokers) == [1, 2]
-        assert sorted(known.topics["t"].partitions) == [0, 1]
+        assert sorted(b.node_id for b in known.brokers) == [1, 2]
+        assert sorted(p.partition_index for p in known.topics[0].partitions) == [0, 1]
     finally:
         cluster.down()

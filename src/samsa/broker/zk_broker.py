@@ -164,7 +164,22 @@ class ZkBroker:
                 f"the log dirs belong to cluster {stored_cluster_id}, but ZooKeeper at {self.zk.connect} holds "
                 f"cluster {cluster_id}: wrong zookeeper.connect, or log dirs of another cluster"
             )
-        registered, topics = await asyncio.to_thread(lambda: (self.zk.live_brokers(), self.zk.topics()))
+        await self._read_provisional_catalog()
+        return cluster_id
+
+    async def _read_provisional_catalog(self) -> None:
+        """The registered brokers and the topic names, which Metadata answers with until the controller's first
+        UpdateMetadata (``MetadataCache.set_provisional``). A hint: if ZooKeeper fails here, the start goes on
+        and those answers name this broker alone."""
+        try:
+            registered, topics = await asyncio.to_thread(lambda: (self.zk.live_brokers(), self.zk.topics()))
+        except Exception as exc:  # a hint only (kazoo's errors, a malformed registration)
+            log.warning(
+                "broker %d: could not read the registered brokers and topics at start: %s",
+                self.server.node_id,
+                exc,
+            )
+            return
         self.metadata.set_provisional(
             [
                 BrokerNode(broker_id, {e.listener: (e.host, e.port) for e in r.endpoints}, r.rack)
@@ -172,7 +187,6 @@ class ZkBroker:
             ],
             set(topics),
         )
-        return cluster_id
 
     async def register(self) -> None:
         """Register this broker's listeners (after they are bound) and join the controller election."""
