@@ -437,9 +437,8 @@ class Log:
             )
             end = last + 1
             segment = self.segments.last
-            if (
-                end - self._recovery_point < self._flush_messages and segment is not None
-            ):  # ``_append``, inline
+            # ``_append``, inline, when no flush is due
+            if end - self._recovery_point < self._flush_messages and segment is not None:
                 if not segment.try_append(
                     records, size, last, max_ts, self._max_segment_ms, self._segment_bytes
                 ):
