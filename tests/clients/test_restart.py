@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
+
+from samsa.records import iter_batches
 
 from .harness import BrokerProcess, Message, ck_consume, ck_produce, kp_consume
 
@@ -37,3 +41,44 @@ def test_acknowledged_records_survive_restart(fresh_broker: BrokerProcess, how: 
     acked_more = ck_produce(fresh_broker.bootstrap, "durable", more, "gzip", **{"batch.size": 4000})
     assert [o for _, o in acked_more] == list(range(300, 320))
     assert len(kp_consume(fresh_broker.bootstrap, "durable", 320)) == 320
+
+
+def test_a_tail_lost_after_a_clean_stop_never_gives_its_offsets_again(fresh_broker: BrokerProcess) -> None:
+    """A group read to the end and committed; the last batches' bytes are lost while the broker is stopped. New
+    records go after every offset the log held, so the group, resuming at its committed offset, reads them all
+    (with the lost offsets handed out again, it would skip as many as were lost, silently)."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CkPartition
+
+    fresh_broker.start()
+    acked = ck_produce(
+        fresh_broker.bootstrap, "cut", batch("a", 200), "none", acks="all", **{"batch.size": 2000}
+    )
+    end = max(o for _, o in acked) + 1
+    group = {"bootstrap.servers": fresh_broker.bootstrap, "group.id": "readers", "enable.auto.commit": False}
+    consumer = Consumer({**group, "auto.offset.reset": "earliest"})
+    consumer.subscribe(["cut"])
+    seen = 0
+    deadline = time.monotonic() + 30
+    while seen < len(acked) and time.monotonic() < deadline:
+        seen += len([m for m in consumer.consume(500, 0.5) if not m.error()])
+    consumer.commit(asynchronous=False)
+    assert consumer.committed([CkPartition("cut", 0)], 10)[0].offset == end
+    consumer.close()
+    assert fresh_broker.stop() == 0
+    active = sorted((fresh_broker.data_dir / "cut-0").glob("*.log"))[-1]
+    content = active.read_bytes()
+    last_two = list(iter_batches(content))[-2]
+    active.write_bytes(content[: last_two.position])  # the last two batches gone, on a batch boundary
+    fresh_broker.start()
+    more = ck_produce(fresh_broker.bootstrap, "cut", batch("b", 40), "none", acks="all")
+    assert min(o for _, o in more) == end  # never an offset that held a record
+    resumed = Consumer(group)
+    resumed.subscribe(["cut"])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(more) and time.monotonic() < deadline:
+        got += [m.key() for m in resumed.consume(500, 0.5) if not m.error()]
+    resumed.close()
+    assert sorted(got) == sorted(m.key for m in batch("b", 40))
+    assert any("were handed out before" in line for line in fresh_broker.output)

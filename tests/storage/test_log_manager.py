@@ -349,3 +349,29 @@ def test_invalid_override_creates_nothing(tmp_path: Path) -> None:
     assert manager.topics() == set()
     assert not list(tmp_path.glob("topic-config.*"))
     manager.shutdown()
+
+
+def test_a_topic_created_beyond_the_open_files_limit_is_removed_again_and_frees_its_descriptors(
+    tmp_path: Path,
+) -> None:
+    import os
+    import resource
+
+    manager = _manager([tmp_path / "d"], ManualClock())
+    manager.create_topic("kept", 1)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    open_before = len(os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (open_before + 40, hard))  # room for about a dozen logs
+    try:
+        with pytest.raises(OSError):
+            manager.create_topic("many", 50, {"cleanup.policy": "compact"})
+        open_after = len(os.listdir("/proc/self/fd"))
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert open_after <= open_before + 1  # the logs made before the failure closed again (+1: the listing)
+    assert manager.partitions_of("many") == [] and "many" not in manager.topics()
+    assert not list((tmp_path / "d").glob("many-*"))
+    assert manager.topic_overrides("many") == {}
+    manager.create_topic("many", 5)  # nothing left in the way
+    assert len(manager.partitions_of("many")) == 5 and manager.get_log(TopicPartition("kept", 0)) is not None
+    manager.shutdown()

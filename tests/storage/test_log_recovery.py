@@ -342,6 +342,8 @@ def test_log_end_below_log_start_after_reopen(
     first, *later = sorted(directory.glob("*.log"))
     for path in later:  # one segment, as in Kafka's test (later ones would be set aside and continue the log)
         path.unlink()
+    for path in directory.glob("*.snapshot"):  # and no producer snapshot beyond it (one would, too)
+        path.unlink()
     with open(first, "r+b") as f:
         f.truncate(70)
     log = Log.open(directory, CONFIG, clock, recovery_point=0, log_start_offset=4, had_clean_shutdown=False)
@@ -475,3 +477,69 @@ def test_log_recovers_to_correct_offset(
     assert (new_active.offset_index.entries, new_active.offset_index.last_offset) == index_state
     assert new_active.time_index.last_entry.timestamp == 5039
     assert new_active.time_index.last_entry.offset == leo - 1
+
+
+def test_bytes_cut_after_a_corrupt_batch_are_kept_and_its_offsets_never_handed_out_again(
+    pristine: tuple[Path, list[bytes]], tmp_path: Path, clock: ManualClock
+) -> None:
+    directory = copy(pristine, tmp_path)
+    active = last_log(directory)
+    data = bytearray(active.read_bytes())
+    batches = list(iter_batches(bytes(data)))
+    assert len(batches) >= 3
+    bad = batches[1]
+    data[bad.position + 40] ^= 0xFF  # a CRC-covered byte: whole batches after it are valid
+    active.write_bytes(bytes(data))
+    end = log_end(pristine)
+    log = reopen(directory, clock)  # after an unclean shutdown, from recovery point 0
+    kept = active.with_name(f"{active.name}.cut-at-{bad.position}.salvage")
+    assert kept.read_bytes() == bytes(data[bad.position :])  # the valid batches after the bad one included
+    assert kept in log.load_report.set_aside
+    # the valid batches in the bytes cut held offsets up to ``end``: the log goes on there, in a new segment
+    assert log.log_end_offset == end and log.active_segment.base_offset == end
+    assert [r.offset for r in log_records(log)] == expected_offsets(pristine[1])[: bad.base_offset]
+    assert log.append_as_leader(leader_batch(1)).first_offset == end
+    log.close()
+    again = reopen(directory, clock, recovery_point=end, clean=True)  # and it stays that way
+    assert again.log_end_offset == end + 1
+    again.close()
+
+
+def test_a_zero_filled_tail_is_cut_without_a_copy(
+    pristine: tuple[Path, list[bytes]], tmp_path: Path, clock: ManualClock
+) -> None:
+    directory = copy(pristine, tmp_path)
+    active = last_log(directory)
+    with open(active, "ab") as f:
+        f.write(bytes(4096))
+    log = reopen(directory, clock)
+    assert log.log_end_offset == log_end(pristine)
+    assert not list(directory.glob("*.salvage")) and log.load_report.set_aside == []
+    log.close()
+
+
+@pytest.mark.parametrize("replicated", [False, True])
+def test_a_lost_tail_continues_after_the_checkpointed_end_unless_replicated(
+    pristine: tuple[Path, list[bytes]], tmp_path: Path, clock: ManualClock, replicated: bool
+) -> None:
+    directory = copy(pristine, tmp_path)
+    for path in directory.glob("*.snapshot"):
+        path.unlink()  # only the checkpoints say where the log was
+    active = last_log(directory)
+    batches = list(iter_batches(active.read_bytes()))
+    active.write_bytes(active.read_bytes()[: batches[-1].position])  # the last batch gone, on a boundary
+    end = log_end(pristine)
+    lost_from = end - (batches[-1].last_offset - batches[-1].base_offset + 1)
+    log = Log.open(
+        directory,
+        CONFIG,
+        clock,
+        recovery_point=end,
+        had_clean_shutdown=True,
+        flush_on_roll=False,
+        previous_end=end,
+        replicated=replicated,
+    )
+    # a follower fetches what it lost from its leader: a gap would leave it without records the leader has
+    assert log.log_end_offset == (lost_from if replicated else end)
+    log.close()

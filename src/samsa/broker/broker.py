@@ -223,6 +223,7 @@ def _log_manager(config: KafkaConfig, clock: Clock, cluster_id: str) -> LogManag
         clock,
         node_id=config.node_id,
         cluster_id=cluster_id,
+        replicated=bool(config.get("zookeeper.connect")),
         retention_check_interval_ms=int(config.get("log.retention.check.interval.ms")),
         flush_checkpoint_interval_ms=int(config.get("log.flush.offset.checkpoint.interval.ms")),
         flush_start_offset_checkpoint_interval_ms=int(

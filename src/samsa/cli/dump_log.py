@@ -46,7 +46,7 @@ from samsa.records import (
 from samsa.records.view import DELETE_HORIZON_MASK
 from samsa.storage.index import OffsetIndex, TimeIndex
 from samsa.storage.log_dir_reader import SegmentFiles
-from samsa.storage.log_loader import SET_ASIDE_SUFFIX
+from samsa.storage.segment import SET_ASIDE_SUFFIX
 
 INT32_MAX = 2**31 - 1
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024

@@ -159,6 +159,32 @@ class FileRecords:
             self._reserving = False  # this file's filesystem cannot: never ask again
         # else (ENOSPC, EIO...): not now; the write says what is wrong, the next append asks again
 
+    def copy_out(self, position: int, path: Path) -> int:
+        """Write the bytes from ``position`` to the end into a new file at ``path`` (synced), unless they are all
+        zeros (nothing to keep: a preallocated or zero-filled tail); returns the bytes written, 0 when none. A
+        failed copy removes its partial file and raises."""
+        size = self.size
+        if position >= size or not any(self._chunks_nonzero(position, size)):
+            return 0
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                for at in range(position, size, _CHUNK):
+                    chunk = os.pread(self._fd, min(_CHUNK, size - at), at)
+                    os.write(fd, chunk)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        return size - position
+
+    def _chunks_nonzero(self, position: int, end: int) -> Iterator[bool]:
+        for at in range(position, end, _CHUNK):
+            chunk = os.pread(self._fd, min(_CHUNK, end - at), at)
+            yield chunk.count(0) != len(chunk)
+
     def undo_append(self, size: int) -> None:
         """Cut the file back to ``size`` after a failed or undone append (bytes a failed write left beyond the
         logical size included). Raises AppendRollbackError when the file cannot be cut."""
@@ -249,9 +275,12 @@ class FileRecords:
         while position < limit - HEADER_SIZE_UP_TO_MAGIC:
             buf = self.read(position, min(_CHUNK, limit - position))
             consumed = 0
-            for view in iter_batches(buf):
-                yield position + view.position, view
-                consumed = view.end
+            try:
+                for view in iter_batches(buf):
+                    yield position + view.position, view
+                    consumed = view.end
+            except CorruptRecordError as exc:  # its positions count from the start of ``buf``
+                raise CorruptRecordError(f"{exc} (counted from position {position} of {self.path})") from None
             if consumed == 0:
                 header = BatchView(memoryview(buf), 0)
                 needed = header.size_field + LOG_OVERHEAD

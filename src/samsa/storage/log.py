@@ -270,13 +270,24 @@ class Log:
         log_start_offset: int = 0,
         had_clean_shutdown: bool = False,
         flush_on_roll: bool = True,
+        previous_end: int = -1,
+        replicated: bool = False,
     ) -> Log:
-        """Load (or create) the partition directory; after an unclean shutdown recover from ``recovery_point``."""
+        """Load (or create) the partition directory; after an unclean shutdown recover from ``recovery_point``.
+        ``previous_end`` and ``replicated``: where the log continues when damage took its end (``log_loader``)."""
         try:
             directory.mkdir(parents=True, exist_ok=True)
             epochs = LeaderEpochFileCache(directory)
             loaded = load(
-                directory, config, clock, recovery_point, log_start_offset, had_clean_shutdown, epochs
+                directory,
+                config,
+                clock,
+                recovery_point,
+                log_start_offset,
+                had_clean_shutdown,
+                epochs,
+                previous_end,
+                replicated,
             )
         except KafkaStorageError:
             raise

@@ -10,11 +10,14 @@ Sequence (storage spec 7.3 and 7.5):
 3. Delete index files with no ``.log``; open every ``.log``; a segment with no ``.index`` is recovered.
 4. After an unclean shutdown, recover every segment from the one holding the recovery point to the end
    (``LogSegment.recover`` cuts a segment at its first invalid, partial or non-increasing batch; one that cannot
-   be read is emptied); when bytes were cut from a segment, every later segment is set aside (renamed
-   ``*.salvage``, kept for the operator) and the log continues after the offsets they held, so none is handed
-   out twice. After a clean shutdown the active segment is checked (``LogSegment.check``) and recovered if it
-   fails; the other segments are checked when first read. Every recovery, removal and set-aside is logged at
-   WARN with the file, offsets and bytes; ``LoadedLog.report`` counts them for the directory's summary line.
+   be read is emptied); the bytes cut are kept beside it (``*.log.cut-at-<position>.salvage``, unless all
+   zeros), and every later segment is set aside (renamed ``*.salvage``, kept for the operator). After a clean
+   shutdown the active segment is checked (``LogSegment.check``) and recovered if it fails; the other segments
+   are checked when first read. Every recovery, removal and set-aside is logged at WARN with the file, offsets
+   and bytes; ``LoadedLog.report`` counts them for the directory's summary line.
+   Then, unless the log is replicated, it continues after every offset it is known to have handed out: those of
+   the segments set aside, of valid batches in bytes cut, its checkpointed recovery point and high watermark,
+   its latest producer snapshot. Damage can take records; it never makes the log hand their offsets out again.
 5. If the log end is below the log-start checkpoint, every segment goes; with no segment left, an empty one is
    created at the log start offset. The active segment's indexes get their full size back.
 6. Producer state (``producer_state``): snapshots that match no segment base are deleted (but the latest one
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from samsa.clock import Clock
-from samsa.records import CorruptRecordError
+from samsa.records import CorruptRecordError, InvalidRecordError
 
 from .config import LogConfig
 from .file_records import FileRecords
@@ -45,6 +48,7 @@ from .segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    SET_ASIDE_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
@@ -57,9 +61,6 @@ from .segments import LogSegments
 _log = logging.getLogger(__name__)
 
 _INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-SET_ASIDE_SUFFIX = ".salvage"
-"""Appended to the files of valid segments that recovery could not keep in the log (they follow a corrupt
-batch): Kafka's loader and Samsa's ignore such names, ``samsa dump-log --files`` reads them."""
 
 
 @dataclass(slots=True)
@@ -70,6 +71,8 @@ class LoadReport:
     segments_recovered: int = 0
     bytes_truncated: int = 0
     set_aside: list[Path] = field(default_factory=list)
+    cut_held_to: int = -1
+    """The offset after the valid batches found in bytes recovery cut (``claimed_by_cut``), -1 when none."""
 
     def add(self, other: LoadReport) -> None:
         """Count ``other`` in (a log directory's summary of its partitions)."""
@@ -77,6 +80,7 @@ class LoadReport:
         self.segments_recovered += other.segments_recovered
         self.bytes_truncated += other.bytes_truncated
         self.set_aside += other.set_aside
+        self.cut_held_to = max(self.cut_held_to, other.cut_held_to)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +176,7 @@ def _recover(segment: LogSegment, epochs: LeaderEpochFileCache | None, report: L
     truncated = segment.recover(epochs)
     report.segments_recovered += 1
     report.bytes_truncated += truncated
+    _count_cut(segment, report)
     if truncated:
         _log.warning(
             "recovered %s (%s): cut %d of %d bytes at position %d; it now ends at offset %d, indexes rebuilt",
@@ -185,6 +190,33 @@ def _recover(segment: LogSegment, epochs: LeaderEpochFileCache | None, report: L
     else:
         _log.warning("recovered %s (%s): every batch valid, indexes rebuilt", segment.log.path, why)
     return truncated
+
+
+def _count_cut(segment: LogSegment, report: LoadReport) -> None:
+    """Report the bytes a recovery of ``segment`` cut and kept, and the offsets valid batches among them held."""
+    if segment.cut_set_aside is not None:
+        report.set_aside.append(segment.cut_set_aside)
+        report.cut_held_to = max(report.cut_held_to, claimed_by_cut(segment.cut_set_aside))
+
+
+def claimed_by_cut(path: Path) -> int:
+    """The offset after the whole, valid (CRC-checked) batches that follow the corrupt one at the start of bytes
+    recovery cut and kept in ``path``; -1 when there are none. The log held those offsets: it must not hand them
+    out again. A torn last write holds none (its batch is partial), nor do random bytes (a CRC would have to
+    match); the corrupt batch's own offsets are not trusted, like the rest of it."""
+    held = -1
+    records = FileRecords.open(path, writable=False)
+    try:
+        batches = records.batches()
+        next(batches, None)
+        for _, batch in batches:
+            batch.ensure_valid()
+            held = max(held, batch.next_offset)
+    except (CorruptRecordError, InvalidRecordError, OSError):
+        pass
+    finally:
+        records.close_handlers()
+    return held
 
 
 def _claimed_next_offset(segment: LogSegment) -> int:
@@ -214,6 +246,7 @@ def recover_segments(
             truncated = segment.truncate_fully()
         report.segments_recovered += 1
         report.bytes_truncated += truncated
+        _count_cut(segment, report)
         if truncated > 0:
             _log.warning(
                 "recovery cut %d bytes from %s after an unclean shutdown (invalid or partial batch at position "
@@ -254,8 +287,16 @@ def load(
     log_start_offset: int,
     had_clean_shutdown: bool,
     epochs: LeaderEpochFileCache | None,
+    previous_end: int = -1,
+    replicated: bool = False,
 ) -> LoadedLog:
-    """Run the whole load sequence (module doc) and return the segments and the offsets to start from."""
+    """Run the whole load sequence (module doc) and return the segments and the offsets to start from.
+
+    ``previous_end``: an offset the log is known to have reached before (its checkpointed recovery point or
+    high watermark). Unless the log is ``replicated``, it continues after the offsets it is known to have handed
+    out (that, the segments set aside, its producer snapshots), even when damage took them: an offset is never
+    handed out twice. A replicated log continues at its last valid batch instead: a follower fetches what it
+    lost from the leader, and a gap there would leave it without records the leader has."""
     directory.mkdir(parents=True, exist_ok=True)
     report = LoadReport()
     swaps = remove_temp_files_and_collect_swap_files(directory)
@@ -267,6 +308,12 @@ def load(
             _check_after_clean_shutdown(segments, epochs, report)
         else:
             claimed = recover_segments(segments, recovery_point, epochs, report)
+    producer_state = ProducerStateManager(directory)
+    if replicated:
+        claimed = -1
+    else:
+        known = max(previous_end, producer_state.latest_snapshot_offset() or 0, report.cut_held_to)
+        claimed = max(claimed, _lost_end(directory, segments, log_start_offset, known))
     last = _active_segment(directory, segments, config, clock, log_start_offset, claimed)
     log_end_offset = last.read_next_offset()
     try:
@@ -280,7 +327,6 @@ def load(
         )
     first = segments.first_base_offset()
     start = max(log_start_offset, first)
-    producer_state = ProducerStateManager(directory)
     producer_state.remove_stray_snapshots(segments.base_offsets())
     rebuild_producer_state(
         producer_state, segments, start, log_end_offset, clock.milliseconds(), had_clean_shutdown
@@ -293,6 +339,27 @@ def load(
         producer_state,
         report,
     )
+
+
+def _lost_end(directory: Path, segments: LogSegments, log_start_offset: int, known: int) -> int:
+    """The offset a log whose end was lost must continue at, -1 when nothing was: ``known``, the highest offset
+    it is known to have reached (``load``), when that is beyond what its segments now hold; said at WARN with
+    the offsets lost."""
+    last = segments.last_segment()
+    end = max(log_start_offset, last.read_next_offset() if last is not None else 0)
+    if known <= end:
+        return -1
+    _log.warning(
+        "%s: offsets %d to %d were handed out before (the log had reached %d, by its checkpoints, producer "
+        "snapshots or the valid batches in bytes recovery cut) but its segments no longer hold them: lost with "
+        "damaged or removed bytes; the log continues at %d, so that none of them is handed out again",
+        directory,
+        end,
+        known - 1,
+        known,
+        known,
+    )
+    return known
 
 
 def _active_segment(

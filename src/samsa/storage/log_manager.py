@@ -43,6 +43,7 @@ at this level). Only the overrides are stored; the defaults come from ``default_
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -67,7 +68,7 @@ from .checkpoint import (
 from .checkpoint import read_offsets_or_empty as _read_or_empty
 from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
-from .errors import StorageError
+from .errors import KafkaStorageError, StorageError
 from .meta import ensure_meta_properties, read_properties_file, write_properties_file
 from .topic import (
     CLUSTER_METADATA_TOPIC,
@@ -180,6 +181,7 @@ class LogManager:
         flush_scheduler_interval_ms: int | None = None,
         cleaner_config: CleanerConfig | None = None,
         cleaner_threaded: bool = True,
+        replicated: bool = False,
     ) -> None:
         if not log_dirs:
             raise ValueError("LogManager needs at least one log directory")
@@ -188,6 +190,9 @@ class LogManager:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.broker_epoch = broker_epoch
+        self.replicated = (
+            replicated  # a cluster's logs: what damage took is fetched again (``log_loader.load``)
+        )
         self._dirs = [_LogDir(Path(d)) for d in log_dirs]
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, _LogDir] = {}
@@ -343,7 +348,12 @@ class LogManager:
         ensure_no_collision(topic, self.topics())
         self._set_overrides(topic, {k: str(v) for k, v in (overrides or {}).items()})
         config = self.topic_config(topic)
-        return [self.get_or_create_log(TopicPartition(topic, p), config) for p in range(partitions)]
+        try:
+            return self._create_logs(topic, range(partitions), config)
+        except OSError:
+            if not self.partitions_of(topic):  # undone (out of descriptors): no topic, no overrides
+                self._set_overrides(topic, {})
+            raise
 
     def add_partitions(self, topic: str, new_total: int) -> list[Log]:
         """Grow a topic to ``new_total`` partitions, returning the new logs; partitions are never removed."""
@@ -362,8 +372,46 @@ class LogManager:
                 f"The topic {topic} currently has {current} partition(s); {new_total} would not be an increase. "
                 "Partitions can be added, never removed.",
             )
-        config = self.topic_config(topic)
-        return [self.get_or_create_log(TopicPartition(topic, p), config) for p in range(current, new_total)]
+        return self._create_logs(topic, range(current, new_total), self.topic_config(topic))
+
+    def _create_logs(self, topic: str, partitions: range, config: LogConfig) -> list[Log]:
+        """Create the logs of ``partitions``. When one fails because the process is out of file descriptors,
+        the logs made by this call are closed and removed before the error is raised: kept, they would hold
+        the descriptors the broker needs to serve everything else (each log keeps its files open). Other
+        failures (a full disk) keep what was made, for a later call to complete."""
+        made: list[Log] = []
+        try:
+            for partition in partitions:
+                made.append(self.get_or_create_log(TopicPartition(topic, partition), config))
+        except OSError as exc:
+            if _out_of_descriptors(exc):
+                import shutil  # here: not needed to start (start-up time)
+
+                for log in made:
+                    self._remove_new_log(log)
+                failed = TopicPartition(topic, partitions[len(made)])
+                for log_dir in self._dirs:  # the directory the failed one had made, if any
+                    shutil.rmtree(log_dir.path / log_dir_name(failed), ignore_errors=True)
+                _log.warning(
+                    "creating %d partitions of %s ran out of file descriptors after %d: those are removed again "
+                    "(raise the open files limit, ulimit -n, to host them)",
+                    len(partitions),
+                    topic,
+                    len(made),
+                )
+            raise
+        return made
+
+    def _remove_new_log(self, log: Log) -> None:
+        import shutil
+
+        tp = next(tp for tp, held in self._logs.items() if held is log)
+        del self._logs[tp]
+        del self._log_dir_of[tp]
+        try:
+            log.close()
+        finally:
+            shutil.rmtree(log.directory, ignore_errors=True)
 
     def update_topic_config(self, topic: str, overrides: Mapping[str, str | int]) -> None:
         """Replace the topic's overrides, persist them and apply them to its open logs."""
@@ -374,8 +422,9 @@ class LogManager:
 
     # --- deleting ----------------------------------------------------------------------------------------------
 
-    def delete_log(self, tp: TopicPartition) -> Path:
-        """Close the log, rename its directory to ``topic-N.<uuid>-delete`` and queue it for removal.
+    def delete_log(self, tp: TopicPartition, *, checkpoint: bool = True) -> Path:
+        """Close the log, rename its directory to ``topic-N.<uuid>-delete`` and queue it for removal; with
+        ``checkpoint``, rewrite its log dir's checkpoints without it.
 
         Returns the renamed directory. It is removed by ``delete_pending`` once ``file.delete.delay.ms`` passed.
         """
@@ -392,6 +441,8 @@ class LogManager:
         target = log_dir.path / delete_dir_name(tp)
         os.replace(source, target)
         fsync_directory(log_dir.path)
+        if checkpoint:
+            self._checkpoint_without_deleted([log_dir])
         self._pending_deletes.append(
             _PendingDelete(target, self.clock.milliseconds() + config.file_delete_delay_ms)
         )
@@ -402,9 +453,24 @@ class LogManager:
         tps = self.partitions_of(topic)
         if not tps:
             raise UnknownTopicError(topic)
-        renamed = [self.delete_log(tp) for tp in tps]
+        dirs = {id(d): d for d in (self._log_dir_of[tp] for tp in tps)}
+        renamed = [self.delete_log(tp, checkpoint=False) for tp in tps]
+        self._checkpoint_without_deleted(list(dirs.values()))
         self._set_overrides(topic, {})
         return renamed
+
+    def _checkpoint_without_deleted(self, log_dirs: list[_LogDir]) -> None:
+        """Rewrite the recovery-point and high-watermark checkpoints of ``log_dirs`` after logs were deleted: a
+        log made again under a deleted one's name must not meet its offsets at the next load (the loader takes
+        them as offsets the log has handed out, ``log_loader.load``). Best effort: said at WARN when it fails."""
+        for log_dir in log_dirs:
+            try:
+                self._write_offsets(log_dir, RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
+                self._write_offsets(log_dir, REPLICATION_OFFSET_CHECKPOINT, lambda log: log.high_watermark)
+            except OSError as exc:
+                _log.warning(
+                    "could not rewrite the checkpoints of %s after a deletion: %s", log_dir.path, exc
+                )
 
     def delete_pending(self, now: int, *, force: bool = False) -> list[Path]:
         """Remove ``-delete`` directories whose delay has passed (all of them with ``force``)."""
@@ -580,6 +646,10 @@ class LogManager:
             recovery_point=checkpoints.recovery_points.get(tp, 0),
             log_start_offset=checkpoints.start_offsets.get(tp, 0),
             had_clean_shutdown=log_dir.had_clean_shutdown,
+            previous_end=max(
+                checkpoints.recovery_points.get(tp, -1), checkpoints.high_watermarks.get(tp, -1)
+            ),
+            replicated=self.replicated,
         )
         if tp in checkpoints.high_watermarks:
             log.update_high_watermark(
@@ -632,6 +702,11 @@ class LogManager:
                     fcntl.flock(log_dir.lock.fileno(), fcntl.LOCK_UN)
                 log_dir.lock.close()
                 log_dir.lock = None
+
+
+def _out_of_descriptors(exc: OSError) -> bool:
+    cause = exc.cause if isinstance(exc, KafkaStorageError) else exc
+    return isinstance(cause, OSError) and cause.errno in (errno.EMFILE, errno.ENFILE)
 
 
 def _lock(log_dir: Path) -> IO[bytes]:

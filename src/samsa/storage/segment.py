@@ -50,6 +50,9 @@ TXN_INDEX_SUFFIX = ".txnindex"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
+SET_ASIDE_SUFFIX = ".salvage"
+"""Appended to the names of files recovery keeps out of the log but does not delete (valid segments after a
+corrupt batch, the bytes cut from a segment): Kafka's loader and Samsa's ignore such names."""
 
 
 def _spread(count: int, most: int) -> range:
@@ -150,6 +153,7 @@ class LogSegment:
         "_rolling_based_timestamp",
         "base_offset",
         "clock",
+        "cut_set_aside",
         "index_interval_bytes",
         "log",
         "offset_index",
@@ -183,6 +187,7 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None
         self._max_timestamp_and_offset: TimestampOffset | None = None
         self.verify_on_first_use = False  # set by the loader for segments trusted from a clean shutdown
+        self.cut_set_aside: Path | None = None  # where the last recovery kept the bytes it cut (``recover``)
 
     @classmethod
     def open(
@@ -606,7 +611,12 @@ class LogSegment:
         partial batch, or at the first whose offsets do not increase (Kafka empties the whole segment there;
         keeping what precedes it loses less). Returns the number of bytes cut. Offsets that do not fit the
         segment raise LogSegmentOffsetOverflowError. The indexes are built in memory and written once; if that
-        write fails the ``.index`` is removed, so the next start recovers this segment again."""
+        write fails the ``.index`` is removed, so the next start recovers this segment again.
+
+        The bytes cut are first copied to ``<base>.log.cut-at-<position>.salvage`` (``cut_set_aside``) unless
+        they are all zeros: after a corrupt batch they may hold valid ones, which recovery cannot find (the
+        corrupt batch's length may be wrong too) but an operator can. A copy that fails (a full disk) is said
+        at WARN and the cut goes ahead: the log must serve."""
         self._index_room = 0
         self.offset_index.reset()
         self.time_index.reset()
@@ -642,13 +652,42 @@ class LogSegment:
         except (CorruptRecordError, InvalidRecordError):
             pass
         truncated = self.log.size - valid_bytes
+        self.cut_set_aside = None
         if truncated > 0:
+            self._set_aside_cut(valid_bytes)
             self.log.truncate_to(valid_bytes)
         self._max_timestamp_and_offset = max_ts
         self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True, write=False)
         self._persist_indexes()
         self._bytes_since_last_index_entry = valid_bytes - last_index_entry
         return truncated
+
+    def _set_aside_cut(self, position: int) -> None:
+        """Keep the bytes from ``position`` on in a file of their own (``recover``)."""
+        path = segment_file(
+            self.log.path.parent, self.base_offset, LOG_SUFFIX, f".cut-at-{position}{SET_ASIDE_SUFFIX}"
+        )
+        try:
+            kept = self.log.copy_out(position, path)
+        except OSError as exc:
+            _log.warning(
+                "could not set aside the %d bytes cut from %s at position %d (%s): cut without a copy",
+                self.log.size - position,
+                self.log.path,
+                position,
+                exc,
+            )
+            return
+        if kept:
+            self.cut_set_aside = path
+            _log.warning(
+                "set aside the %d bytes cut from %s at position %d in %s: not deleted (valid batches may follow "
+                "the corrupt one)",
+                kept,
+                self.log.path,
+                position,
+                path.name,
+            )
 
     def _persist_indexes(self) -> None:
         self._index_room = 0
