@@ -87,7 +87,10 @@ async def read_frame(reader: asyncio.StreamReader, max_size: int) -> memoryview 
 
 
 async def write_parts(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart]) -> None:
-    """Write a response: consecutive byte parts in one write, file regions with sendfile."""
+    """Write a response: consecutive byte parts in one write, file regions with sendfile. ConnectionResetError
+    when the client has gone (the connection ends; writing on would only make asyncio warn for each write)."""
+    if writer.transport.is_closing():
+        raise ConnectionResetError("the client closed the connection")
     pending: list[bytes | bytearray | memoryview] = []
     for part in parts:
         if isinstance(part, (bytes, bytearray, memoryview)):

@@ -54,6 +54,10 @@ from .offsets_topic import LoadedPartition, OffsetsRecordError
 _Result = TypeVar("_Result", JoinResult, SyncResult)
 log = logging.getLogger(__name__)
 
+OFFSETS_TOPIC_RETRY_MS = 2_000
+"""After creating ``__consumer_offsets`` failed, how long FindCoordinator answers without trying again."""
+OFFSETS_TOPIC_FAILURE_LOG_INTERVAL_MS = 60_000
+
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorConfig:
@@ -107,6 +111,8 @@ class GroupCoordinator:
         self._next_retention_check: int | None = None
         self._active = False
         self._loaded: set[TopicPartition] = set()
+        self._offsets_topic_failed_at: int | None = None  # when creating __consumer_offsets last failed
+        self._offsets_topic_failure_logged = -OFFSETS_TOPIC_FAILURE_LOG_INTERVAL_MS
 
     # --- life cycle --------------------------------------------------------------------------------------------
 
@@ -195,12 +201,18 @@ class GroupCoordinator:
 
     def ensure_offsets_topic(self) -> ErrorCode:
         """Create __consumer_offsets on first use (Kafka does it on the first FindCoordinator). Idempotent: a
-        creation cut short (a full disk) is completed by a later call."""
+        creation cut short (a full disk) is completed by a later call. After a failure, calls within
+        ``OFFSETS_TOPIC_RETRY_MS`` answer COORDINATOR_NOT_AVAILABLE without trying (every client retries its
+        FindCoordinator), and the failure is logged once a minute."""
         wanted = self.config.offsets_topic_partitions
         if len(self.offsets_log.offsets_partitions()) >= wanted and all(
             self.offsets_log.is_hosted(TopicPartition(CONSUMER_OFFSETS_TOPIC, p)) for p in range(wanted)
         ):
             return ErrorCode.NONE
+        now = self.clock.milliseconds()
+        failed_at = self._offsets_topic_failed_at
+        if failed_at is not None and 0 <= now - failed_at < OFFSETS_TOPIC_RETRY_MS:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         try:
             self.offsets_log.create_offsets_topic(
                 wanted,
@@ -211,8 +223,16 @@ class GroupCoordinator:
                 },
             )
         except (StorageError, OSError) as exc:
-            log.error("cannot create %s: %s", CONSUMER_OFFSETS_TOPIC, exc)
+            self._offsets_topic_failed_at = now
+            if now - self._offsets_topic_failure_logged >= OFFSETS_TOPIC_FAILURE_LOG_INTERVAL_MS:
+                self._offsets_topic_failure_logged = now
+                log.error(
+                    "cannot create %s: %s (tried again on demand; said once a minute)",
+                    CONSUMER_OFFSETS_TOPIC,
+                    exc,
+                )
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        self._offsets_topic_failed_at = None
         return ErrorCode.NONE
 
     def _append_local(
