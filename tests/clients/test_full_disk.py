@@ -181,6 +181,9 @@ def test_a_full_disk_refuses_writes_keeps_serving_and_loses_nothing(small_disk: 
         assert code in (0, 3), output[-3000:]
         assert "Traceback" not in output, output[-3000:]
         assert "shut down" in output
+        # each refused append is answered, not logged: a line per partition a minute at most
+        refused = [line for line in broker.output if "append to" in line and "failed" in line]
+        assert 1 <= len(refused) <= 2 * PARTITIONS, refused[:5]
 
         # a restart on the full disk serves everything acknowledged
         broker = start(small_disk / "data", broker.port)

@@ -11,6 +11,9 @@ from samsa.broker.downgrade import fit_to_version
 from samsa.broker.handlers import HANDLERS
 from samsa.embedded import api_key, error_code_of, error_response
 from samsa.protocol import ErrorCode, ResponseHeader, api_schema, decode_response, encode_response
+from samsa.protocol.messages.delete_groups import DeleteGroupsRequest
+from samsa.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
+from samsa.protocol.messages.describe_groups import DescribeGroupsRequest
 from samsa.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from samsa.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from samsa.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -99,3 +102,21 @@ def test_error_code_spellings() -> None:
     assert error_code_of("not_leader_or_follower") is ErrorCode.NOT_LEADER_OR_FOLLOWER
     with pytest.raises(ValueError, match="unknown error code"):
         error_code_of(9999)
+
+
+@pytest.mark.parametrize(
+    ("key", "asked", "answered"),
+    [
+        (20, DeleteTopicsRequest(topic_names=["a", "b"], timeout_ms=100), ["a", "b"]),  # v0-5: plain names
+        (20, DeleteTopicsRequest(topics=[DeleteTopicState(name="x")], timeout_ms=100), ["x"]),  # v6+
+        (42, DeleteGroupsRequest(groups_names=["g1", "g2"]), ["g1", "g2"]),
+        (15, DescribeGroupsRequest(groups=["g1"]), ["g1"]),
+    ],
+)
+def test_a_request_that_names_its_topics_or_groups_in_plain_strings_gets_an_entry_for_each(
+    key: int, asked: Any, answered: list[str]
+) -> None:
+    response = error_response(key, asked, CODE)
+    entries = next(getattr(response, s.attr) for s in type(response).FIELDS if s.is_array and s.struct)
+    assert [getattr(e, "name", None) or getattr(e, "group_id", None) for e in entries] == answered
+    assert {e.error_code for e in entries} == {int(CODE)}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -105,7 +106,16 @@ def test_a_full_disk_answers_coordinator_lookups_and_producer_ids_with_error_cod
                 assert pid.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
                 assert conn.request(18, 3, ApiVersionsRequest()).error_code == ErrorCode.NONE
                 (disk / "ballast").unlink()
-                found = conn.request(10, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0))
+                # once the disk has room, a retry finds the coordinator (clients retry; the broker waits a
+                # moment after a failed creation before it tries again)
+                deadline = time.monotonic() + 10
+                while True:
+                    found = conn.request(
+                        10, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0)
+                    )
+                    if found.error_code != ErrorCode.COORDINATOR_NOT_AVAILABLE or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.2)
                 assert found.error_code == ErrorCode.NONE
                 assert (
                     conn.request(22, 2, InitProducerIdRequest(transactional_id=None)).error_code

@@ -228,3 +228,26 @@ def test_a_failed_time_index_entry_undoes_the_offset_entry_and_the_bytes(
     assert info.first_offset == before[3]
     data = log.read(0, 10_000, FetchIsolation.LOG_END).records.read_bytes()
     assert [r.value[:1] for r in decode_all(data) if r.value] == [b"k", b"k", b"k", b"a"]
+
+
+def test_delete_records_on_a_full_disk_fails_with_nothing_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DeleteRecords rewrites the leader-epoch checkpoint; when it cannot, the log start stays where it was (it
+    answered an error: consumers must not see records vanish that come back at the next start)."""
+    log = Log.open(tmp_path / "t-0", CONFIG, ManualClock())
+    for epoch in (1, 2):
+        for i in range(5):
+            log.append_as_leader(
+                bytearray(build_batch([Record(0, 1000 + i, None, b"v")])), leader_epoch=epoch
+            )
+    log.update_high_watermark(log.log_end_offset)
+    disk = FaultyDisk(monkeypatch)
+    disk.arm(0, sticky=True, short_write=False)
+    with pytest.raises(OSError):
+        log.maybe_increment_log_start_offset(7)
+    disk.disarm()
+    assert disk.failed and log.log_start_offset == 0
+    assert [e.start_offset for e in log.leader_epoch_cache.entries()] == [0, 5]
+    assert log.maybe_increment_log_start_offset(7) and log.log_start_offset == 7  # once the disk has room
+    log.close()

@@ -17,7 +17,13 @@ from storage_helpers import decode_all
 from samsa.clock import ManualClock
 from samsa.records import CompressionType, Record, build_batch, build_legacy_message_set, iter_batches
 from samsa.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, offset_checkpoint
-from samsa.storage.cleaner import CleanerConfig, cleanable_offsets, filthiest_log, log_to_clean
+from samsa.storage.cleaner import (
+    FULL_DISK_RETRY_MS,
+    CleanerConfig,
+    cleanable_offsets,
+    filthiest_log,
+    log_to_clean,
+)
 from samsa.storage.cleaning import clean, clean_log, commit, plan
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import CleaningAbortedError, RecordValidationError
@@ -583,3 +589,33 @@ def test_nothing_at_or_above_the_high_watermark_is_cleaned(tmp_path: Path) -> No
     assert cleanable_offsets(log, None, clock.milliseconds())[1] == 3
     assert run_clean(log, clock, None) == 3
     assert [r[0] for r in rows(log)] == [2, 3, 4, 5]
+
+
+def test_a_full_disk_defers_a_cleaning_and_it_runs_once_the_disk_has_room(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cleaning frees space on a compacted topic: a full disk must not stop it for good (Kafka marks the log
+    uncleanable until a restart). The cleaning is tried again later, and runs once writes succeed."""
+    import errno
+
+    clock = ManualClock()
+    manager = LogManager([tmp_path], LogConfig(), clock, cleaner_threaded=False)
+    manager.startup()
+    log = manager.create_topic("c", 1, {"cleanup.policy": "compact"})[0]
+    for i in range(6):
+        append(log, [(b"k", b"value-%d" % i)], clock)
+    log.roll()
+    real_pwrite = os.pwrite
+
+    def full(*args: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "pwrite", full)
+    assert not manager.clean_logs(clock.milliseconds())
+    assert not manager.cleaner.uncleanable and TopicPartition("c", 0) in manager.cleaner.deferred
+    monkeypatch.setattr(os, "pwrite", real_pwrite)
+    assert not manager.clean_logs(clock.milliseconds() + 1)  # not at once: it waits its turn
+    clock.advance(FULL_DISK_RETRY_MS + CleanerConfig().backoff_ms)
+    assert manager.clean_logs(clock.milliseconds())
+    assert [r[2] for r in rows(log)] == [b"value-5"] and not manager.cleaner.deferred
+    manager.shutdown()

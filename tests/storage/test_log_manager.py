@@ -375,3 +375,33 @@ def test_a_topic_created_beyond_the_open_files_limit_is_removed_again_and_frees_
     manager.create_topic("many", 5)  # nothing left in the way
     assert len(manager.partitions_of("many")) == 5 and manager.get_log(TopicPartition("kept", 0)) is not None
     manager.shutdown()
+
+
+def test_a_topic_is_deleted_on_a_full_disk_and_stays_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Deleting writes nothing the deletion needs (the log's files are closed as they are, as Kafka does): a
+    full disk neither stops it half-way nor brings the topic back at the next start."""
+    import errno
+    import os
+
+    clock = ManualClock()
+    manager = _manager([tmp_path / "d"], clock)
+    manager.create_topic("junk", 2, {"retention.ms": "1000"})
+    manager.create_topic("kept", 1)
+    for partition in (0, 1):
+        _append(manager, TopicPartition("junk", partition), 3, clock)
+
+    def full(*args: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "write", full)
+        patch.setattr(os, "pwrite", full)
+        manager.delete_topic("junk")
+    assert "junk" not in manager.topics() and manager.topic_overrides("junk") == {}
+    assert not list((tmp_path / "d").glob("junk-[0-9]"))  # renamed to *-delete, removed later
+    manager.shutdown()
+    again = _manager([tmp_path / "d"], ManualClock())
+    assert again.topics() == {"kept"}
+    again.shutdown()

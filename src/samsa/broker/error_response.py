@@ -36,18 +36,29 @@ def error_response(key: int, request: Any, error: ErrorCode) -> Any:
     return _mirror(api_schema(key).response_type, request, int(error))
 
 
-def _mirror(cls: Any, source: Any, code: int) -> Any:
+def _mirror(cls: Any, source: Any, code: int, named: tuple[str, Any] | None = None) -> Any:
+    """``named``: (field, value) for an entry that answers a plain value of the request (a topic or group
+    name in a list of names, as DeleteTopics v0-5 and DeleteGroups send them), with no fields of its own."""
     source_specs: tuple[FieldSpec, ...] = getattr(type(source), "FIELDS", ())
     source_arrays = [s for s in source_specs if s.struct is not None and s.is_array]
-    pairs = _pair_arrays([s for s in cls.FIELDS if s.struct is not None and s.is_array], source_arrays)
+    targets = [s for s in cls.FIELDS if s.struct is not None and s.is_array]
+    pairs = _pair_arrays(targets, source_arrays)
+    names = {t.attr: n for t in targets for n in [_names_for(t.struct, source_specs)] if n}
     values: dict[str, Any] = {}
     for spec in cls.FIELDS:
         if spec.attr == "error_code":
             values[spec.attr] = code
+        elif named is not None and spec.attr == named[0]:
+            values[spec.attr] = named[1]
         elif spec.struct is not None:
-            if spec.is_array and spec.attr in pairs:
-                items = getattr(source, pairs[spec.attr].attr) or []
-                values[spec.attr] = [_mirror(spec.struct, item, code) for item in items]
+            paired = getattr(source, pairs[spec.attr].attr) if spec.attr in pairs else None
+            if spec.is_array and spec.attr in names and not paired:  # the request named them in plain values
+                field, array = names[spec.attr]
+                values[spec.attr] = [
+                    _mirror(spec.struct, None, code, (field, value)) for value in getattr(source, array) or []
+                ]
+            elif spec.is_array and spec.attr in pairs:
+                values[spec.attr] = [_mirror(spec.struct, item, code) for item in paired or []]
         else:
             found = _identity_source(spec.attr, source_specs)
             if found is not None:
@@ -70,6 +81,21 @@ def _pair_arrays(targets: list[FieldSpec], sources: list[FieldSpec]) -> dict[str
             pairs[target.attr] = match
             unused.remove(match)
     return pairs
+
+
+_NAMED_BY = ((frozenset({"name", "topic", "topic_name"}), "topic"), (frozenset({"group_id"}), "group"))
+"""Which entry field answers a request's list of plain names, by what the list's own name says it holds."""
+
+
+def _names_for(struct: Any, source_specs: tuple[FieldSpec, ...]) -> tuple[str, str] | None:
+    """(entry field, request list) when ``struct`` entries answer a request's list of plain names."""
+    fields = {spec.attr for spec in getattr(struct, "FIELDS", ())}
+    for spec in source_specs:
+        if spec.is_array and spec.struct is None:
+            for group, word in _NAMED_BY:
+                if word in spec.attr and fields & group:
+                    return next(iter(sorted(fields & group))), spec.attr
+    return None
 
 
 def _identities(struct: Any) -> set[int]:

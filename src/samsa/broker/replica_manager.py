@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -773,12 +774,30 @@ _APPEND_ERRORS: tuple[tuple[type[Exception], ErrorCode], ...] = (
 _APPEND_EXCEPTIONS = tuple(kind for kind, _ in _APPEND_ERRORS)
 
 
+APPEND_FAILURE_LOG_INTERVAL_S = 60.0
+_append_failures: dict[TopicPartition, tuple[float, int]] = {}
+"""Per partition: when its last failed append was logged, and how many failed since (not logged)."""
+
+
 def _append_error(tp: TopicPartition, exc: Exception) -> ProduceResult:
     code = next(code for kind, code in _APPEND_ERRORS if isinstance(exc, kind))
     if code is ErrorCode.KAFKA_STORAGE_ERROR:
-        log.error("append to %s failed: %s", tp, exc)
+        _log_append_failure(tp, exc)
     record_errors = tuple(exc.record_errors) if isinstance(exc, RecordValidationError) else ()
     return ProduceResult(code, message=str(exc), record_errors=record_errors)
+
+
+def _log_append_failure(tp: TopicPartition, exc: Exception) -> None:
+    """One ERROR line per partition a minute, however many appends a full disk refuses (each producer retries
+    every few milliseconds); the line counts those it stands for."""
+    now = time.monotonic()  # when to log, not a decision of the broker's: real time
+    logged_at, since = _append_failures.get(tp, (-APPEND_FAILURE_LOG_INTERVAL_S, 0))
+    if now - logged_at < APPEND_FAILURE_LOG_INTERVAL_S:
+        _append_failures[tp] = (logged_at, since + 1)
+        return
+    _append_failures[tp] = (now, 0)
+    more = f" ({since} more failed since the last line)" if since else ""
+    log.error("append to %s failed: %s%s; said once a minute per partition", tp, exc, more)
 
 
 def end_offset_for_epoch(plog: Log, epoch: int) -> tuple[int, int] | None:

@@ -49,6 +49,7 @@ retention or truncation meanwhile cannot pull data from under it) and writes onl
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
 from collections.abc import Callable, Collection, Mapping
@@ -58,7 +59,7 @@ from typing import TYPE_CHECKING
 
 from samsa.clock import Clock
 
-from .errors import CleaningAbortedError
+from .errors import CleaningAbortedError, KafkaStorageError
 from .topic import TopicPartition
 
 if TYPE_CHECKING:
@@ -75,6 +76,8 @@ _logger = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
 DEFAULT_BACKOFF_MS = 15_000
+FULL_DISK_RETRY_MS = 10_000
+"""How long a log whose cleaning a full disk stopped waits before it is tried again."""
 DEFAULT_DEDUPE_BUFFER_SIZE = 128 * 1024 * 1024
 BYTES_PER_MAP_ENTRY = 24  # Kafka's SkimpyOffsetMap: a 16-byte MD5 of the key and an 8-byte offset
 
@@ -191,6 +194,7 @@ class LogCleaner:
         self._next_attempt = 0
         self.cleanings = 0
         self.uncleanable: dict[TopicPartition, BaseException] = {}
+        self.deferred: dict[TopicPartition, int] = {}  # logs a full disk stopped: when to try them again
 
     @property
     def busy(self) -> bool:
@@ -210,7 +214,8 @@ class LogCleaner:
             return self._finish(logs, on_cleaned, block=False)
         if now < self._next_attempt:
             return False
-        to_clean = filthiest_log(logs, checkpoints, now, self.uncleanable)
+        skip = self.uncleanable.keys() | {tp for tp, at in self.deferred.items() if now < at}
+        to_clean = filthiest_log(logs, checkpoints, now, skip)
         if to_clean is None:
             self._next_attempt = now + self.config.backoff_ms
             return False
@@ -259,10 +264,26 @@ class LogCleaner:
             self._give_up(cleaning.tp, exc)
             return False
         self.cleanings += 1
+        if self.deferred.pop(cleaning.tp, None) is not None:
+            _logger.warning("cleaned %s again after the disk had room", cleaning.tp)
         on_cleaned(cleaning.tp, result.end_offset)
         return True
 
     def _give_up(self, tp: TopicPartition, exc: BaseException) -> None:
+        """Mark ``tp`` uncleanable, as Kafka does; but a full disk is the disk's state, not the log's fault:
+        the log is tried again ``FULL_DISK_RETRY_MS`` later (cleaning is what frees space on a compacted
+        topic), and said once until it cleans again."""
+        cause = exc.cause if isinstance(exc, KafkaStorageError) else exc
+        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
+            if tp not in self.deferred:
+                _logger.warning(
+                    "cannot clean %s now: %s; tried again every %d s until the disk has room",
+                    tp,
+                    exc,
+                    FULL_DISK_RETRY_MS // 1000,
+                )
+            self.deferred[tp] = self.clock.milliseconds() + FULL_DISK_RETRY_MS
+            return
         _logger.error("cannot clean %s, marking it uncleanable: %s", tp, exc)
         self.uncleanable[tp] = exc
 
@@ -271,6 +292,7 @@ class LogCleaner:
         if self._running is not None and self._running[0].tp == tp:
             self._stop_running()
         self.uncleanable.pop(tp, None)
+        self.deferred.pop(tp, None)
 
     def shutdown(self) -> None:
         """Stop a running cleaning (its new files are removed) and the worker thread."""

@@ -400,9 +400,22 @@ class Log:
         self._set_log_start_offset(new_log_start_offset)
         return True
 
-    def _set_log_start_offset(self, offset: int) -> None:
+    def _set_log_start_offset(self, offset: int, segments_gone: bool = False) -> None:
+        """Move the log start to ``offset``, the leader-epoch checkpoint first: when it cannot be rewritten (a
+        full disk), DeleteRecords fails with nothing changed; after retention deleted the segments below
+        ``offset`` (``segments_gone``) the start moves anyway, and the checkpoint is cut at the next load."""
+        try:
+            self.leader_epoch_cache.truncate_from_start(offset, best_effort=segments_gone)
+        except OSError as exc:
+            if not segments_gone:
+                raise
+            _log.warning(
+                "%s: could not rewrite %s (%s): cut again at the next load",
+                self,
+                self.leader_epoch_cache.path,
+                exc,
+            )
         self._log_start_offset = offset
-        self.leader_epoch_cache.truncate_from_start(offset)
         if self._high_watermark < offset:
             self.update_high_watermark(offset)
         if self._recovery_point < offset:
@@ -858,7 +871,7 @@ class Log:
         self._remove_and_delete(deletable)
         first = self.segments.first_base_offset()
         if first > self._log_start_offset:
-            self._set_log_start_offset(first)
+            self._set_log_start_offset(first, segments_gone=True)
         return len(deletable)
 
     def _remove_and_delete(self, doomed: list[LogSegment]) -> None:
@@ -1025,13 +1038,18 @@ class Log:
         for _, segment in self._pending_deletes:
             segment.close_handlers()
 
-    @_io_boundary
-    def delete(self) -> None:
-        """Remove every file of this log and its directory."""
+    def close_handlers(self) -> None:
+        """Close every file without writing anything (no snapshot, no final index entries, no sync): for a log
+        about to be deleted, which a full disk must not stop."""
         for segment in self.segments:
             segment.close_handlers()
         for _, segment in self._pending_deletes:
             segment.close_handlers()
+
+    @_io_boundary
+    def delete(self) -> None:
+        """Remove every file of this log and its directory."""
+        self.close_handlers()
         self.segments.clear()
         self._pending_deletes.clear()
         shutil.rmtree(self.directory, ignore_errors=True)

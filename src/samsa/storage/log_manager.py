@@ -434,7 +434,7 @@ class LogManager:
             raise UnknownTopicError(tp.topic)
         log_dir = self._log_dir_of.pop(tp)
         config = log.config
-        log.close()
+        log.close_handlers()  # it is being deleted: nothing to write (as Kafka's asyncDelete; a full disk too)
         if self._cleaner_checkpoints.pop(tp, None) is not None:
             self._write_cleaner_checkpoint(log_dir)
         source = log_dir.path / log_dir_name(tp)
