@@ -88,9 +88,8 @@ async def read_frame(reader: asyncio.StreamReader, max_size: int) -> memoryview 
 
 async def write_parts(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart]) -> None:
     """Write a response: consecutive byte parts in one write, file regions with sendfile. ConnectionResetError
-    when the client has gone (the connection ends; writing on would only make asyncio warn for each write)."""
-    if writer.transport.is_closing():
-        raise ConnectionResetError("the client closed the connection")
+    when the client has gone, also between parts (the connection ends; writing on would only make asyncio warn
+    for each write)."""
     pending: list[bytes | bytearray | memoryview] = []
     for part in parts:
         if isinstance(part, (bytes, bytearray, memoryview)):
@@ -99,12 +98,23 @@ async def write_parts(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart
         if part.size <= 0:
             continue
         if pending:
-            writer.writelines(pending)
+            _write(writer, pending)
             pending = []
+        _check_open(writer)
         await _sendfile(writer, part)
     if pending:
-        writer.writelines(pending)
+        _write(writer, pending)
     await writer.drain()
+
+
+def _write(writer: asyncio.StreamWriter, parts: list[bytes | bytearray | memoryview]) -> None:
+    _check_open(writer)
+    writer.writelines(parts)
+
+
+def _check_open(writer: asyncio.StreamWriter) -> None:
+    if writer.transport.is_closing():
+        raise ConnectionResetError("the client closed the connection")
 
 
 async def _sendfile(writer: asyncio.StreamWriter, region: FileRegion) -> None:

@@ -294,9 +294,10 @@ def load(
 
     ``previous_end``: an offset the log is known to have reached before (its checkpointed recovery point or
     high watermark). Unless the log is ``replicated``, it continues after the offsets it is known to have handed
-    out (that, the segments set aside, its producer snapshots), even when damage took them: an offset is never
-    handed out twice. A replicated log continues at its last valid batch instead: a follower fetches what it
-    lost from the leader, and a gap there would leave it without records the leader has."""
+    out (that, the segments set aside, valid batches in bytes cut, its producer snapshots), even when damage took
+    them: an offset is never handed out twice. A replicated log continues at its last valid batch instead: a
+    follower fetches what it lost from the leader, and a gap there would leave it without records the leader
+    has."""
     directory.mkdir(parents=True, exist_ok=True)
     report = LoadReport()
     swaps = remove_temp_files_and_collect_swap_files(directory)
@@ -351,8 +352,9 @@ def _lost_end(directory: Path, segments: LogSegments, log_start_offset: int, kno
         return -1
     _log.warning(
         "%s: offsets %d to %d were handed out before (the log had reached %d, by its checkpoints, producer "
-        "snapshots or the valid batches in bytes recovery cut) but its segments no longer hold them: lost with "
-        "damaged or removed bytes; the log continues at %d, so that none of them is handed out again",
+        "snapshots or the valid batches in bytes recovery cut) but are no longer in the log: set aside (the "
+        "*.salvage files said above) or lost with damaged or removed bytes; the log continues at %d, so that none "
+        "of them is handed out again",
         directory,
         end,
         known - 1,

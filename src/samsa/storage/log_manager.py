@@ -26,7 +26,7 @@ worker thread and swaps the result in on the owner's thread at a later call; pro
 segments below its log start offset, ``compact,delete`` ones also what retention.ms/bytes allow.
 
 Each log directory's load ends with one summary line (logs, time, segments checked and recovered, bytes cut,
-segments set aside); every fix inside it was logged at WARN by the loader. Periodic tasks that fail on I/O (a full
+files set aside); every fix inside it was logged at WARN by the loader. Periodic tasks that fail on I/O (a full
 disk) are logged once a minute and retried on schedule; retention runs per log, so one log's trouble does not stop
 the others, and keeps freeing space on a full disk.
 
@@ -762,7 +762,7 @@ def _log_loaded(log_dir: _LogDir, loaded: int, summary: LoadReport | None, elaps
     _log.log(
         level,
         "loaded %d logs from %s in %.0f ms %s: %d segments checked, %d recovered, %d bytes truncated, "
-        "%d segments set aside",
+        "%d files set aside (*.salvage)",
         loaded,
         log_dir.path,
         elapsed_ms,

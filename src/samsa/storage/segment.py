@@ -614,8 +614,8 @@ class LogSegment:
         write fails the ``.index`` is removed, so the next start recovers this segment again.
 
         The bytes cut are first copied to ``<base>.log.cut-at-<position>.salvage`` (``cut_set_aside``) unless
-        they are all zeros: after a corrupt batch they may hold valid ones, which recovery cannot find (the
-        corrupt batch's length may be wrong too) but an operator can. A copy that fails (a full disk) is said
+        they are all zeros or too few to hold a whole batch: after a corrupt batch they may hold valid ones,
+        which recovery cannot find (the corrupt batch's length may be wrong too) but an operator can. A copy that fails (a full disk) is said
         at WARN and the cut goes ahead: the log must serve."""
         self._index_room = 0
         self.offset_index.reset()
@@ -654,7 +654,8 @@ class LogSegment:
         truncated = self.log.size - valid_bytes
         self.cut_set_aside = None
         if truncated > 0:
-            self._set_aside_cut(valid_bytes)
+            if truncated >= RECORD_BATCH_OVERHEAD:
+                self._set_aside_cut(valid_bytes)
             self.log.truncate_to(valid_bytes)
         self._max_timestamp_and_offset = max_ts
         self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True, write=False)
