@@ -171,7 +171,8 @@ class FileRecords:
             try:
                 for at in range(position, size, _CHUNK):
                     chunk = os.pread(self._fd, min(_CHUNK, size - at), at)
-                    os.write(fd, chunk)
+                    if os.write(fd, chunk) != len(chunk):  # a disk filling up
+                        raise OSError(errno.ENOSPC, f"short write to {path}")
                 os.fsync(fd)
             finally:
                 os.close(fd)

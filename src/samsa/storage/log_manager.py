@@ -190,9 +190,8 @@ class LogManager:
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.broker_epoch = broker_epoch
-        self.replicated = (
-            replicated  # a cluster's logs: what damage took is fetched again (``log_loader.load``)
-        )
+        # a cluster's logs: what damage took from one is fetched again from its leader (``log_loader.load``)
+        self.replicated = replicated
         self._dirs = [_LogDir(Path(d)) for d in log_dirs]
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, _LogDir] = {}
@@ -408,10 +407,8 @@ class LogManager:
         tp = next(tp for tp, held in self._logs.items() if held is log)
         del self._logs[tp]
         del self._log_dir_of[tp]
-        try:
-            log.close()
-        finally:
-            shutil.rmtree(log.directory, ignore_errors=True)
+        log.close_handlers()  # writes nothing: it goes, and a snapshot would need a descriptor
+        shutil.rmtree(log.directory, ignore_errors=True)
 
     def update_topic_config(self, topic: str, overrides: Mapping[str, str | int]) -> None:
         """Replace the topic's overrides, persist them and apply them to its open logs."""

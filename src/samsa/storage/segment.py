@@ -615,8 +615,8 @@ class LogSegment:
 
         The bytes cut are first copied to ``<base>.log.cut-at-<position>.salvage`` (``cut_set_aside``) unless
         they are all zeros or too few to hold a whole batch: after a corrupt batch they may hold valid ones,
-        which recovery cannot find (the corrupt batch's length may be wrong too) but an operator can. A copy that fails (a full disk) is said
-        at WARN and the cut goes ahead: the log must serve."""
+        which recovery cannot find (the corrupt batch's length may be wrong too) but an operator can. A copy
+        that fails (a full disk) is said at WARN and the cut goes ahead: the log must serve."""
         self._index_room = 0
         self.offset_index.reset()
         self.time_index.reset()
