@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from samsa.clock import SYSTEM_CLOCK, Clock
+from samsa.log_throttle import LogThrottle
 from samsa.storage import StorageError
 from samsa.storage.cleaner import CleanerConfig
 from samsa.storage.config import LogConfig
@@ -75,7 +76,7 @@ class KafkaServer:
         self.bound_addresses: list[tuple[str, str, int]] = []
         self._scheduler: asyncio.Task[None] | None = None
         self._started = False
-        self._coordinator_failure_logged = -TASK_FAILURE_LOG_INTERVAL_MS
+        self._coordinator_failures = LogThrottle(TASK_FAILURE_LOG_INTERVAL_MS)
         self.zk_broker: ZkBroker | None = None
         self._metadata_store: MetadataStore | None = None
         if config.get("zookeeper.connect"):
@@ -206,10 +207,8 @@ class KafkaServer:
                 if self._group_coordinator is not None:
                     self._group_coordinator.schedule_due(self.clock.milliseconds())
             except (StorageError, OSError) as exc:
-                now = self.clock.milliseconds()
-                if now - self._coordinator_failure_logged >= TASK_FAILURE_LOG_INTERVAL_MS:
+                if self._coordinator_failures.due(self.clock.milliseconds()) is not None:
                     log.warning("group maintenance failed: %s (retried on schedule)", exc)
-                    self._coordinator_failure_logged = now
             except Exception:
                 log.exception("group maintenance failed")
 

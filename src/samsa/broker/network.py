@@ -43,6 +43,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, cast
 
+from samsa.log_throttle import LogThrottle
 from samsa.protocol.errors import FrameError
 from samsa.protocol.frames import frame_size
 from samsa.protocol.primitives import FileRegionLike
@@ -310,8 +311,7 @@ class Server:
         ] = {}  # connections waiting for a request, since when
         self._sweeper: asyncio.Task[None] | None = None
         self._resume: list[asyncio.TimerHandle] = []
-        self._refusals_logged = -RESOURCE_LOG_INTERVAL_S
-        self._refusals_unlogged = 0
+        self._refusals = LogThrottle(RESOURCE_LOG_INTERVAL_S)
         self._next_id = 0
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -416,17 +416,15 @@ class Server:
 
     def _log_refusal(self, reason: str) -> None:
         assert self._loop is not None
-        now = self._loop.time()
-        if now - self._refusals_logged < RESOURCE_LOG_INTERVAL_S:
-            self._refusals_unlogged += 1
+        unlogged = self._refusals.due(self._loop.time())
+        if unlogged is None:
             return
         log.warning(
             "refusing new connections: %s (%d more refused since the last report; said once a minute; "
             "existing connections are served)",
             reason,
-            self._refusals_unlogged,
+            unlogged,
         )
-        self._refusals_logged, self._refusals_unlogged = now, 0
 
     async def _serve_admitted(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: tuple[str, int]

@@ -42,6 +42,7 @@ from samsa.cluster.replication_quota import (
     ReplicationQuota,
     throttled,
 )
+from samsa.log_throttle import LogThrottle
 from samsa.protocol.errors import ErrorCode
 from samsa.records import CorruptRecordError, InvalidRecordError
 from samsa.storage import (
@@ -774,9 +775,8 @@ _APPEND_ERRORS: tuple[tuple[type[Exception], ErrorCode], ...] = (
 _APPEND_EXCEPTIONS = tuple(kind for kind, _ in _APPEND_ERRORS)
 
 
-APPEND_FAILURE_LOG_INTERVAL_S = 60.0
-_append_failures: dict[TopicPartition, tuple[float, int]] = {}
-"""Per partition: when its last failed append was logged, and how many failed since (not logged)."""
+_append_failures = LogThrottle(60.0)
+"""Failed appends, per partition: one line a minute in real (monotonic) seconds."""
 
 
 def _append_error(tp: TopicPartition, exc: Exception) -> ProduceResult:
@@ -790,12 +790,10 @@ def _append_error(tp: TopicPartition, exc: Exception) -> ProduceResult:
 def _log_append_failure(tp: TopicPartition, exc: Exception) -> None:
     """One ERROR line per partition a minute, however many appends a full disk refuses (each producer retries
     every few milliseconds); the line counts those it stands for."""
-    now = time.monotonic()  # when to log, not a decision of the broker's: real time
-    logged_at, since = _append_failures.get(tp, (-APPEND_FAILURE_LOG_INTERVAL_S, 0))
-    if now - logged_at < APPEND_FAILURE_LOG_INTERVAL_S:
-        _append_failures[tp] = (logged_at, since + 1)
+    # real time: it decides when to log, nothing the broker does
+    since = _append_failures.due(time.monotonic(), tp)
+    if since is None:
         return
-    _append_failures[tp] = (now, 0)
     more = f" ({since} more failed since the last line)" if since else ""
     log.error("append to %s failed: %s%s; said once a minute per partition", tp, exc, more)
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from samsa.clock import Clock
+from samsa.log_throttle import LogThrottle
 from samsa.protocol.errors import ErrorCode
 from samsa.storage import StorageError
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
@@ -56,7 +57,6 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC_RETRY_MS = 2_000
 """After creating ``__consumer_offsets`` failed, how long FindCoordinator answers without trying again."""
-OFFSETS_TOPIC_FAILURE_LOG_INTERVAL_MS = 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +112,7 @@ class GroupCoordinator:
         self._active = False
         self._loaded: set[TopicPartition] = set()
         self._offsets_topic_failed_at: int | None = None  # when creating __consumer_offsets last failed
-        self._offsets_topic_failure_logged = -OFFSETS_TOPIC_FAILURE_LOG_INTERVAL_MS
+        self._offsets_topic_failures = LogThrottle(60_000)  # clock milliseconds: once a minute
 
     # --- life cycle --------------------------------------------------------------------------------------------
 
@@ -224,8 +224,7 @@ class GroupCoordinator:
             )
         except (StorageError, OSError) as exc:
             self._offsets_topic_failed_at = now
-            if now - self._offsets_topic_failure_logged >= OFFSETS_TOPIC_FAILURE_LOG_INTERVAL_MS:
-                self._offsets_topic_failure_logged = now
+            if self._offsets_topic_failures.due(now) is not None:
                 log.error(
                     "cannot create %s: %s (tried again on demand; said once a minute)",
                     CONSUMER_OFFSETS_TOPIC,

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from samsa.clock import Clock
+from samsa.log_throttle import LogThrottle
 
 from .checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -205,7 +206,7 @@ class LogManager:
             "flush": flush_scheduler_interval_ms if flush_scheduler_interval_ms is not None else 2**63 - 1,
         }
         self._last_run: dict[str, int] = {}
-        self._task_failures: dict[str, int] = {}
+        self._task_failures = LogThrottle(TASK_FAILURE_LOG_INTERVAL_MS)  # periodic tasks failing now
         self.cleaner = LogCleaner(cleaner_config or CleanerConfig(), clock, threaded=cleaner_threaded)
         self._cleaner_checkpoints: dict[TopicPartition, int] = {}
         self._started = False
@@ -558,12 +559,10 @@ class LogManager:
         try:
             task()
         except (OSError, StorageError) as exc:
-            last = self._task_failures.get(name)
-            if last is None or now - last >= TASK_FAILURE_LOG_INTERVAL_MS:
+            if self._task_failures.due(now, name) is not None:
                 _log.warning("periodic task %s failed: %s (retried on schedule)", name, exc)
-                self._task_failures[name] = now
             return False
-        if self._task_failures.pop(name, None) is not None:
+        if self._task_failures.forget(name):
             _log.info("periodic task %s succeeded again", name)
         return True
 
