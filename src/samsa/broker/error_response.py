@@ -13,13 +13,15 @@ from typing import Any
 from samsa.protocol import ErrorCode, api_schema
 from samsa.protocol.schema import FieldSpec
 
+TOPIC_NAME = frozenset({"name", "topic", "topic_name"})
+GROUP_ID = frozenset({"group_id"})
 IDENTITY_GROUPS: tuple[frozenset[str], ...] = (
-    frozenset({"name", "topic", "topic_name"}),
+    TOPIC_NAME,
     frozenset({"topic_id"}),
     frozenset({"partition_index", "index", "partition", "partition_id"}),
     frozenset({"resource_type"}),
     frozenset({"resource_name"}),
-    frozenset({"group_id"}),
+    GROUP_ID,
     frozenset({"transactional_id"}),
 )
 """Fields that say *which* topic, partition or resource an entry is about, under the names APIs give them."""
@@ -83,7 +85,7 @@ def _pair_arrays(targets: list[FieldSpec], sources: list[FieldSpec]) -> dict[str
     return pairs
 
 
-_NAMED_BY = ((frozenset({"name", "topic", "topic_name"}), "topic"), (frozenset({"group_id"}), "group"))
+_NAMED_BY = ((TOPIC_NAME, "topic"), (GROUP_ID, "group"))
 """Which entry field answers a request's list of plain names, by what the list's own name says it holds."""
 
 
