@@ -18,6 +18,7 @@ from tests.cluster.waiting import wait_for
 
 from samsa.client.connection import BrokerConnection
 from samsa.cluster.local import LocalCluster
+from samsa.cluster.zk_client import ZkClient
 from samsa.cluster.zookeeper import ZooKeeperServer
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
@@ -112,3 +113,52 @@ def test_a_restarted_broker_answers_metadata_before_the_controller_reached_it(
         assert sorted(p.partition_index for p in known.topics[0].partitions) == [0, 1]
     finally:
         cluster.down()
+
+
+def test_a_waiting_broker_names_a_broker_that_registered_after_it_started(
+    zookeeper: ZooKeeperServer, tmp_path: Path
+) -> None:
+    """Found by the nemesis (seed 20261125, 2026-11-27): broker 3, the controller, was killed and restarted; while it
+    waited out its old registration, broker 2's session expired (ZooKeeper had restarted) and broker 2 registered
+    again just after broker 3 had read the registered brokers. Broker 3 answered Metadata without broker 2 until the
+    controller reached it, and librdkafka 2.16 dropped broker 2, the leader of two partitions, failing the five
+    produce requests in flight to it as not written ("Broker handle destroyed"), written or not. Until the
+    controller's first UpdateMetadata the answer follows the brokers ZooKeeper has registered, not only those it
+    had at start."""
+    connect = f"{zookeeper.connect_string}/samsa-test-{uuid.uuid4().hex[:12]}"
+    cluster = LocalCluster(tmp_path / "cluster", zookeeper=connect, session_timeout_ms=SESSION_MS)
+    try:
+        cluster.up(2)
+        controller = wait_for("a controller", lambda: _controller_of(connect))
+        other = 3 - controller
+        cluster.stop_broker(other)  # clean: its registration goes at once
+        # the controller restarted within its session: nobody sends it UpdateMetadata while it waits
+        first, _ = _restart_within_its_session(cluster, connect, controller)
+        cluster.start_broker(other)
+        wait_for(f"broker {other} registered", lambda: broker_epoch(connect, other) is not None)
+        port = cluster.broker(controller).port
+        named = wait_for(
+            f"broker {controller} to name broker {other}, or to register again",
+            lambda: _names_or_registered(port, other, connect, controller, first),
+            30,
+        )
+        assert named == "named", f"broker {controller} named only itself while it waited out its registration"
+    finally:
+        cluster.down()
+
+
+def _controller_of(connect: str) -> int | None:
+    zk = ZkClient(connect)
+    zk.start(5)
+    try:
+        return zk.controller()
+    finally:
+        zk.close()
+
+
+def _names_or_registered(port: int, other: int, connect: str, waiting: int, first: int | None) -> str | None:
+    """What happened first: the broker at ``port`` named ``other`` in its Metadata answer ("named"), or
+    ``waiting`` (that broker) has a registration other than ``first`` ("registered again"); None: neither yet."""
+    if other in {b.node_id for b in _metadata_from(port, "t").brokers}:
+        return "named"
+    return "registered again" if broker_epoch(connect, waiting) != first else None

@@ -57,8 +57,8 @@ class MetadataStore(Protocol):
 
     def catalog_known(self) -> bool:
         """Whether leaders are known (cluster mode: the controller's first UpdateMetadata since this broker
-        started). Before, ``alive_brokers`` and ``topics`` give what ZooKeeper held at start, and handlers answer
-        every topic LEADER_NOT_AVAILABLE: retriable, and no client drops what it knew for it."""
+        started). Before, ``alive_brokers`` and ``topics`` give what ZooKeeper holds (``set_provisional``), and
+        handlers answer every topic LEADER_NOT_AVAILABLE: retriable, and no client drops what it knew for it."""
         ...
 
     def alive_brokers(self, listener: str) -> list[Node]: ...
@@ -191,7 +191,7 @@ class ZkMetadataStore:
     def alive_brokers(self, listener: str) -> list[Node]:
         if self._cache.known:
             known = self._cache.alive_brokers()
-        else:  # the brokers registered at start, this one as it listens now (its old registration may linger)
+        else:  # the brokers registered in ZooKeeper, this one as it listens now (its old registration may linger)
             me = self._server.node_id
             here = {name: (host, port) for name, host, port in self._server.registered_addresses()}
             known = [b for b in self._cache.provisional_brokers if b.broker_id != me]

@@ -169,15 +169,25 @@ class ZkBroker:
 
     async def _read_provisional_catalog(self) -> None:
         """The registered brokers and the topic names, which Metadata answers with until the controller's first
-        UpdateMetadata (``MetadataCache.set_provisional``). A hint: if ZooKeeper fails here, the start goes on
-        and those answers name this broker alone."""
+        UpdateMetadata (``MetadataCache.set_provisional``), read again each time the registered brokers change
+        until then: a broker that registers after this one started (its session had expired) is named too, or
+        librdkafka would drop it, failing the requests in flight to it as not written. A hint: if ZooKeeper fails
+        here, the start goes on and those answers name the brokers read before (this broker alone at first)."""
+        if self.metadata.known or self._closing:
+            return
+        loop = asyncio.get_running_loop()
+
+        def changed(_: object) -> None:  # kazoo's thread; fires once
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self._provisional_brokers_changed)
+
         try:
-            registered, topics = await asyncio.to_thread(lambda: (self.zk.live_brokers(), self.zk.topics()))
+            registered, topics = await asyncio.to_thread(
+                lambda: (self.zk.live_brokers(watch=changed), self.zk.topics())
+            )
         except Exception as exc:  # a hint only (kazoo's errors, a malformed registration)
             log.warning(
-                "broker %d: could not read the registered brokers and topics at start: %s",
-                self.server.node_id,
-                exc,
+                "broker %d: could not read the registered brokers and topics: %s", self.server.node_id, exc
             )
             return
         self.metadata.set_provisional(
@@ -187,6 +197,10 @@ class ZkBroker:
             ],
             set(topics),
         )
+
+    def _provisional_brokers_changed(self) -> None:
+        if not self.metadata.known and not self._closing:
+            self._spawn(self._read_provisional_catalog())
 
     async def register(self) -> None:
         """Register this broker's listeners (after they are bound) and join the controller election."""
@@ -270,6 +284,7 @@ class ZkBroker:
             return
         self.controller.session_renewed()
         await self._config_changed()  # the watch went with the old session
+        self._provisional_brokers_changed()  # so did this one, if the controller has not reached us yet
 
     async def topic_overrides(self, topic: str) -> dict[str, str]:
         """The topic's overrides as ZooKeeper holds them (empty: none, or no such topic)."""

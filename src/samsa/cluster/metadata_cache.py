@@ -5,10 +5,12 @@ FindCoordinator and DescribeCluster answer from it, so every broker tells client
 carries the whole broker list and the states of the partitions it names; partitions it does not name keep their
 state, and a partition whose leader is ``LEADER_DELETED`` (-2) is dropped with its topic when it was the last.
 
-Until the controller's first UpdateMetadata (``known``), a starting broker knows only what it read from ZooKeeper
-at start (``set_provisional``): the registered brokers and the topic names, no leaders. Answering clients then
-from the empty cache (no brokers, every topic unknown) made librdkafka 2.16 drop every broker it knew and stop
-consuming for minutes (a nemesis run, 2026-11-27); see ``ZkMetadataStore``.
+Until the controller's first UpdateMetadata (``known``), a starting broker knows only what it reads from ZooKeeper
+(``set_provisional``, at start and again whenever the registered brokers change): the registered brokers and the
+topic names, no leaders. Answering clients then from the empty cache (no brokers, every topic unknown) made
+librdkafka 2.16 drop every broker it knew and stop consuming for minutes (a nemesis run, 2026-11-27); naming only
+the brokers registered at start made it drop one that registered again just after, with produce requests in
+flight to it (a nemesis run, 2026-11-27); see ``ZkMetadataStore``.
 
 Event-loop thread only.
 """
@@ -62,11 +64,14 @@ class MetadataCache:
         self.topic_ids: dict[str, uuid.UUID] = {}
         self._partitions: dict[str, dict[int, PartitionInfo]] = {}
         self.known = False  # the controller has sent its first UpdateMetadata
-        self.provisional_brokers: list[BrokerNode] = []  # read from ZooKeeper at start, until ``known``
+        self.provisional_brokers: list[BrokerNode] = []  # read from ZooKeeper until ``known``
         self.provisional_topics: set[str] = set()
 
     def set_provisional(self, brokers: list[BrokerNode], topics: set[str]) -> None:
-        """What ZooKeeper held at start: the registered brokers and the topic names (module doc)."""
+        """What ZooKeeper holds until the controller's first UpdateMetadata: the registered brokers and the topic
+        names (module doc); ignored once that came."""
+        if self.known:
+            return
         self.provisional_brokers = brokers
         self.provisional_topics = topics
 

@@ -5,9 +5,10 @@ both allow it (as Kafka does), else answered with UNKNOWN_TOPIC_OR_PARTITION. Th
 metadata store (``metadata_store``): alone, what this broker hosts; in cluster mode what the controller last sent,
 with the addresses of the listener the request came in on. A newly created topic is LEADER_NOT_AVAILABLE until
 its leaders are elected, a partition whose leader is down LEADER_NOT_AVAILABLE with leader -1. A cluster broker
-that has not heard from the controller since it started answers with the brokers ZooKeeper listed at its start
-and every topic LEADER_NOT_AVAILABLE without partitions (clients keep the leaders they know and ask again),
-never with an empty broker list or UNKNOWN_TOPIC_OR_PARTITION for a topic that exists.
+that has not heard from the controller since it started answers with the brokers ZooKeeper has registered (read
+at its start and again whenever they change) and every topic LEADER_NOT_AVAILABLE without partitions (clients
+keep the leaders they know and ask again), never with an empty broker list, a registered broker left out, or
+UNKNOWN_TOPIC_OR_PARTITION for a topic that exists.
 """
 
 from __future__ import annotations
