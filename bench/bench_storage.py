@@ -3,15 +3,18 @@ raw-file baseline in the same run.
 
 Appends producer-style batches to a fresh log in a temp directory, each copied into a ``bytearray`` first as a
 request buffer would be; the baseline appends the same copies to a plain file with one ``os.write`` each (the
-ceiling: what the disk and the system call cost with no log around them). Then reads single-batch slices at random
-offsets; the baseline is an ``os.pread`` of a batch at a known position. Batches of ~1 KiB (10 records of 100 bytes)
-and ~16 KiB (160 records), as producers with little and some lingering send them. Prints MB/s, records/s,
-microseconds per read and the ratios, and a second reference: ``LeastAppend``, the least any append written in
-Python does for a batch (one unpack, the CRC, one stamp, one ``pwrite``, an index entry per interval, no checks or
-structure), which tells what of the gap to ``os.write`` is the log's and what is Python's own; the append ratio also in process CPU time (best of 15 interleaved rounds of 2,000 calls),
-steadier than the wall clock on a shared machine. The wall-clock append loops take turns (250 calls each), so
-both meet the same page-cache writeback (until 2026-11-25 the baseline ran first for its whole time and the log
-after it, throttled by the baseline's dirty pages). Runs in about half a minute.
+ceiling: what the disk and the system call cost with no log around them). Then reads single-batch slices at
+random offsets; the baseline is an ``os.pread`` of a batch at a known position. Batches of ~1 KiB (10 records
+of 100 bytes) and ~16 KiB (160 records), as producers with little and some lingering send them. Prints MB/s,
+records/s, microseconds per append and per ``os.write`` (how fast this machine writes at the time moves the
+16 KiB ratio: see docs/benchmarks.md), microseconds per read and the ratios, and a second reference:
+``LeastAppend``, the least any append written in Python does for a batch (one unpack, the CRC, one stamp, one
+``pwrite``, an index entry per interval, no checks or structure), which tells what of the gap to ``os.write``
+is the log's and what is Python's own; the append ratio also in process CPU time (best of 15 interleaved
+rounds of 2,000 calls), steadier than the wall clock on a shared machine. The wall-clock append loops take
+turns (250 calls each), so both meet the same page-cache writeback (until 2026-11-25 the baseline ran first
+for its whole time and the log after it, throttled by the baseline's dirty pages). Runs in about half a
+minute.
 
     .venv/bin/python bench/bench_storage.py [--seconds 2]
 """
@@ -141,6 +144,7 @@ def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
     )
     print(
         f"  os.write baseline    {raw_rate / 1e6:7.1f} MB/s  {raw_n * records_per_batch / raw_s:12,.0f} records/s"
+        f"  {raw_s / raw_n * 1e6:6.1f} us/write"
     )
     print(f"  ratio Log / os.write {log_rate / raw_rate:.2f}")
     least_rate, raw3_rate = least_n / least_s, raw3_n / raw3_s
