@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from samsa.client.connection import BrokerConnection
@@ -175,12 +175,7 @@ class ZkBroker:
         here, the start goes on and those answers name the brokers read before (this broker alone at first)."""
         if self.metadata.known or self._closing:
             return
-        loop = asyncio.get_running_loop()
-
-        def changed(_: object) -> None:  # kazoo's thread; fires once
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(self._provisional_brokers_changed)
-
+        changed = self._watch_running(self._read_provisional_catalog)
         try:
             registered, topics = await asyncio.to_thread(
                 lambda: (self.zk.live_brokers(watch=changed), self.zk.topics())
@@ -198,9 +193,16 @@ class ZkBroker:
             set(topics),
         )
 
-    def _provisional_brokers_changed(self) -> None:
-        if not self.metadata.known and not self._closing:
-            self._spawn(self._read_provisional_catalog())
+    def _watch_running(self, again: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[object], None]:
+        """A kazoo watch (it fires once, on kazoo's thread) that runs ``again()`` as a task of this broker on the
+        current event loop, unless the loop has closed meanwhile."""
+        loop = asyncio.get_running_loop()
+
+        def fire(_: object) -> None:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(lambda: self._spawn(again()))
+
+        return fire
 
     async def register(self) -> None:
         """Register this broker's listeners (after they are bound) and join the controller election."""
@@ -284,7 +286,8 @@ class ZkBroker:
             return
         self.controller.session_renewed()
         await self._config_changed()  # the watch went with the old session
-        self._provisional_brokers_changed()  # so did this one, if the controller has not reached us yet
+        # so did the registered brokers' watch, if the controller has not reached us yet (else it returns at once)
+        self._spawn(self._read_provisional_catalog())
 
     async def topic_overrides(self, topic: str) -> dict[str, str]:
         """The topic's overrides as ZooKeeper holds them (empty: none, or no such topic)."""
@@ -297,12 +300,7 @@ class ZkBroker:
         self._apply_overrides(topic, overrides)
 
     async def _config_changed(self) -> None:
-        loop = asyncio.get_running_loop()
-
-        def watch(_: object) -> None:  # kazoo's thread
-            loop.call_soon_threadsafe(lambda: self._spawn(self._config_changed()))
-
-        names = await asyncio.to_thread(self.zk.config_changes, watch)
+        names = await asyncio.to_thread(self.zk.config_changes, self._watch_running(self._config_changed))
         for name in names:
             if name <= self._last_config_change:
                 continue
