@@ -268,6 +268,7 @@ def test_deletion_reaches_a_broker_that_was_down(cluster: LocalCluster) -> None:
     producer = Acked(cluster.bootstrap_servers, "gone")
     producer.send(400)
     producer.flush()
+    producer.close()  # else its metadata requests create "gone" again once deleted (auto-creation)
     holders = {b for _, replicas, _ in partitions(admin, "gone").values() for b in replicas}
     down = max(holders)
     assert replica_dirs(cluster, down, "gone")

@@ -153,6 +153,11 @@ class Acked:
     def flush(self, timeout: float = 120.0) -> None:
         assert self.producer.flush(timeout) == 0, "records left unacknowledged"
 
+    def close(self) -> None:
+        """Stop the producer: one left running asks again for the metadata of a topic deleted under it, and a
+        broker with ``auto.create.topics.enable`` (the default) creates the topic again, as Kafka does."""
+        self.producer.close()
+
 
 def test_acks_all_reaches_every_replica_byte_for_byte(cluster: LocalCluster) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
