@@ -20,6 +20,7 @@ from storage_helpers import decode_all, leader_batch, log_records, small_config,
 from samsa.clock import ManualClock
 from samsa.records import iter_batches
 from samsa.storage import index as index_module
+from samsa.storage.file_records import FileRecords
 from samsa.storage.log import FetchIsolation, Log
 from samsa.storage.segment import LogSegment
 
@@ -503,6 +504,86 @@ def test_bytes_cut_after_a_corrupt_batch_are_kept_and_its_offsets_never_handed_o
     again = reopen(directory, clock, recovery_point=end, clean=True)  # and it stays that way
     assert again.log_end_offset == end + 1
     again.close()
+
+
+LENGTH_DAMAGES = {
+    "too large": 0x7FFFFF00,  # past the end of the file: the batches after it cannot be reached by its length
+    "too small": 5,
+    "a little long": None,  # its own length plus 7: every later header misread
+}
+
+
+@pytest.mark.parametrize("copy_fails", [False, True], ids=["copied", "copy fails"])
+@pytest.mark.parametrize("length", LENGTH_DAMAGES.values(), ids=LENGTH_DAMAGES.keys())
+def test_a_damaged_batch_length_hides_no_offset_from_recovery(
+    pristine: tuple[Path, list[bytes]],
+    tmp_path: Path,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+    length: int | None,
+    copy_fails: bool,
+) -> None:
+    """The valid batches after a batch whose length field is damaged held offsets too: recovery finds them past
+    the wrong length, and from the file itself, so a set-aside copy that fails (a full disk) changes nothing."""
+    directory = copy(pristine, tmp_path)
+    for path in directory.glob("*.snapshot"):
+        path.unlink()  # only the bytes cut say where the log was
+    active = last_log(directory)
+    data = bytearray(active.read_bytes())
+    batches = list(iter_batches(bytes(data)))
+    bad = batches[1]
+    wrong = bad.size_field + 7 if length is None else length
+    data[bad.position + 8 : bad.position + 12] = wrong.to_bytes(4, "big")
+    active.write_bytes(bytes(data))
+    if copy_fails:
+
+        def full_disk(*args: object) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(FileRecords, "copy_out", full_disk)
+    end = log_end(pristine)
+    log = reopen(directory, clock)
+    assert [r.offset for r in log_records(log)] == expected_offsets(pristine[1])[: bad.base_offset]
+    assert log.log_end_offset == end
+    assert log.append_as_leader(leader_batch(1)).first_offset == end
+    log.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_valid_batches_are_found_past_any_damage_to_one_batch(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Model: damage inside one batch (its CRC-covered bytes overwritten, its length perhaps too) hides none of
+    the batches after it from ``FileRecords.valid_batches_end``, and it finds none where there are none."""
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    counts = data.draw(st.lists(st.integers(1, 4), min_size=1, max_size=12))
+    raws, offset = [], 100
+    for n in counts:
+        raws.append(
+            v2(list(range(offset, offset + n)), values=[rng.randbytes(rng.randint(0, 300)) for _ in range(n)])
+        )
+        offset += n
+    victim = data.draw(st.integers(0, len(raws) - 1))
+    damaged = bytearray(raws[victim])
+    start = data.draw(st.integers(21, len(damaged) - 1))
+    stop = data.draw(st.integers(start + 1, len(damaged)))
+    damaged[start:stop] = rng.randbytes(stop - start)
+    if data.draw(st.booleans()):
+        damaged[8:12] = rng.randbytes(4)
+    assume_changed = bytes(damaged) != raws[victim]
+    path = tmp_path_factory.mktemp("scan") / "00000000000000000100.log"
+    path.write_bytes(b"".join(raws[:victim]) + bytes(damaged) + b"".join(raws[victim + 1 :]))
+    records = FileRecords.open(path, writable=False)
+    try:
+        found = records.valid_batches_end(len(b"".join(raws[:victim])), 100, 100 + 2**31 - 1)
+    finally:
+        records.close_handlers()
+    later = [b.next_offset for raw in raws[victim + 1 :] for b in iter_batches(raw)]
+    if later:
+        assert found == max(later)
+    elif assume_changed:
+        assert found == -1
 
 
 def test_a_zero_filled_tail_is_cut_without_a_copy(

@@ -32,6 +32,7 @@ from samsa.records.view import (
     HEADER_SIZE_UP_TO_MAGIC,
     LEGACY_MIN_SIZE,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     RECORD_BATCH_OVERHEAD,
     BatchView,
     iter_batches,
@@ -180,6 +181,50 @@ class FileRecords:
             path.unlink(missing_ok=True)
             raise
         return size - position
+
+    def valid_batches_end(self, position: int, low: int, high: int) -> int:
+        """The offset after the whole v2 batches with a matching CRC-32C and offsets in [``low``, ``high``]
+        found from ``position`` on; -1 when there are none. Where the bytes at a position are not such a batch,
+        the next one is looked for at every later byte holding the magic 2, since a damaged length hides the
+        batches after it (recovery's claim on the offsets in bytes it cuts: ``LogSegment.recover``). Random
+        bytes pass only if a CRC-32C matches by chance; the base offset, outside the CRC, must fit the range."""
+        held = -1
+        size = self.size
+        while position <= size - RECORD_BATCH_OVERHEAD:
+            found = self._valid_batch_at(position, low, high)
+            if found is not None:
+                held = max(held, found[0])
+                position += found[1]
+                continue
+            # look further on, a chunk at a time, for a byte 2 where a batch's magic would be
+            buf = self.read(position, _CHUNK + RECORD_BATCH_OVERHEAD)
+            at = buf.find(b"\x02", MAGIC_OFFSET + 1)
+            while at != -1 and at - MAGIC_OFFSET < _CHUNK:
+                found = self._valid_batch_at(position + at - MAGIC_OFFSET, low, high)
+                if found is not None:
+                    break
+                at = buf.find(b"\x02", at + 1)
+            if found is None:
+                position += _CHUNK
+            else:
+                position += at - MAGIC_OFFSET
+        return held
+
+    def _valid_batch_at(self, position: int, low: int, high: int) -> tuple[int, int] | None:
+        """(next offset, bytes) of the valid v2 batch at ``position`` with offsets in [low, high], else None."""
+        if position > self.size - RECORD_BATCH_OVERHEAD:
+            return None
+        header = BatchView(memoryview(self.read(position, RECORD_BATCH_OVERHEAD)), 0)
+        length = header.size_field + LOG_OVERHEAD
+        if (
+            header.magic != 2
+            or not RECORD_BATCH_OVERHEAD <= length <= self.size - position
+            or not low <= header.base_offset <= header.last_offset <= high
+        ):
+            return None
+        if not BatchView(memoryview(self.read(position, length)), 0).is_valid():
+            return None
+        return header.next_offset, length
 
     def _chunks_nonzero(self, position: int, end: int) -> Iterator[bool]:
         for at in range(position, end, _CHUNK):

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from samsa.clock import Clock
-from samsa.records import CorruptRecordError, InvalidRecordError
+from samsa.records import CorruptRecordError
 
 from .config import LogConfig
 from .file_records import FileRecords
@@ -72,7 +72,8 @@ class LoadReport:
     bytes_truncated: int = 0
     set_aside: list[Path] = field(default_factory=list)
     cut_held_to: int = -1
-    """The offset after the valid batches found in bytes recovery cut (``claimed_by_cut``), -1 when none."""
+    """The offset after the valid batches found in bytes recovery cut (``LogSegment.cut_claims``), -1 when
+    none."""
 
     def add(self, other: LoadReport) -> None:
         """Count ``other`` in (a log directory's summary of its partitions)."""
@@ -196,27 +197,7 @@ def _count_cut(segment: LogSegment, report: LoadReport) -> None:
     """Report the bytes a recovery of ``segment`` cut and kept, and the offsets valid batches among them held."""
     if segment.cut_set_aside is not None:
         report.set_aside.append(segment.cut_set_aside)
-        report.cut_held_to = max(report.cut_held_to, claimed_by_cut(segment.cut_set_aside))
-
-
-def claimed_by_cut(path: Path) -> int:
-    """The offset after the whole, valid (CRC-checked) batches that follow the corrupt one at the start of bytes
-    recovery cut and kept in ``path``; -1 when there are none. The log held those offsets: it must not hand them
-    out again. A torn last write holds none (its batch is partial), nor do random bytes (a CRC would have to
-    match); the corrupt batch's own offsets are not trusted, like the rest of it."""
-    held = -1
-    records = FileRecords.open(path, writable=False)
-    try:
-        batches = records.batches()
-        next(batches, None)
-        for _, batch in batches:
-            batch.ensure_valid()
-            held = max(held, batch.next_offset)
-    except (CorruptRecordError, InvalidRecordError, OSError):
-        pass
-    finally:
-        records.close_handlers()
-    return held
+    report.cut_held_to = max(report.cut_held_to, segment.cut_claims)
 
 
 def _claimed_next_offset(segment: LogSegment) -> int:

@@ -153,6 +153,7 @@ class LogSegment:
         "_rolling_based_timestamp",
         "base_offset",
         "clock",
+        "cut_claims",
         "cut_set_aside",
         "index_interval_bytes",
         "log",
@@ -188,6 +189,7 @@ class LogSegment:
         self._max_timestamp_and_offset: TimestampOffset | None = None
         self.verify_on_first_use = False  # set by the loader for segments trusted from a clean shutdown
         self.cut_set_aside: Path | None = None  # where the last recovery kept the bytes it cut (``recover``)
+        self.cut_claims = -1  # the offset after the valid batches among the bytes the last recovery cut
 
     @classmethod
     def open(
@@ -615,8 +617,10 @@ class LogSegment:
 
         The bytes cut are first copied to ``<base>.log.cut-at-<position>.salvage`` (``cut_set_aside``) unless
         they are all zeros or too few to hold a whole batch: after a corrupt batch they may hold valid ones,
-        which recovery cannot find (the corrupt batch's length may be wrong too) but an operator can. A copy
-        that fails (a full disk) is said at WARN and the cut goes ahead: the log must serve."""
+        which recovery does not trust but an operator can use. A copy that fails (a full disk) is said at WARN and
+        the cut goes ahead: the log must serve. Either way the offsets of the valid batches among the bytes cut,
+        looked for past a damaged length too (``FileRecords.valid_batches_end``), are kept in ``cut_claims``,
+        from the file before the cut: the log must never hand them out again."""
         self._index_room = 0
         self.offset_index.reset()
         self.time_index.reset()
@@ -653,8 +657,12 @@ class LogSegment:
             pass
         truncated = self.log.size - valid_bytes
         self.cut_set_aside = None
+        self.cut_claims = -1
         if truncated > 0:
             if truncated >= RECORD_BATCH_OVERHEAD:
+                self.cut_claims = self.log.valid_batches_end(
+                    valid_bytes, self.base_offset, self.base_offset + INT_MAX
+                )
                 self._set_aside_cut(valid_bytes)
             self.log.truncate_to(valid_bytes)
         self._max_timestamp_and_offset = max_ts
