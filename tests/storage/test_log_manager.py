@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from storage_helpers import log_records
 
 from samsa.clock import ManualClock
 from samsa.records import build_batch, iter_batches
@@ -404,4 +405,36 @@ def test_a_topic_is_deleted_on_a_full_disk_and_stays_deleted(
     manager.shutdown()
     again = _manager([tmp_path / "d"], ManualClock())
     assert again.topics() == {"kept"}
+    again.shutdown()
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["clean stop", "kill -9"])
+def test_a_log_start_checkpoint_beyond_the_log_end_deletes_nothing(
+    tmp_path: Path, clean: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A wrong log-start-offset-checkpoint line once deleted every segment of the partition without a word. After
+    a clean stop it is not believed (the stop checkpointed the end with it); after a crash the end may have been
+    lost, so the records go as it says, but their segments are set aside, not deleted, and said at WARN."""
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock, node_id=1)
+    manager.create_topic("orders", 1)
+    tp = TopicPartition("orders", 0)
+    _append(manager, tp, 30, clock)
+    segments = _segment_bases(tmp_path / "orders-0")
+    manager.shutdown()
+    if not clean:
+        (tmp_path / ".kafka_cleanshutdown").unlink()
+    offset_checkpoint(tmp_path / LOG_START_OFFSET_CHECKPOINT).write({tp: 100_000})
+    again = _manager([tmp_path], clock, node_id=1)
+    log = again.get_log(tp)
+    assert log is not None
+    if clean:
+        assert log.log_start_offset == 0 and log.log_end_offset == 60
+        assert [r.offset for r in log_records(log)] == list(range(60))
+        assert "not believed" in caplog.text
+    else:
+        assert log.log_start_offset == 100_000 and log.log_end_offset == 100_000
+        kept = sorted(int(p.name.split(".")[0]) for p in (tmp_path / "orders-0").glob("*.log.salvage"))
+        assert kept == segments
+        assert "set aside" in caplog.text and "below its log start offset 100000" in caplog.text
     again.shutdown()

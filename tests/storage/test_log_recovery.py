@@ -349,6 +349,7 @@ def test_log_end_below_log_start_after_reopen(
         f.truncate(70)
     log = Log.open(directory, CONFIG, clock, recovery_point=0, log_start_offset=4, had_clean_shutdown=False)
     assert log.segments.base_offsets() == [4] and log.log_end_offset == 4 and log.log_start_offset == 4
+    assert first.with_name(first.name + ".salvage").exists()  # set aside, not deleted
     assert {p.suffix for p in directory.glob("00000000000000000004.*")} >= {".log", ".index", ".timeindex"}
 
 

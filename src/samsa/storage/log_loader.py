@@ -18,8 +18,10 @@ Sequence (storage spec 7.3 and 7.5):
    Then, unless the log is replicated, it continues after every offset it is known to have handed out: those of
    the segments set aside, of valid batches in bytes cut, its checkpointed recovery point and high watermark,
    its latest producer snapshot. Damage can take records; it never makes the log hand their offsets out again.
-5. If the log end is below the log-start checkpoint, every segment goes; with no segment left, an empty one is
-   created at the log start offset. The active segment's indexes get their full size back.
+5. If the log end is below the log-start checkpoint, every segment is set aside (renamed ``*.salvage``: the end
+   was lost, or the checkpoint is wrong), said at WARN; after a clean shutdown a log start beyond the
+   checkpointed end is a wrong checkpoint and is not believed. With no segment left, an empty one is created at
+   the log start offset. The active segment's indexes get their full size back.
 6. Producer state (``producer_state``): snapshots that match no segment base are deleted (but the latest one
    beyond the last segment's base is kept), then the state is loaded from the latest snapshot at or below the log
    end and the batches after it are replayed, and a snapshot is written at the log end. After a clean shutdown
@@ -237,11 +239,11 @@ def recover_segments(
                 segment.size,
                 segment.read_next_offset(),
             )
-            return _set_aside(segments, unflushed[i + 1 :], report)
+            return _set_aside(segments, unflushed[i + 1 :], report, "it follows a corrupt batch")
     return -1
 
 
-def _set_aside(segments: LogSegments, later: list[LogSegment], report: LoadReport) -> int:
+def _set_aside(segments: LogSegments, later: list[LogSegment], report: LoadReport, why: str) -> int:
     claimed = -1
     for segment in later:
         next_offset = _claimed_next_offset(segment)
@@ -251,11 +253,12 @@ def _set_aside(segments: LogSegments, later: list[LogSegment], report: LoadRepor
         segment.change_file_suffixes("", SET_ASIDE_SUFFIX)
         report.set_aside.append(segment.log.path)
         _log.warning(
-            "set aside %s (offsets %d to %d, %d bytes) because it follows a corrupt batch: renamed, not deleted",
+            "set aside %s (offsets %d to %d, %d bytes) because %s: renamed, not deleted",
             segment.log.path,
             segment.base_offset,
             next_offset - 1,
             segment.size,
+            why,
         )
     return claimed
 
@@ -290,13 +293,24 @@ def load(
             _check_after_clean_shutdown(segments, epochs, report)
         else:
             claimed = recover_segments(segments, recovery_point, epochs, report)
+    if had_clean_shutdown and 0 <= previous_end < log_start_offset:
+        # a clean stop checkpoints the log start, the high watermark and the end together, start <= end
+        _log.warning(
+            "%s: the log-start-offset-checkpoint says %d, beyond the end %d the log had when it stopped cleanly "
+            "(its recovery-point checkpoint): a wrong checkpoint, not believed; the log starts at its first "
+            "segment",
+            directory,
+            log_start_offset,
+            previous_end,
+        )
+        log_start_offset = 0
     producer_state = ProducerStateManager(directory)
     if replicated:
         claimed = -1
     else:
         known = max(previous_end, producer_state.latest_snapshot_offset() or 0, report.cut_held_to)
         claimed = max(claimed, _lost_end(directory, segments, log_start_offset, known))
-    last = _active_segment(directory, segments, config, clock, log_start_offset, claimed)
+    last = _active_segment(directory, segments, config, clock, log_start_offset, claimed, report)
     log_end_offset = last.read_next_offset()
     try:
         last.resize_indexes(config.segment_index_bytes)
@@ -352,14 +366,21 @@ def _active_segment(
     clock: Clock,
     log_start_offset: int,
     claimed: int,
+    report: LoadReport,
 ) -> LogSegment:
     """The segment appends go to: the last one, unless the log is empty, wholly below ``log_start_offset``
-    (everything is deleted) or behind ``claimed`` (segments were set aside); then a new one is opened there."""
+    (everything is set aside) or behind ``claimed`` (segments were set aside); then a new one is opened there."""
     last = segments.last_segment()
     if last is not None and last.read_next_offset() < log_start_offset:
-        for segment in list(segments):
-            segments.remove(segment.base_offset)
-            segment.delete()
+        # below the log start its records are deleted, but a log start beyond the log end means the end was
+        # lost or the checkpoint is wrong: kept, not deleted
+        _set_aside(
+            segments,
+            list(segments),
+            report,
+            f"the whole log lies below its log start offset {log_start_offset} (a lost end, or a wrong "
+            f"log-start-offset-checkpoint)",
+        )
         last = None
     if last is not None and claimed <= last.read_next_offset():
         return last
