@@ -5,6 +5,7 @@ Event-loop thread only.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from .replica_manager import ReplicaManager
 
 READ_CHUNK = 16 * 1024 * 1024
+
+_log = logging.getLogger(__name__)
 
 
 class ReplicaOffsetsLog:
@@ -61,15 +64,37 @@ class ReplicaOffsetsLog:
         return plog.log_start_offset, self._chunks(tp, plog.log_start_offset)
 
     def _chunks(self, tp: TopicPartition, position: int) -> Iterator[bytes]:
-        from samsa.records.view import iter_batches  # start-up time: loaded with the first log
+        from samsa.records import CorruptRecordError  # start-up time: loaded with the first log
+        from samsa.records.view import iter_batches
+        from samsa.storage.errors import KafkaStorageError
         from samsa.storage.log import FetchIsolation
 
         partition = self._replicas.partition(tp)
         while partition is not None and position < partition.log.log_end_offset:
-            data = partition.log.read(position, READ_CHUNK, FetchIsolation.LOG_END, True).records.read_bytes()
-            next_offset = max((b.next_offset for b in iter_batches(data)), default=position)
-            if next_offset <= position:
-                return
+            plog = partition.log
+            try:
+                data = plog.read(position, READ_CHUNK, FetchIsolation.LOG_END, True).records.read_bytes()
+                next_offset = max((b.next_offset for b in iter_batches(data)), default=position)
+            except (CorruptRecordError, KafkaStorageError):
+                data, next_offset = b"", position
+            if next_offset <= position:  # a damaged header: what follows it in its segment cannot be found
+                later = [base for base in plog.segments.base_offsets() if base > position]
+                if not later:
+                    if data:
+                        yield data  # the batches before the damage
+                    _log.error(
+                        "loading %s: offsets from %d on cannot be read (a damaged batch header)", tp, position
+                    )
+                    return
+                _log.error(
+                    "loading %s: offsets %d to %d cannot be read (a damaged batch header): skipped to the next "
+                    "segment",
+                    tp,
+                    position,
+                    later[0] - 1,
+                )
+                position = later[0]
+                continue
             yield data
             position = next_offset
 

@@ -172,16 +172,20 @@ class GroupCoordinator:
 
     def _load_partition(self, tp: TopicPartition, now: int) -> None:
         log_start_offset, chunks = self.offsets_log.read_from_start(tp)
-        try:
-            loaded = LoadedPartition.replay(
+        bad: list[OffsetsRecordError] = []
+        loaded = LoadedPartition.replay(
+            (
                 record
                 for chunk in list(chunks)
-                for record in offsets_topic.iter_log_records(chunk)
+                for record in offsets_topic.iter_log_records(chunk, bad)
                 if record.offset >= log_start_offset
+            ),
+            bad,
+        )
+        for exc in bad:  # Kafka gives up on the partition here, and with it every group's offsets
+            log.error(
+                "loading %s: skipped what cannot be read (the records after it are loaded): %s", tp, exc
             )
-        except OffsetsRecordError as exc:
-            log.error("cannot load %s: %s", tp, exc)
-            return
         for group_id in loaded.group_ids():
             group = Group(group_id, self.config.group, rng=self.clock.random())
             offsets_topic.restore_group(group, loaded.groups.get(group_id), now)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from samsa.protocol.errors import DecodeError
-from samsa.records import Record, RecordsError, build_batch, iter_batches, iter_records
+from samsa.records import CorruptRecordError, Record, RecordsError, build_batch, iter_batches, iter_records
 from samsa.storage.topic import TopicPartition
 
 from .group import Group, GroupState, Member, OffsetAndMetadata
@@ -186,15 +186,27 @@ def _decode_group_value(data: bytes) -> GroupMetadataValue:
     return GroupMetadataValue.decode(data[2:], min(version, 4))
 
 
-def iter_log_records(data: bytes) -> Iterator[Record]:
-    """Every record of the batches in ``data`` (the bytes of a log, read from its start)."""
-    for batch in iter_batches(data):
-        if batch.magic >= 2 and batch.is_control:
-            continue
-        try:
-            yield from iter_records(batch)
-        except RecordsError as exc:
-            raise OffsetsRecordError(batch.base_offset, str(exc)) from exc
+def iter_log_records(data: bytes, bad: list[OffsetsRecordError] | None = None) -> Iterator[Record]:
+    """Every record of the batches in ``data`` (the bytes of a log, read from its start). A batch that cannot
+    be read (a corrupt one) raises OffsetsRecordError, or with ``bad`` is added there and skipped, as are the
+    bytes after a batch whose header is damaged."""
+    try:
+        for batch in iter_batches(data):
+            if batch.magic >= 2 and batch.is_control:
+                continue
+            try:
+                records = list(iter_records(batch))
+            except RecordsError as exc:
+                error = OffsetsRecordError(batch.base_offset, str(exc))
+                if bad is None:
+                    raise error from exc
+                bad.append(error)
+                continue
+            yield from records
+    except CorruptRecordError as exc:  # a header no batch can have: the rest of ``data`` cannot be walked
+        if bad is None:
+            raise OffsetsRecordError(-1, str(exc)) from exc
+        bad.append(OffsetsRecordError(-1, str(exc)))
 
 
 # --- rebuilding groups -----------------------------------------------------------------------------------------
@@ -208,10 +220,20 @@ class LoadedPartition:
     groups: dict[str, GroupMetadataValue]
 
     @classmethod
-    def replay(cls, records: Iterable[Record]) -> LoadedPartition:
+    def replay(
+        cls, records: Iterable[Record], bad: list[OffsetsRecordError] | None = None
+    ) -> LoadedPartition:
+        """Replay ``records`` in order; a record that cannot be decoded raises, or with ``bad`` is added there
+        and skipped (the records after it still count: a later commit replaces what it held)."""
         loaded = cls({}, {})
         for record in records:
-            decoded = decode_record(record)
+            try:
+                decoded = decode_record(record)
+            except OffsetsRecordError as exc:
+                if bad is None:
+                    raise
+                bad.append(exc)
+                continue
             if isinstance(decoded, OffsetRecord):
                 group_offsets = loaded.offsets.setdefault(decoded.group_id, {})
                 if decoded.value is None:
