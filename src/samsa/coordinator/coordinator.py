@@ -113,6 +113,7 @@ class GroupCoordinator:
         self._loaded: set[TopicPartition] = set()
         self._offsets_topic_failed_at: int | None = None  # when creating __consumer_offsets last failed
         self._offsets_topic_failures = LogThrottle(60_000)  # clock milliseconds: once a minute
+        self._append_failures = LogThrottle(60_000)  # per (partition, error)
 
     # --- life cycle --------------------------------------------------------------------------------------------
 
@@ -249,7 +250,17 @@ class GroupCoordinator:
         batch = offsets_topic.build_records(items, self.clock.milliseconds())
         error, last_offset = self.offsets_log.append(self.partition_for(group_id), memoryview(batch))
         if error is not ErrorCode.NONE:
-            log.error("append to %s for group %s failed: %s", CONSUMER_OFFSETS_TOPIC, group_id, error.name)
+            tp = self.partition_for(group_id)
+            held = self._append_failures.due(self.clock.milliseconds(), (tp, error))
+            if held is not None:  # a full disk fails every commit and join: a line a minute, not one each
+                log.error(
+                    "append to %s for group %s failed: %s (%d more such failures of the partition held back; said "
+                    "once a minute)",
+                    tp,
+                    group_id,
+                    error.name,
+                    held,
+                )
         return error, last_offset
 
     async def _append_replicated(
