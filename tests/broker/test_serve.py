@@ -188,3 +188,11 @@ def test_a_log_dir_copied_and_moved_keeps_its_cluster_id_and_data(tmp_path: Path
         finally:
             assert again.stop() == 0
         assert cluster_id(log_dir) == stored
+
+
+def test_a_damaged_meta_properties_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "meta.properties").write_bytes(b"\xff\xfe\x00garbage\x80")
+    result = serve("--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={tmp_path}")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "could not start" in result.stderr and "meta.properties: not UTF-8 text" in result.stderr

@@ -438,3 +438,33 @@ def test_a_log_start_checkpoint_beyond_the_log_end_deletes_nothing(
         assert kept == segments
         assert "set aside" in caplog.text and "below its log start offset 100000" in caplog.text
     again.shutdown()
+
+
+def test_unreadable_checkpoints_and_snapshots_are_said_at_warn(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Garbage in a checkpoint or a producer snapshot is treated as missing (the log is rebuilt or recovered
+    without it), and said: it used to be ignored without a word."""
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock, node_id=1)
+    manager.create_topic("orders", 1)
+    tp = TopicPartition("orders", 0)
+    _append(manager, tp, 30, clock)
+    manager.shutdown()
+    damaged = [
+        tmp_path / RECOVERY_POINT_CHECKPOINT,
+        tmp_path / LOG_START_OFFSET_CHECKPOINT,
+        tmp_path / REPLICATION_OFFSET_CHECKPOINT,
+        tmp_path / "orders-0" / "leader-epoch-checkpoint",
+        *sorted((tmp_path / "orders-0").glob("*.snapshot")),
+    ]
+    assert len(damaged) > 4
+    for path in damaged:
+        path.write_bytes(b"\x00garbage\nnot a checkpoint\n")
+    again = _manager([tmp_path], clock, node_id=1)
+    log = again.get_log(tp)
+    assert log is not None and [r.offset for r in log_records(log)] == list(range(60))
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    for path in damaged:
+        assert any(str(path) in line and "cannot be read" in line for line in warned), path
+    again.shutdown()

@@ -67,7 +67,11 @@ async def _serve(config: KafkaConfig) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    broker = KafkaServer(config)
+    try:
+        broker = KafkaServer(config)  # reads the log dirs' identity (meta.properties)
+    except Exception as exc:
+        log.error("the broker could not start: %s", str(exc) or type(exc).__name__)
+        return 1
     try:
         await broker.start()
     except Exception as exc:

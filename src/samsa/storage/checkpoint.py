@@ -24,6 +24,7 @@ or the new one, never a torn one.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from typing import Generic, TypeVar
 
 from .errors import StorageError
 from .topic import TopicPartition
+
+_log = logging.getLogger(__name__)
 
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -159,7 +162,10 @@ def read_offsets_or_empty(path: Path) -> dict[TopicPartition, int]:
     """An offset checkpoint's entries; a missing or unreadable file is treated as empty, as Kafka does."""
     try:
         return offset_checkpoint(path).read_dict()
-    except (CheckpointError, OSError):
+    except FileNotFoundError:
+        return {}
+    except (CheckpointError, OSError) as exc:
+        _log.warning("ignoring %s, which cannot be read (%s): treated as empty", path, exc)
         return {}
 
 

@@ -15,10 +15,13 @@ Concurrency contract: not thread-safe; the owning ``Log`` serialises calls.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from .checkpoint import LEADER_EPOCH_CHECKPOINT, CheckpointError, leader_epoch_checkpoint
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +39,10 @@ class LeaderEpochFileCache:
         self._file = leader_epoch_checkpoint(directory / LEADER_EPOCH_CHECKPOINT)
         try:
             self._entries = [EpochEntry(epoch, offset) for epoch, offset in self._file.read()]
-        except (CheckpointError, OSError):
+        except FileNotFoundError:
+            self._entries = []
+        except (CheckpointError, OSError) as exc:  # rebuilt from the batches by recovery
+            _log.warning("ignoring %s, which cannot be read (%s): treated as empty", self._file.path, exc)
             self._entries = []
         # the latest epoch: a plain field (read on every append), kept by ``_keep``
         self.latest = self._entries[-1].epoch if self._entries else None

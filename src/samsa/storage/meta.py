@@ -72,6 +72,8 @@ def read_meta_properties(log_dir: Path) -> MetaProperties | None:
         props = read_properties_file(path)
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError as exc:
+        raise MetaPropertiesError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         version = int(props.get("version", "0"))
         key = "node.id" if version >= 1 else "broker.id"

@@ -43,6 +43,7 @@ Concurrency contract: not thread-safe; the owning ``Log`` serialises every call.
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import struct
 from collections import deque
@@ -61,6 +62,8 @@ if TYPE_CHECKING:
     from samsa.records.view import BatchView
 
 # samsa.records.view and .segment are imported where used, with the first log (start-up time)
+
+_log = logging.getLogger(__name__)
 
 NUM_BATCHES_TO_RETAIN = 5
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
@@ -355,7 +358,8 @@ class ProducerStateManager:
             path = snapshot_file(self.directory, offset)
             try:
                 entries = read_snapshot(path)
-            except (CorruptSnapshotError, OSError):
+            except (CorruptSnapshotError, OSError) as exc:
+                _log.warning("deleting the producer snapshot %s, which cannot be read (%s)", path, exc)
                 self.delete_snapshot(offset)
                 continue
             for entry in entries:
