@@ -295,6 +295,11 @@ def test_elect_leaders_answers_each_partition_with_kafkas_error(
     failed = leader_election(cluster, "--election-type", "unclean", "--path-to-json-file", str(listed))
     assert failed.returncode == 1
     assert "for partition: alone-0: EligibleLeadersNotAvailableException" in failed.stdout
+    # an explicit assignment may name brokers that are down, as in Kafka: a live replica leads
+    create_topic(
+        cluster, NewTopic("later", num_partitions=1, replication_factor=-1, replica_assignment=[[3, 1, 2]])
+    )
+    wait_for("a leader for later", lambda: partitions(admin, "later").get(0, (-1,))[0] == 2)
     wrong = leader_election(cluster, "--election-type", "preferred", "--all-topic-partitions", "--topic", "x")
     assert wrong.returncode != 0 and "exactly one of" in wrong.stderr
 

@@ -51,7 +51,12 @@ async def create_topic(
     if zk_broker.metadata.partitions_of(topic.name):
         return already_exists(topic.name)
     alive = {node.broker_id: node.rack for node in zk_broker.metadata.alive_brokers()}
-    checked, partitions, replication_factor = check_new_topic(broker, topic, brokers=len(alive))
+    # an explicit assignment may name brokers that are down (Kafka's ZooKeeper mode does not check them): the
+    # replication factor is checked against the brokers it names, which are its own
+    named = {b for replicas in (topic.assignments or {}).values() for b in replicas}
+    checked, partitions, replication_factor = check_new_topic(
+        broker, topic, brokers=len(alive) if topic.assignments is None else len(named)
+    )
     if not checked.ok:
         return checked
     placement = _placement(broker, topic, alive, partitions, replication_factor)
@@ -86,9 +91,9 @@ def _placement(
     replication_factor: int,
 ) -> Mapping[int, Sequence[int]] | AdminResult:
     """The new topic's replicas (partition -> broker ids) over the ``alive`` brokers (id -> rack): the request's
-    own placement once checked, else Kafka's; or why there is none."""
+    own placement once checked (``_check_placement``), else Kafka's; or why there is none."""
     if topic.assignments is not None:
-        wrong = _check_placement(topic.assignments, set(alive))
+        wrong = _check_placement(topic.assignments)
         if wrong is not None:
             return AdminResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT, wrong)
         return topic.assignments
@@ -148,8 +153,9 @@ async def delete_topic(broker: KafkaServer, zk_broker: ZkBroker, topic: str, tim
     return OK
 
 
-def _check_placement(placement: Mapping[int, Sequence[int]], alive: set[int]) -> str | None:
-    """Why an explicit replica assignment cannot be used (None: it can)."""
+def _check_placement(placement: Mapping[int, Sequence[int]]) -> str | None:
+    """Why an explicit replica assignment cannot be used (None: it can). Brokers that are down, or not
+    registered yet, may be named, as in Kafka: a partition is led once one of its replicas is live."""
     if sorted(placement) != list(range(len(placement))):
         return "Partitions of the replica assignment must be numbered 0 .. n-1."
     sizes = {len(replicas) for replicas in placement.values()}
@@ -158,9 +164,10 @@ def _check_placement(placement: Mapping[int, Sequence[int]], alive: set[int]) ->
     for partition, replicas in placement.items():
         if len(set(replicas)) != len(replicas):
             return f"Duplicate brokers in the replica assignment of partition {partition}: {list(replicas)}."
-        unknown = sorted(set(replicas) - alive)
-        if unknown:
-            return f"Unknown or offline brokers {unknown} in the replica assignment of partition {partition}."
+        if min(replicas, default=0) < 0:
+            return (
+                f"Negative broker ids in the replica assignment of partition {partition}: {list(replicas)}."
+            )
     return None
 
 
