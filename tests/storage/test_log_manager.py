@@ -253,10 +253,16 @@ def test_schedule_due_runs_tasks_on_their_intervals(tmp_path: Path) -> None:
     manager.create_topic("t", 1)
     assert manager.schedule_due(clock.milliseconds()) == []
     clock.advance(5000)
-    assert manager.schedule_due(clock.milliseconds()) == ["hw"]
+    assert manager.schedule_due(clock.milliseconds()) == ["deletes", "hw"]  # deletes: every second
     assert (tmp_path / REPLICATION_OFFSET_CHECKPOINT).exists()
     clock.advance(300_000)
-    assert set(manager.schedule_due(clock.milliseconds())) == {"retention", "recovery", "start", "hw"}
+    assert set(manager.schedule_due(clock.milliseconds())) == {
+        "retention",
+        "deletes",
+        "recovery",
+        "start",
+        "hw",
+    }
     manager.shutdown()
 
 
@@ -468,3 +474,26 @@ def test_unreadable_checkpoints_and_snapshots_are_said_at_warn(
     for path in damaged:
         assert any(str(path) in line and "cannot be read" in line for line in warned), path
     again.shutdown()
+
+
+def test_deleted_files_go_once_their_delay_passes_not_at_the_next_retention_check(tmp_path: Path) -> None:
+    """A deleted topic's directories and segments marked by retention are removed once ``file.delete.delay.ms``
+    passed, as Kafka does: a probe saw them stay up to the next retention check, five minutes by default."""
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock, retention_check_interval_ms=300_000)
+    manager.create_topic("gone", 2)
+    manager.create_topic("aged", 1, {"retention.ms": 1000, "file.delete.delay.ms": 1000})
+    aged = TopicPartition("aged", 0)
+    _append(manager, aged, 30, clock)
+    clock.advance(300_000)
+    manager.schedule_due(clock.milliseconds())  # retention: the aged segments are marked
+    renamed = manager.delete_topic("gone")
+    marked = list((tmp_path / "aged-0").glob("*.deleted"))
+    assert marked and all(p.exists() for p in renamed)
+    clock.advance(1_000)
+    manager.schedule_due(clock.milliseconds())
+    assert not any(p.exists() for p in marked)  # a second after, not five minutes
+    clock.advance(60_000)
+    manager.schedule_due(clock.milliseconds())
+    assert not any(p.exists() for p in renamed)
+    manager.shutdown()

@@ -104,6 +104,7 @@ DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
 DEFAULT_FLUSH_CHECKPOINT_INTERVAL_MS = 60_000
 DEFAULT_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS = 60_000
 DEFAULT_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5_000
+DELETE_CHECK_INTERVAL_MS = 1_000  # how often files whose file.delete.delay.ms passed are looked for
 
 
 class LogManagerError(StorageError):
@@ -204,6 +205,7 @@ class LogManager:
             "start": flush_start_offset_checkpoint_interval_ms,
             "hw": high_watermark_checkpoint_interval_ms,
             "flush": flush_scheduler_interval_ms if flush_scheduler_interval_ms is not None else 2**63 - 1,
+            "deletes": DELETE_CHECK_INTERVAL_MS,
         }
         self._last_run: dict[str, int] = {}
         self._task_failures = LogThrottle(TASK_FAILURE_LOG_INTERVAL_MS)  # periodic tasks failing now
@@ -505,6 +507,14 @@ class LogManager:
             raise LogManagerError(f"retention failed for {len(failures)} log(s): {'; '.join(failures[:3])}")
         return deleted
 
+    def delete_files_due(self, now: int) -> None:
+        """Remove the segments and partition directories whose ``file.delete.delay.ms`` has passed, as Kafka's
+        scheduler does once the delay passes, not at the next retention check (up to
+        ``log.retention.check.interval.ms``, 5 minutes, later: space a full disk waits for)."""
+        for log in self._logs.values():
+            log.delete_pending_segments(now)
+        self.delete_pending(now)
+
     def flush_dirty_logs(self, now: int) -> list[TopicPartition]:
         """Flush every log whose ``flush.ms`` has passed since its last flush; returns the flushed partitions."""
         flushed: list[TopicPartition] = []
@@ -537,6 +547,7 @@ class LogManager:
         """Run each periodic task whose interval has passed since it last ran; returns the names run."""
         tasks = {
             "retention": lambda: self.cleanup_logs(now),
+            "deletes": lambda: self.delete_files_due(now),
             "flush": lambda: self.flush_dirty_logs(now),
             "recovery": self.checkpoint_recovery_points,
             "start": self.checkpoint_log_start_offsets,
