@@ -11,11 +11,23 @@ from samsa.cli.demo import demo as demo_command
 from samsa.records import iter_batches
 
 
+def test_a_directory_the_demo_did_not_make_is_refused_not_deleted(tmp_path: Path) -> None:
+    """The demo empties its directory before it writes: once it emptied whatever ``--data-dir`` named, by
+    default ``data``, which holds the README's broker log dir."""
+    data = tmp_path / "data"
+    (data / "broker-1").mkdir(parents=True)
+    (data / "broker-1" / "meta.properties").write_text("node.id=1\n")
+    result = CliRunner().invoke(demo_command, ["--data-dir", str(data)])
+    assert result.exit_code == 1
+    assert "not empty and was not made by this demo" in result.output
+    assert (data / "broker-1" / "meta.properties").read_text() == "node.id=1\n"
+
+
 def test_demo_runs_and_prints_the_lookup(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    data.mkdir()
+    assert CliRunner().invoke(demo_command, ["--data-dir", str(data)]).exit_code == 0
     (data / "stale-file").write_text("left from an earlier run")
-    result = CliRunner().invoke(demo_command, ["--data-dir", str(data)])
+    result = CliRunner().invoke(demo_command, ["--data-dir", str(data)])  # a rerun starts over
     assert result.exit_code == 0, result.output
     out = result.output
     assert not (data / "stale-file").exists()

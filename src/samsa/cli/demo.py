@@ -128,14 +128,24 @@ def _scan(
     return None
 
 
+MARKER = ".samsa-storage-demo"  # in a directory this demo made: the only kind it empties again
+
+
 def write_demo_data(data_dir: Path) -> None:
-    """The topic, written through LogManager with a fixed clock and seed; ends with a clean shutdown."""
+    """The topic, written through LogManager with a fixed clock and seed; ends with a clean shutdown. A
+    directory from an earlier run (it has ``MARKER``) is emptied first; any other that is not empty is refused
+    (click.ClickException), never deleted: it may be a broker's log dir."""
     from samsa.storage.config import LogConfig
     from samsa.storage.log_manager import LogManager
 
-    if data_dir.exists():
+    if (data_dir / MARKER).exists():
         shutil.rmtree(data_dir)
-    data_dir.mkdir(parents=True)
+    elif data_dir.exists() and (not data_dir.is_dir() or any(data_dir.iterdir())):
+        raise click.ClickException(
+            f"{data_dir} is not empty and was not made by this demo; give an empty or new --data-dir"
+        )
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / MARKER).touch()
     clock = ManualClock(START_MS, seed=7)
     config = LogConfig.from_properties(
         {"segment.bytes": SEGMENT_BYTES, "index.interval.bytes": INDEX_INTERVAL_BYTES}
@@ -175,13 +185,15 @@ def render_tree(data_dir: Path) -> Tree:
             branch = tree.add(f"[bold blue]{child.name}/[/]")
             for f in sorted(child.iterdir()):
                 branch.add(f"{f.name}  [dim]{f.stat().st_size:,} B[/]")
-        else:
+        elif child.name != MARKER:
             tree.add(f"{child.name}  [dim]{child.stat().st_size:,} B[/]")
     return tree
 
 
 @click.command("demo")
-@click.option("--data-dir", type=click.Path(path_type=Path), default=Path("data"), show_default=True)
+@click.option(
+    "--data-dir", type=click.Path(path_type=Path), default=Path("data/storage-demo"), show_default=True
+)
 def demo(data_dir: Path) -> None:
     """Write a 3-partition topic with small segments and show how Kafka's on-disk layout serves a lookup."""
     console = Console(highlight=False)
