@@ -22,6 +22,8 @@ def serve(*args: str) -> subprocess.CompletedProcess[str]:
         ("listeners=nonsense", "NAME://host:port"),
         ("log.cleanup.policy=shred", "must be one of"),
         ("no-equals-sign", "KEY=VALUE"),
+        ("listeners=SSL://127.0.0.1:0", "Samsa serves PLAINTEXT only"),
+        ("listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", "security protocol SASL_SSL"),
     ],
 )
 def test_bad_configuration_is_refused_with_its_name(tmp_path: Path, override: str, fragment: str) -> None:

@@ -285,6 +285,17 @@ class KafkaConfig:
             raise ConfigError(
                 f"invalid value for configuration {exc}; expected host:count,host:count"
             ) from None
+        for name in ("listeners", "advertised.listeners"):
+            for listener in self._values[name] or ():
+                protocol = _parse_listener(listener)[0]
+                if (
+                    protocol in UNSUPPORTED_SECURITY_PROTOCOLS
+                    and protocol not in self.controller_listener_names
+                ):
+                    raise ConfigError(
+                        f"invalid value {listener!r} for configuration {name}: security protocol {protocol} is "
+                        "not supported; Samsa serves PLAINTEXT only (it would serve this listener unencrypted)"
+                    )
         if not self.listener_addresses:
             raise ConfigError(
                 f"invalid value {','.join(self.listeners)!r} for configuration listeners: "
@@ -410,6 +421,10 @@ class KafkaConfig:
             flush_ms if flush_ms is not None else self._values["log.flush.scheduler.interval.ms"]
         )
         return out
+
+
+# Kafka's listener names that mean TLS or SASL (its default security protocol map): refused, never served plain
+UNSUPPORTED_SECURITY_PROTOCOLS = frozenset({"SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 
 
 def _parse_listener(text: str) -> tuple[str, str, int]:
