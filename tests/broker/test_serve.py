@@ -198,3 +198,24 @@ def test_a_damaged_meta_properties_is_one_line_not_a_traceback(tmp_path: Path) -
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert "could not start" in result.stderr and "meta.properties: not UTF-8 text" in result.stderr
+
+
+def test_a_log_dir_under_a_directory_that_cannot_be_entered_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run as a user who may not enter a parent of the log dir, ``serve`` printed a PermissionError traceback.
+    (The tests run as root, who may enter anything: the refusal is made as the kernel makes it.)"""
+    from samsa.broker.config import ConfigError, KafkaConfig
+
+    locked = tmp_path / "locked"
+    real_exists = Path.exists
+
+    def exists(path: Path, *args: object, **kwargs: object) -> bool:
+        if path == locked or locked in path.parents:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_exists(path)
+
+    monkeypatch.setattr(Path, "exists", exists)
+    config = KafkaConfig.from_properties({"log.dirs": str(locked / "logs")})
+    with pytest.raises(ConfigError, match=r"cannot be entered \(permission denied\)"):
+        config.check_log_dirs()

@@ -85,3 +85,19 @@ def test_help_and_usage_errors_are_argparse_s() -> None:
         refused = serve(*args)
         assert refused.returncode == 2, args
         assert "usage: samsa serve" in refused.stderr and fragment in refused.stderr, refused.stderr
+
+
+def test_ctrl_c_while_the_command_is_still_importing_is_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SIGINT in the first tenth of a second of ``samsa serve`` (its imports) printed a KeyboardInterrupt
+    traceback."""
+    import samsa.cli
+    import samsa.cli.serve
+
+    def interrupted(argv: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(samsa.cli.serve, "main", interrupted)
+    assert samsa.cli.main(["serve"]) == 130
+    assert capsys.readouterr().err == "Aborted!\n"

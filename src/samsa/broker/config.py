@@ -374,7 +374,13 @@ class KafkaConfig:
         name = "log.dirs" if self._values["log.dirs"] else "log.dir"
         for item in self.log_dirs:
             path = Path(item)
-            blocker = next((p for p in (path, *path.parents) if p.exists()), None)
+            try:
+                blocker = next((p for p in (path, *path.parents) if p.exists()), None)
+            except PermissionError as exc:  # a parent this user may not enter
+                raise ConfigError(
+                    f"invalid value {item!r} for configuration {name}: {exc.filename} cannot be entered "
+                    "(permission denied)"
+                ) from None
             if blocker is not None and not blocker.is_dir():
                 raise ConfigError(
                     f"invalid value {item!r} for configuration {name}: {blocker} is a file, not a directory"

@@ -10,13 +10,17 @@ from typing import Any
 
 def main(argv: Sequence[str] | None = None) -> Any:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["serve"]:
-        from .serve import main as serve
+    try:
+        if args[:1] == ["serve"]:
+            from .serve import main as serve
 
-        return serve(args[1:])
-    from .app import cli
+            return serve(args[1:])
+        from .app import cli
 
-    return cli.main(args=args, prog_name="samsa")
+        return cli.main(args=args, prog_name="samsa")
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling is in place (while importing)
+        print("Aborted!", file=sys.stderr)
+        return 130
 
 
 def __getattr__(name: str) -> Any:
