@@ -37,6 +37,13 @@ def parse_args(description: str) -> argparse.Namespace:
     return parser.parse_args()
 
 
+def partition_count(bootstrap: str, topic: str) -> int:
+    """How many partitions ``topic`` has."""
+    return len(
+        AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=10).topics[topic].partitions
+    )
+
+
 def ensure_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
     """Create ``topic`` unless it exists."""
     admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -32,6 +32,7 @@ from delivery_common import (
     group_consumer,
     high_watermark,
     parse_args,
+    partition_count,
     report,
 )
 
@@ -61,7 +62,8 @@ def main() -> None:
     group = args.group or f"{args.topic}-exactly-once"
     output_topic = f"{args.topic}-out"
     ensure_input(args.bootstrap, args.topic, args.records)
-    ensure_topic(args.bootstrap, output_topic)
+    # the output partition matches the input's: as many (the input may already exist with more than one)
+    ensure_topic(args.bootstrap, output_topic, partition_count(args.bootstrap, args.topic))
     producer = Producer({"bootstrap.servers": args.bootstrap, "enable.idempotence": True, "acks": "all"})
     consumer = group_consumer(args.bootstrap, group)
     positions: dict[int, int] = {}

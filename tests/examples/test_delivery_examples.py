@@ -102,3 +102,17 @@ def test_without_a_crash_every_example_handles_each_record_once(
     assert [c.value for c in ck_consume(broker.bootstrap, "calm-eo-out", RECORDS, timeout=20)] == [
         f"shipped {o}".encode() for o in ORDERS
     ]
+
+
+def test_exactly_once_on_an_input_topic_of_many_partitions(broker: BrokerProcess, tmp_path: Path) -> None:
+    """The README's Tools section leaves ``orders`` with 12 partitions; the example made its output with one,
+    then wrote to the input's partitions there and died on an unknown partition."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("wide", 12)])["wide"].result(20)
+    code, reports = run_example("exactly_once", broker, "wide", tmp_path / "unused.txt")
+    assert code == 0 and reports[-1]["handled"] == RECORDS, reports
+    assert [c.value for c in ck_consume(broker.bootstrap, "wide-out", RECORDS, timeout=20)] == [
+        f"shipped {o}".encode() for o in ORDERS
+    ]
