@@ -3,6 +3,8 @@ session times out, a paused broker rejoins with a new epoch, a restarted broker 
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -115,3 +117,42 @@ def test_up_refuses_a_second_cluster_in_one_dir(cluster_dir: Path) -> None:
     )
     again = samsa_cli("cluster", "up", "--brokers", "1", "--port", "0", "--dir", str(cluster_dir))
     assert again.returncode == 1 and "already up" in again.stderr
+
+
+@pytest.mark.parametrize("when", ["zookeeper starting", "brokers starting"])
+def test_ctrl_c_during_up_leaves_nothing_running(
+    cluster_dir: Path, monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    """Ctrl-C during `cluster up` left ZooKeeper running in a session of its own, with no state file for
+    `cluster down` to find it by."""
+    from samsa.cluster import zookeeper
+
+    started: list[int] = []
+    if when == "zookeeper starting":
+        real_is_ok = zookeeper.ZooKeeperServer.is_ok
+
+        def interrupted(self: zookeeper.ZooKeeperServer) -> bool:
+            if real_is_ok(self):
+                started.append(self.pid or 0)
+                raise KeyboardInterrupt
+            return False
+
+        monkeypatch.setattr(zookeeper.ZooKeeperServer, "is_ok", interrupted)
+    else:
+
+        def interrupted_wait(self: LocalCluster, ids: list[int]) -> None:
+            started.append(self._state.zookeeper_pid)
+            started.extend(b.pid for b in self._state.brokers)
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(LocalCluster, "wait_registered", interrupted_wait)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            LocalCluster(cluster_dir).up(2)
+        assert started and all(pid > 0 for pid in started)
+        wait_for("every process stopped", lambda: not any(running(pid) for pid in started), timeout=20)
+        assert not (cluster_dir / "cluster.json").exists()
+    finally:  # whatever the outcome, nothing of this test keeps running
+        for pid in started:
+            if pid > 0 and running(pid):
+                os.killpg(pid, signal.SIGKILL)

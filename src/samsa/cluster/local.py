@@ -139,13 +139,16 @@ class LocalCluster:
                 self._zookeeper_server.start()
             except ZooKeeperError as exc:
                 raise ClusterError(str(exc)) from None
-            self._state.zookeeper = self._zookeeper_server.connect_string
-            self._state.zookeeper_pid = self._zookeeper_server.pid or 0
-        for broker_id in range(1, brokers + 1):
-            port = base_port + broker_id - 1 if base_port else free_port()
-            self._state.brokers.append(BrokerProcess(broker_id, port))
-        self._save()
+        # from here on whatever was started is stopped again if ``up`` does not finish (Ctrl-C included): the
+        # processes run in sessions of their own, and without the state file ``down`` could not find them
         try:
+            if self._zookeeper_server is not None:
+                self._state.zookeeper = self._zookeeper_server.connect_string
+                self._state.zookeeper_pid = self._zookeeper_server.pid or 0
+            for broker_id in range(1, brokers + 1):
+                port = base_port + broker_id - 1 if base_port else free_port()
+                self._state.brokers.append(BrokerProcess(broker_id, port))
+            self._save()
             for broker in self._state.brokers:
                 self.start_broker(broker.broker_id, wait=False)
             self.wait_registered([b.broker_id for b in self._state.brokers])

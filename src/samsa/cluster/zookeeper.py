@@ -115,17 +115,22 @@ class ZooKeeperServer:
                 start_new_session=True,
             )
         deadline = time.monotonic() + timeout
-        while not self.is_ok():
-            if self._process.poll() is not None:
-                output = self._output()
-                self._process = None
-                raise ZooKeeperError(f"ZooKeeper on {self.connect_string} exited at start: {output}")
-            if time.monotonic() > deadline:
-                self.stop()
-                raise ZooKeeperError(
-                    f"ZooKeeper on {self.connect_string} did not answer within {timeout:.0f} s"
-                )
-            time.sleep(0.05)
+        try:
+            while not self.is_ok():
+                if self._process.poll() is not None:
+                    output = self._output()
+                    self._process = None
+                    raise ZooKeeperError(f"ZooKeeper on {self.connect_string} exited at start: {output}")
+                if time.monotonic() > deadline:
+                    raise ZooKeeperError(
+                        f"ZooKeeper on {self.connect_string} did not answer within {timeout:.0f} s"
+                    )
+                time.sleep(0.05)
+        except (
+            BaseException
+        ):  # in a session of its own, Ctrl-C does not reach it: stopped here, never orphaned
+            self.stop()
+            raise
         return self
 
     def is_ok(self) -> bool:
