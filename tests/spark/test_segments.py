@@ -130,6 +130,19 @@ def test_planning_prunes_with_the_indexes(log_dir: tuple[Path, list[Row]]) -> No
     assert len(slices) == 1 and slices[0].partition == 0 and slices[0].start_position > 0
 
 
+def test_empty_log_dir_reads_no_rows(spark: SparkSession, tmp_path: Path) -> None:
+    assert spark.read.format("samsa-segments").load(str(tmp_path)).count() == 0
+
+
+def test_partition_dir_reads_that_partition(spark: SparkSession, log_dir: tuple[Path, list[Row]]) -> None:
+    root, rows = log_dir
+    df = spark.read.format("samsa-segments").option("includeHeaders", "true").load(str(root / f"{TOPIC}-1"))
+    assert collect(df) == expected([r for r in rows if r.partition == 1])
+    assert scan_log_dir(root / f"{TOPIC}-1", None) == [
+        s for s in scan_log_dir(root, None) if s.partition == 1
+    ]
+
+
 def test_not_a_directory_names_the_option(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(Exception, match="option 'path'"):
         spark.read.format("samsa-segments").load(str(tmp_path / "missing")).count()

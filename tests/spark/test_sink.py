@@ -9,6 +9,8 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+import samsa.spark
+import samsa.spark.sink
 from samsa.client.partitioner import partition_for_key
 from samsa.embedded import Broker
 
@@ -105,6 +107,22 @@ def test_missing_topic_is_created_by_the_broker_or_named_in_one_line(
         "it does not exist and the broker does not create topics"
     )
     assert line in str(info.value)
+    shown = str(info.value).splitlines()
+    found = next(n for n, text in enumerate(shown) if line in text)
+    assert found - shown.index("Traceback (most recent call last):") <= 3, (
+        "the message is under a short traceback"
+    )
+
+
+def test_default_save_mode_is_refused_by_spark_so_the_docs_say_append(
+    spark: SparkSession, broker: Broker
+) -> None:
+    df = spark.createDataFrame([("v",)], "value string")
+    writer = df.write.format("samsa").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+    with pytest.raises(Exception, match="UNSUPPORTED_DATA_SOURCE_SAVE_MODE"):
+        writer.option("topic", "sink-default-mode").save()  # before the source is asked (PySpark 4.3)
+    assert samsa.spark.__doc__ is not None and samsa.spark.sink.__doc__ is not None
+    assert '.mode("append")' in samsa.spark.__doc__ and '.mode("append")' in samsa.spark.sink.__doc__
 
 
 def test_streaming_round_trip(spark: SparkSession, broker: Broker, tmp_path: Path) -> None:

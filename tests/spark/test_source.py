@@ -113,6 +113,18 @@ def test_bad_options_name_the_option(
         batch(spark, broker, **options).count()
 
 
+def test_empty_topic_and_empty_range_read_no_rows(
+    spark: SparkSession, broker: Broker, sent: list[Sent]
+) -> None:
+    broker.create_topic("empty1", partitions=2)
+    assert batch(spark, broker, subscribe="empty1").count() == 0
+    assert batch(spark, broker, subscribe="empty1", includeHeaders="true").collect() == []
+    no_range = json.dumps({TOPIC: {"0": 4, "1": 4, "2": 4}})
+    assert (
+        batch(spark, broker, subscribe=TOPIC, startingOffsets=no_range, endingOffsets=no_range).count() == 0
+    )
+
+
 def test_unreachable_broker(spark: SparkSession) -> None:
     with pytest.raises(Exception, match=r"kafka\.bootstrap\.servers"):
         spark.read.format("samsa").option("kafka.bootstrap.servers", "127.0.0.1:1").option(

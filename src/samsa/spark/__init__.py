@@ -2,6 +2,11 @@
 
     spark.read.format("samsa").option("kafka.bootstrap.servers", "127.0.0.1:9092").option("subscribe", "t").load()
     spark.read.format("samsa-segments").load("/path/to/log/dir")
+    df.write.format("samsa").mode("append").option("kafka.bootstrap.servers", "127.0.0.1:9092")
+        .option("topic", "t").save()
+
+A batch write needs ``.mode("append")``: Spark refuses the default mode (ErrorIfExists) for any Python data source
+with ``UNSUPPORTED_DATA_SOURCE_SAVE_MODE`` before Samsa's code runs (``samsa.spark.sink``).
 
 Both names are found with no registration step when the top-level packages ``pyspark_samsa`` and
 ``pyspark_samsa_segments`` are importable by Spark's Python workers (PySpark's ``pyspark_*`` discovery, which runs

@@ -48,6 +48,7 @@ from samsa.records import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, BatchView, iter_b
 from samsa.records.view import CONTROL_MASK
 from samsa.storage.errors import StorageError
 from samsa.storage.log_dir_reader import LogDirReader, SegmentFiles
+from samsa.storage.topic import InvalidPartitionDirError, TopicPartition
 
 from .arrow import RecordBatchBuilder, spark_ddl
 from .options import SamsaOptionError, Subscription, _bool, _int, parse_subscription
@@ -74,14 +75,14 @@ class SegmentFile:
 
 
 def scan_log_dir(root: Path, subscription: Subscription | None) -> list[SegmentFile]:
-    """Every segment of every (selected) partition directory under ``root``, in (topic, partition, base) order."""
-    try:
-        reader = LogDirReader(root)
-    except StorageError:
-        raise SamsaOptionError(f"option 'path': {str(root)!r} is not a directory") from None
+    """Every segment of every (selected) partition directory under ``root``, in (topic, partition, base) order.
+
+    A partition directory given instead of its log directory (``<logdir>/clicks-0``) is read as that one partition.
+    """
+    reader, partitions = open_log_dir(root)
     start_offsets = reader.log_start_offsets()
     segments: list[SegmentFile] = []
-    for tp in reader.partitions():
+    for tp in partitions:
         if subscription is not None:
             if subscription.assigned and (tp.topic, tp.partition) not in subscription.assigned:
                 continue
@@ -102,6 +103,26 @@ def scan_log_dir(root: Path, subscription: Subscription | None) -> list[SegmentF
             for f in files
         )
     return segments
+
+
+def open_log_dir(root: Path) -> tuple[LogDirReader, list[TopicPartition]]:
+    """The reader of log directory ``root`` and its partitions; when ``root`` holds no partition directory and is
+    named as one, the reader of its parent and that one partition."""
+    try:
+        reader = LogDirReader(root)
+    except StorageError:
+        raise SamsaOptionError(f"option 'path': {str(root)!r} is not a directory") from None
+    partitions = reader.partitions()
+    if partitions:
+        return reader, partitions
+    name = root.resolve().name
+    try:
+        tp = reader.partition_dir(name)
+    except InvalidPartitionDirError:
+        return reader, []
+    if str(tp) != name:  # e.g. "clicks-01": not a directory the broker would have written
+        return reader, []
+    return LogDirReader(root.resolve().parent), [tp]
 
 
 @dataclass
@@ -330,7 +351,8 @@ class SegmentsReader(DataSourceReader):  # type: ignore[misc]
         return slices
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, SegmentSlice)
+        if not isinstance(partition, SegmentSlice):  # PySpark's InputPartition(None) when partitions() is []
+            return iter(())
         return read_slice(partition, self.include_headers, self.trace_file)
 
 

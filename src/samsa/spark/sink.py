@@ -6,6 +6,13 @@ null keys), ``headers`` (``array<struct<key: string, value: binary>>``). Deliver
 task produces its rows in batches of up to ``BATCH_RECORDS`` records per partition. A topic that does not exist
 is created by a broker with ``auto.create.topics.enable`` (as for Spark's own Kafka sink); otherwise the write fails
 with one line naming it.
+
+A batch write needs ``.mode("append")``. Spark's Kafka sink also takes the default mode (ErrorIfExists), but Spark
+refuses any mode other than Append and Overwrite for a Python data source before it asks the source
+(``UNSUPPORTED_DATA_SOURCE_SAVE_MODE``); Overwrite is refused here, as the Kafka sink refuses it.
+
+    df.write.format("samsa").mode("append").option("kafka.bootstrap.servers", "127.0.0.1:9092")
+        .option("topic", "t").save()
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from samsa.protocol import ErrorCode
 from samsa.records import Record, build_batch
 
 from .arrow import headers_from_arrow
-from .connection import broker_error, connect
+from .connection import SamsaBrokerError, broker_error, connect
 from .options import SamsaOptionError
 
 if TYPE_CHECKING:
@@ -164,20 +171,27 @@ class _RowProducer:
             raise broker_error(self.opts.bootstrap_servers, exc) from exc
 
 
-class SamsaBatchWriter(DataSourceArrowWriter):  # type: ignore[misc]
+class _RowsWriter:
+    """``write`` for both writers. Spark shows a task's error as its Python traceback; a SamsaOptionError or
+    SamsaBrokerError says all there is to say in its message, so it leaves ``write`` without the frames below it
+    (nor a chained cause, which its message quotes): the message comes right under Spark's header and one frame."""
+
     def __init__(self, opts: SinkOptions) -> None:
         self.opts = opts
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> ProducedMessage:
-        return write_rows(self.opts, iterator)
+        try:
+            return write_rows(self.opts, iterator)
+        except (SamsaOptionError, SamsaBrokerError) as error:
+            raise error.with_traceback(None) from None
 
 
-class SamsaStreamWriter(DataSourceStreamArrowWriter):  # type: ignore[misc]
-    def __init__(self, opts: SinkOptions) -> None:
-        self.opts = opts
+class SamsaBatchWriter(_RowsWriter, DataSourceArrowWriter):  # type: ignore[misc]
+    """``df.write.format("samsa")``: each task produces its rows; nothing to commit (module doc)."""
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> ProducedMessage:
-        return write_rows(self.opts, iterator)
+
+class SamsaStreamWriter(_RowsWriter, DataSourceStreamArrowWriter):  # type: ignore[misc]
+    """``writeStream.format("samsa")``: each micro-batch's tasks produce their rows."""
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Records are on the broker once ``write`` returns (acks=all)."""

@@ -354,7 +354,8 @@ class BrokerBatchReader(DataSourceReader):  # type: ignore[misc]
         return plan_ranges(self.opts, start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, OffsetRange)
+        if not isinstance(partition, OffsetRange):  # PySpark's InputPartition(None) when partitions() is []
+            return iter(())
         return read_range(partition)
 
 
