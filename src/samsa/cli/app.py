@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
+from typing import Any
 
 import click
 
@@ -27,7 +30,19 @@ COMMANDS: dict[str, str] = {
 
 
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use, so `samsa --help` stays fast."""
+    """A group whose subcommands are imported on first use, so `samsa --help` stays fast.
+
+    A tool whose reader goes away (``samsa dump-log ... | head``) stops quietly with the status of a Unix tool
+    killed by SIGPIPE (141).
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            # stdout is closed for good: point it at /dev/null so that Python's flush at exit stays quiet too
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(128 + signal.SIGPIPE)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *COMMANDS])

@@ -210,8 +210,8 @@ class ConsoleConsumer:
 @click.option("--partition", type=int, help="Consume only this partition.")
 @click.option("--offset", help="With --partition: a non-negative offset, 'earliest' or 'latest' (default).")
 @click.option("--from-beginning", is_flag=True, help="Start at the earliest offset instead of the latest.")
-@click.option("--max-messages", type=int, help="Exit after this many records.")
-@click.option("--timeout-ms", type=int, help="Exit if no record arrives for this long.")
+@click.option("--max-messages", type=int, help="Exit after this many records (a negative number: no limit).")
+@click.option("--timeout-ms", type=int, help="Exit if no record arrives for this many ms (0 or more).")
 @click.option("--property", "properties", multiple=True, help="A formatter property key=value (repeatable).")
 @click.option(
     "--consumer-property", "consumer_properties", multiple=True, help="A consumer property key=value."
@@ -235,13 +235,17 @@ def console_consumer(
     isolation_level: str,
 ) -> None:
     """Print the records of a topic to stdout (like kafka-console-consumer.sh)."""
-    consumer_props = parse_properties(consumer_properties)
+    if timeout_ms is not None and timeout_ms < 0:
+        usage_error(
+            f"The timeout must be 0 or more ms (leave --timeout-ms out to wait forever), not {timeout_ms}"
+        )
+    consumer_props = parse_properties(consumer_properties, "--consumer-property")
     isolation = consumer_props.get("isolation.level", isolation_level)
     options = ConsumeOptions(
         topic,
         partition,
         _start(partition, offset, from_beginning),
-        max_messages,
+        max_messages if max_messages is not None and max_messages >= 0 else None,  # Kafka's -1: no limit
         timeout_ms,
         1 if isolation == "read_committed" else 0,
         consumer_props.get("allow.auto.create.topics", "true").strip().lower() == "true",

@@ -281,9 +281,19 @@ async def _scope(
         meta = cluster.topics.get(name)
         if meta is None or meta.error_code != 0 or not meta.partitions:
             raise CommandError(f"The topic '{name}' does not exist.")
-        wanted = [int(p) for p in parts.split(",")] if parts else sorted(meta.partitions)
+        wanted = _partition_ids(spec, parts) if parts else sorted(meta.partitions)
         out += [TopicPartition(name, p) for p in wanted]
     return sorted(set(out))
+
+
+def _partition_ids(spec: str, parts: str) -> list[int]:
+    """The partitions of a ``--topic TOPIC:P1,P2`` scope; anything but non-negative integers is a CommandError."""
+    ids = [p.strip() for p in parts.split(",")]
+    if not all(p.isdigit() for p in ids):
+        raise CommandError(
+            f"Invalid --topic '{spec}': partitions must be comma separated non-negative integers"
+        )
+    return [int(p) for p in ids]
 
 
 async def plan_reset(

@@ -17,8 +17,9 @@ Lines it prints (``<TsType>`` is CreateTime, LogAppendTime or NoTimestampType):
 
 Index problems go to stderr as Kafka prints them ("Mismatches in :<path>", "Found timestamp mismatch in :<path>",
 ...). Differences from Kafka, on purpose: a batch failing its CRC, an unframeable batch, an index failing its sanity
-check or disagreeing with its log make the exit code 1 (Kafka prints and exits 0), and each such problem is also
-reported on stderr naming the file and the byte position. Legacy record lines end with ``crc: N`` (Kafka prints a
+check or disagreeing with its log, an index entry pointing outside its log and a missing file make the exit
+code 1 (Kafka prints and exits 0), and each such problem is also reported on stderr naming the file and the byte
+position. Legacy record lines end with ``crc: N`` (Kafka prints a
 stray ``}`` there). Index files are read through storage's read-only ``OffsetIndex`` / ``TimeIndex``, whose entries
 end at the first zeroed slot (where Kafka's dump stops too), so the sanity check of an active segment's
 still-preallocated time index passes where Kafka's reports its zeros as a last timestamp of 0. Nothing is opened
@@ -191,9 +192,12 @@ def record_lines(batch: BatchView, print_data: bool) -> list[str]:
 
 
 def dump_log_file(path: Path, opts: DumpOptions, out: Printer, report: DumpReport) -> None:
-    if path.name.endswith((".log", ".log" + SET_ASIDE_SUFFIX)):
-        out(f"Log starting offset: {int(path.name.split('.', 1)[0])}")
     data = path.read_bytes()
+    if path.name.endswith((".log", ".log" + SET_ASIDE_SUFFIX)):
+        base = path.name.split(".", 1)[0]
+        if not base.isdigit():
+            raise ValueError(f"the file name does not start with a base offset: {path.name}")
+        out(f"Log starting offset: {int(base)}")
     end = min(len(data), opts.max_bytes)
     deep = opts.deep_iteration or opts.print_data_log
     valid_bytes = 0
@@ -260,6 +264,16 @@ def time_index_sanity(index: TimeIndex) -> str | None:
     return None
 
 
+def _log_position(log: bytes, position: int, offset: int) -> int:
+    """An index entry's position, checked to lie in the log (a garbage index points anywhere): ValueError if not."""
+    if not 0 <= position <= len(log):
+        raise ValueError(
+            f"unreadable index: the entry for offset {offset} points to position {position}, outside the "
+            f"{len(log)}-byte log"
+        )
+    return position
+
+
 def _first_batch_at(log: bytes, position: int, limit: int) -> BatchView | None:
     for batch in iter_batches(log, position, min(len(log), position + limit)):
         return batch
@@ -287,7 +301,8 @@ def dump_index_file(path: Path, opts: DumpOptions, out: Printer, report: DumpRep
     log = segment.log_path.read_bytes()
     for entry in entries:
         try:
-            batch = _first_batch_at(log, entry.position, opts.max_message_size)
+            position = _log_position(log, entry.position, entry.offset)
+            batch = _first_batch_at(log, position, opts.max_message_size)
         except RecordsError as exc:
             report.errors.append(f"Corrupt data in {segment.log_path} at position {entry.position}: {exc}")
             batch = None
@@ -310,7 +325,8 @@ def dump_time_index_file(path: Path, opts: DumpOptions, out: Printer, report: Du
         previous = -1
         for n in range(time_index.entries):
             entry = time_index.entry(n)
-            check.check(offset_index.lookup(entry.offset).position, entry.timestamp, entry.offset, previous)
+            position = _log_position(log, offset_index.lookup(entry.offset).position, entry.offset)
+            check.check(position, entry.timestamp, entry.offset, previous)
             if not opts.verify_index_only:
                 out(f"timestamp: {entry.timestamp} offset: {entry.offset}")
             previous = entry.timestamp
@@ -364,6 +380,9 @@ def dump_files(files: list[Path], opts: DumpOptions, out: Printer, err: Printer)
     report = DumpReport()
     for path in files:
         out(f"Dumping {path}")
+        if not path.exists():
+            report.errors.append(f"Cannot read {path}: No such file or directory")
+            continue
         suffix = path.suffix
         if (
             suffix == SET_ASIDE_SUFFIX
@@ -384,7 +403,7 @@ def dump_files(files: list[Path], opts: DumpOptions, out: Printer, err: Printer)
             raise  # the reader went away (``| head``): the command's wrapper exits quietly
         except OSError as exc:
             report.errors.append(f"Cannot read {exc.filename or path}: {exc.strerror or exc}")
-        except ValueError as exc:
+        except (ValueError, struct.error) as exc:
             report.errors.append(f"Cannot dump {path}: {exc}")
     report.print(err)
     return report

@@ -17,7 +17,7 @@ import click
 from samsa.client import BrokerError, KafkaClient, KafkaError, TopicPartition
 from samsa.client.types import ClusterMetadata
 
-from .topics import include_list, is_internal
+from .topics import ArgumentError, include_list, is_internal
 
 NAMED_TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local": -4, "latest-tiered": -5}
 TOPIC_PARTITION_RULE = re.compile(r"([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?")
@@ -154,7 +154,7 @@ def get_offsets(
 
     try:
         offsets = asyncio.run(run())
-    except (TerseError, KafkaError) as exc:
+    except (TerseError, ArgumentError, KafkaError) as exc:
         click.echo(f"Error occurred: {exc}", err=True)
         sys.exit(1)
     for tp in sorted(offsets, key=lambda tp: (tp.topic, tp.partition)):

@@ -285,14 +285,21 @@ def pipeline(
     speedup: float,
 ) -> None:
     """Run the access-log job against an external broker and any Spark master."""
+    from samsa.client import KafkaError
+
     data_dir.mkdir(parents=True, exist_ok=True)
-    run_pipeline(
-        bootstrap_servers=bootstrap_servers,
-        master=master,
-        data_dir=data_dir,
-        duration=duration,
-        produce=generate,
-        rate=rate,
-        speedup=speedup,
-        available_now=available_now,
-    )
+    try:
+        run_pipeline(
+            bootstrap_servers=bootstrap_servers,
+            master=master,
+            data_dir=data_dir,
+            duration=duration,
+            produce=generate,
+            rate=rate,
+            speedup=speedup,
+            available_now=available_now,
+        )
+    except (
+        KafkaError
+    ) as exc:  # the broker is unreachable or refuses a call: one line, as the other tools say it
+        raise click.ClickException(str(exc)) from None

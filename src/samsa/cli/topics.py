@@ -52,11 +52,15 @@ def kafka_uuid(value: uuid.UUID | None) -> str:
 
 
 def include_list(pattern: str) -> re.Pattern[str]:
-    """Kafka's topic include-list: a regex where ',' means '|', spaces and outer quotes dropped."""
+    """Kafka's topic include-list: a regex where ',' means '|', spaces and outer quotes dropped; a pattern that
+    does not compile is an ArgumentError."""
     cleaned = pattern.strip().replace(",", "|").replace(" ", "")
     cleaned = re.sub(r"^[\"']+", "", cleaned)
     cleaned = re.sub(r"[\"']+$", "", cleaned)
-    return re.compile(cleaned)
+    try:
+        return re.compile(cleaned)
+    except re.error as exc:
+        raise ArgumentError(f"Invalid regular expression '{pattern}': {exc}") from None
 
 
 def is_internal(topic: TopicMetadata) -> bool:
@@ -240,11 +244,11 @@ async def list_topics(client: KafkaClient, pattern: str | None, exclude_internal
 @click.option(
     "--bootstrap-server", required=True, help="The Kafka server(s) to connect to, host:port[,host:port]."
 )
-@click.option("--create", "action", flag_value="create", help="Create a new topic.")
-@click.option("--list", "action", flag_value="list", help="List all available topics.")
-@click.option("--describe", "action", flag_value="describe", help="List details for the given topics.")
-@click.option("--alter", "action", flag_value="alter", help="Alter the number of partitions of a topic.")
-@click.option("--delete", "action", flag_value="delete", help="Delete a topic.")
+@click.option("--create", is_flag=True, help="Create a new topic.")
+@click.option("--list", "list_", is_flag=True, help="List all available topics.")
+@click.option("--describe", is_flag=True, help="List details for the given topics.")
+@click.option("--alter", is_flag=True, help="Alter the number of partitions of a topic.")
+@click.option("--delete", is_flag=True, help="Delete a topic.")
 @click.option("--topic", help="The topic to act on; a regular expression except with --create.")
 @click.option("--partitions", type=int, help="The number of partitions to create or raise to.")
 @click.option("--replication-factor", type=int, help="The replication factor of each partition.")
@@ -282,7 +286,11 @@ async def list_topics(client: KafkaClient, pattern: str | None, exclude_internal
 )
 def topics(
     bootstrap_server: str,
-    action: str | None,
+    create: bool,
+    list_: bool,
+    describe: bool,
+    alter: bool,
+    delete: bool,
     topic: str | None,
     partitions: int | None,
     replication_factor: int | None,
@@ -293,8 +301,11 @@ def topics(
     report: str | None,
 ) -> None:
     """Create, delete, describe, or change a topic (like kafka-topics.sh)."""
-    if action is None:
+    given = {"create": create, "list": list_, "describe": describe, "alter": alter, "delete": delete}
+    actions = [name for name, flag in given.items() if flag]
+    if len(actions) != 1:
         fail("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
+    action = actions[0]
     if action in ("create", "alter", "delete") and not topic:
         fail('Missing required argument "[topic]"')
     if action == "alter" and partitions is None:

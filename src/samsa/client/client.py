@@ -57,6 +57,8 @@ def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
         host, sep, port = item.rpartition(":")
         if not sep or not port.isdigit():
             raise KafkaError(f"bootstrap server {item!r} is not host:port")
+        if not 0 < int(port) <= 65535:
+            raise KafkaError(f"bootstrap server {item!r}: port {port} is not in 1-65535")
         result.append((host.strip("[]"), int(port)))
     if not result:
         raise KafkaError("no bootstrap servers given")
