@@ -52,3 +52,54 @@ def test_processes_started_meanwhile_write_their_stderr_to_the_file(
     assert log.read_text() == "from the child\n"
     err = capfd.readouterr().err
     assert "after" in err and "from the child" not in err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("running", [False, True], ids=["while Spark starts", "once it runs"])
+def test_ctrl_c_stops_the_demo_and_everything_it_started(tmp_path: Path, running: bool) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group) a few seconds in was ignored, or printed tracebacks, or
+    left Spark's JVM and workers running with nothing to stop them."""
+    import os
+    import signal
+    import time
+    import uuid
+
+    mark = f"SAMSA_TEST_MARK={uuid.uuid4()}"
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "samsa.cli", "demo", "--data-dir", str(tmp_path / "demo")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, mark.split("=")[0]: mark.split("=")[1]},
+        start_new_session=True,
+    )
+
+    def marked() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and mark.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+        return found
+
+    try:
+        if running:  # the queries have started once their checkpoints exist
+            deadline = time.monotonic() + 180
+            while not (tmp_path / "demo" / "checkpoint").exists() and time.monotonic() < deadline:
+                time.sleep(0.2)
+        time.sleep(3)
+        os.killpg(demo.pid, signal.SIGINT)
+        out, _ = demo.communicate(timeout=120)
+        assert "Traceback" not in out, out
+        # while Spark starts the run is aborted; once it runs it stops as at the end of --duration, with its report
+        assert ("parquet:" in out) if running else ("Aborted!" in out), out
+        deadline = time.monotonic() + 20
+        while marked() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert marked() == [], out
+    finally:
+        for pid in marked():
+            os.kill(pid, signal.SIGKILL)

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+POSITIVE = click.FloatRange(min=0, min_open=True)  # a rate, a speed-up or a duration
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -39,18 +41,52 @@ def run_pipeline(
     available_now: bool = False,
     live: bool = True,
 ) -> int:
-    """Run the job under a live table until ``duration`` passes or the topic is read; the windows written."""
+    """Run the job under a live table until ``duration`` passes, the topic is read or Ctrl-C; the windows written."""
     from rich.console import Console
 
-    from samsa.cli.live_view import RunStatus
     from samsa.spark.pipeline import job
-    from samsa.spark.pipeline.accesslog import START_MS
-    from samsa.spark.pipeline.run import SOURCE_PARTITIONS, TrafficProducer, ensure_topics
+    from samsa.spark.pipeline.run import SOURCE_PARTITIONS, ensure_topics
 
     console = Console()
     topics = {job.SOURCE_TOPIC: SOURCE_PARTITIONS, job.STATS_TOPIC: 1, job.DEAD_LETTER_TOPIC: 1}
     ensure_topics(bootstrap_servers, topics)
-    spark = _start_spark(console, bootstrap_servers, master, data_dir)
+    with _Interrupts(console) as interrupts:
+        spark = _start_spark(console, bootstrap_servers, master, data_dir, interrupts)
+        return _run_job(
+            console,
+            spark,
+            interrupts,
+            bootstrap_servers=bootstrap_servers,
+            data_dir=data_dir,
+            duration=duration,
+            produce=produce,
+            rate=rate,
+            speedup=speedup,
+            available_now=available_now,
+            live=live,
+        )
+
+
+def _run_job(
+    console: Console,
+    spark: Any,
+    interrupts: _Interrupts,
+    *,
+    bootstrap_servers: str,
+    data_dir: Path,
+    duration: float | None,
+    produce: bool,
+    rate: float,
+    speedup: float,
+    available_now: bool,
+    live: bool,
+) -> int:
+    """``run_pipeline`` once Spark runs: the queries, the traffic, the live table, the report."""
+    from samsa.cli.live_view import RunStatus
+    from samsa.spark.pipeline import job
+    from samsa.spark.pipeline.accesslog import START_MS
+    from samsa.spark.pipeline.run import TrafficProducer
+
     output_dir = data_dir / "stats"
     windows = _windows_written(spark, output_dir)
     cfg = job.PipelineConfig(
@@ -71,7 +107,7 @@ def run_pipeline(
     if producer is not None:
         producer.start()
     status = RunStatus(duration=duration, producing=producer is not None)
-    watch = _Watch(console, cfg, queries, producer, windows, status, traffic_start_ms)
+    watch = _Watch(console, cfg, queries, producer, windows, status, traffic_start_ms, interrupts)
     durations = watch.run(live=live)
     console.print()
     return _report(
@@ -80,22 +116,96 @@ def run_pipeline(
 
 
 def _windows_written(spark: Any, output_dir: Path) -> list[dict[str, Any]]:
-    """The windows an earlier run wrote to the Parquet output (none on a first run)."""
+    """The windows an earlier run wrote to the Parquet output (none on a first run, nor before the first window
+    of a run stopped early: the directory then holds no Parquet file yet)."""
     from samsa.spark.pipeline.job import read_output
 
-    return [r.asDict() for r in read_output(spark, output_dir).collect()] if output_dir.exists() else []
+    if not any(output_dir.glob("**/*.parquet")):
+        return []
+    return [r.asDict() for r in read_output(spark, output_dir).collect()]
 
 
-def _start_spark(console: Console, bootstrap_servers: str, master: str, data_dir: Path) -> Any:
+def _start_spark(
+    console: Console, bootstrap_servers: str, master: str, data_dir: Path, interrupts: _Interrupts
+) -> Any:
+    """The Spark session; a Ctrl-C while it starts is acted on once it has (it is stopped, the run aborted).
+    It is started on a thread of its own, so that PySpark does not put its own Ctrl-C handler in place (it does on
+    the main thread), which calls into Spark from the signal and raises inside whatever call was running."""
+    import threading
+
     from samsa.spark.pipeline.run import spark_session
 
     spark_log = data_dir / "spark.log"
     console.print(f"[bold]broker[/] {bootstrap_servers}   [bold]spark[/] {master}   [bold]data[/] {data_dir}")
     console.print(f"starting Spark (its logs go to {spark_log})")
-    try:
-        return spark_session(master, log_file=spark_log)
-    except Exception as exc:  # its reason is in the log: a missing JDK, a port, memory
-        raise click.ClickException(f"Spark did not start: {exc}\n(Spark's log: {spark_log})") from exc
+    started: list[Any] = []
+    failed: list[Exception] = []
+
+    def start() -> None:
+        try:
+            started.append(spark_session(master, log_file=spark_log))
+        except Exception as exc:  # its reason is in the log: a missing JDK, a port, memory
+            failed.append(exc)
+
+    starter = threading.Thread(target=start, name="spark-start", daemon=True)
+    starter.start()
+    while starter.is_alive():
+        starter.join(0.2)
+    if failed:
+        raise click.ClickException(
+            f"Spark did not start: {failed[0]}\n(Spark's log: {spark_log})"
+        ) from failed[0]
+    spark = started[0]
+    # Spark keeps the active session per thread: this one's too, or the registered data sources are not found
+    spark._jvm.SparkSession.setActiveSession(spark._jsparkSession)
+    if interrupts.requested:
+        spark.stop()
+        raise click.Abort
+    return spark
+
+
+class _Interrupts:
+    """Ctrl-C during a run: noted at once, acted on where the run can stop cleanly (between calls into Spark).
+    Raised inside a py4j call, KeyboardInterrupt (or PySpark's own handler, which calls Spark from the signal)
+    printed tracebacks, and while Spark started it left Spark's JVM and workers running with nothing to stop
+    them. Main thread only (elsewhere nothing is installed and Ctrl-C is not seen here)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.requested = False
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> _Interrupts:
+        import signal
+
+        self._previous = signal.getsignal(signal.SIGINT)
+        self.install()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def install(self) -> None:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, self._note)
+            self._installed = True
+
+    def _note(self, signum: int, frame: object) -> None:
+        if not self.requested:
+            self.console.print("\nCtrl-C: stopping")
+        self.requested = True
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt here if Ctrl-C was pressed."""
+        if self.requested:
+            raise KeyboardInterrupt
 
 
 class _Watch:
@@ -110,6 +220,7 @@ class _Watch:
         windows: list[dict[str, Any]],
         status: RunStatus,
         traffic_start_ms: int | None,
+        interrupts: _Interrupts,
     ) -> None:
         self.console = console
         self.cfg = cfg
@@ -118,6 +229,7 @@ class _Watch:
         self.windows = windows
         self.status = status
         self.traffic_start_ms = traffic_start_ms
+        self.interrupts = interrupts
 
     def view(self, done: bool = False) -> Any:
         from samsa.cli.live_view import live_view
@@ -157,6 +269,7 @@ class _Watch:
         queries, duration = self.queries, self.status.duration
         while True:
             time.sleep(0.5)
+            self.interrupts.check()
             shown.update(self.view())
             if self.producer is not None and self.producer.errors:
                 raise click.ClickException(f"traffic producer failed: {self.producer.errors[0]}")
@@ -175,6 +288,7 @@ class _Watch:
         query = self.queries[0]
 
         def caught_up_shown() -> bool:
+            self.interrupts.check()
             shown.update(self.view())
             return caught_up(query, self.cfg.bootstrap_servers, SOURCE_TOPIC)
 
@@ -224,11 +338,13 @@ def _report(
 @click.command()
 @click.option("--data-dir", type=click.Path(path_type=Path), default=Path("data/demo"), show_default=True)
 @click.option(
-    "--duration", type=float, default=60.0, show_default=True, help="seconds of traffic before stopping"
+    "--duration", type=POSITIVE, default=60.0, show_default=True, help="seconds of traffic before stopping"
 )
 @click.option("--continuous", is_flag=True, help="run until Ctrl-C instead of --duration")
-@click.option("--rate", type=float, default=400.0, show_default=True, help="generated lines per second")
-@click.option("--speedup", type=float, default=20.0, show_default=True, help="event seconds per real second")
+@click.option("--rate", type=POSITIVE, default=400.0, show_default=True, help="generated lines per second")
+@click.option(
+    "--speedup", type=POSITIVE, default=20.0, show_default=True, help="event seconds per real second"
+)
 @click.option("--fresh", is_flag=True, help="delete --data-dir first instead of resuming from it")
 @click.option("--storage", is_flag=True, help="run the storage walk-through instead (samsa storage-demo)")
 @click.pass_context
@@ -270,10 +386,10 @@ def demo(
 @click.option("--master", default="local[2]", show_default=True, help="Spark master, e.g. spark://host:7077")
 @click.option("--data-dir", type=click.Path(path_type=Path), default=Path("data/pipeline"), show_default=True)
 @click.option("--available-now", is_flag=True, help="process what is in the topic now, then stop")
-@click.option("--duration", type=float, default=None, help="stop after this many seconds")
+@click.option("--duration", type=POSITIVE, default=None, help="stop after this many seconds")
 @click.option("--generate", is_flag=True, help="also produce generated traffic into access-log")
-@click.option("--rate", type=float, default=400.0, show_default=True)
-@click.option("--speedup", type=float, default=20.0, show_default=True)
+@click.option("--rate", type=POSITIVE, default=400.0, show_default=True)
+@click.option("--speedup", type=POSITIVE, default=20.0, show_default=True)
 def pipeline(
     bootstrap_servers: str,
     master: str,
