@@ -104,8 +104,13 @@ def down(directory: Path) -> None:
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from None
     started_zookeeper = local.started_zookeeper
-    local.down()
-    click.echo(f"stopped {len(local.brokers)} brokers" + (" and ZooKeeper" if started_zookeeper else ""))
+    running = local.down()
+    already = len(local.brokers) - running
+    click.echo(
+        f"stopped {running} brokers"
+        + (f" ({already} had stopped already)" if already else "")
+        + (" and ZooKeeper" if started_zookeeper else "")
+    )
 
 
 @cluster.command()

@@ -283,10 +283,12 @@ class LocalCluster:
             os.killpg(pid, signal.SIGKILL)
         return None
 
-    def down(self) -> None:
-        """Stop every broker (SIGTERM), then the ZooKeeper this cluster started."""
+    def down(self) -> int:
+        """Stop every broker (SIGTERM), then the ZooKeeper this cluster started; the brokers that were running."""
+        running = 0
         for broker in self._state.brokers:
             if broker.pid:
+                running += _alive(broker.pid)
                 self.stop_broker(broker.broker_id)
         if self._zookeeper_server is not None:
             self._zookeeper_server.stop()
@@ -297,6 +299,7 @@ class LocalCluster:
                 time.sleep(0.05)
         self._state.zookeeper_pid = 0
         (self.directory / STATE_FILE).unlink(missing_ok=True)
+        return running
 
 
 async def _knows_controller(address: str) -> bool:
@@ -322,9 +325,14 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # a zombie child of ours counts as gone
+    # a zombie counts as gone: reaped here if it is a child of ours; another's (an orphan waits for a reaper that
+    # may be slow, or absent in a container) is told by its state
     try:
         done, _ = os.waitpid(pid, os.WNOHANG)
         return done == 0
     except ChildProcessError:
+        pass
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
         return True
