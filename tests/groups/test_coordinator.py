@@ -29,6 +29,17 @@ def make_broker(log_dir: Path, clock: ManualClock, **overrides: str) -> KafkaSer
     return KafkaServer(KafkaConfig.from_properties(props), clock)
 
 
+async def broker_with_orders(log_dir: Path, clock: ManualClock) -> KafkaServer:
+    """A started in-process broker with the one-partition topic ``orders``."""
+    from samsa.broker.topic_admin import create_topic
+    from samsa.new_topic import NewTopic
+
+    broker = make_broker(log_dir, clock)
+    await broker.start()
+    assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
+    return broker
+
+
 def join_request(member_id: str = "") -> JoinRequest:
     return JoinRequest(member_id, None, "cid", "/127.0.0.1", 10_000, 10_000, "consumer", [("range", b"meta")])
 
@@ -99,13 +110,8 @@ def test_bad_commits_get_kafka_errors_and_lose_nothing(tmp_path: Path) -> None:
     clock = ManualClock()
 
     async def scenario() -> None:
-        broker = make_broker(tmp_path, clock)
-        await broker.start()
+        broker = await broker_with_orders(tmp_path, clock)
         try:
-            from samsa.broker.topic_admin import create_topic
-            from samsa.new_topic import NewTopic
-
-            assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
             coordinator = broker.group_coordinator
             member = await stable_member(broker, "g")
             assert await coordinator.commit_offsets("g", member, 1, None, {TP: OffsetAndMetadata(5)}) == {
@@ -320,13 +326,8 @@ def test_failed_appends_of_a_full_disk_are_logged_once_a_minute(
     clock = ManualClock()
 
     async def scenario() -> None:
-        broker = make_broker(tmp_path, clock)
-        await broker.start()
+        broker = await broker_with_orders(tmp_path, clock)
         try:
-            from samsa.broker.topic_admin import create_topic
-            from samsa.new_topic import NewTopic
-
-            assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
             coordinator = broker.group_coordinator
             assert coordinator.ensure_offsets_topic() is ErrorCode.NONE
             coordinator.offsets_log.append = lambda tp, records: (ErrorCode.KAFKA_STORAGE_ERROR, -1)  # type: ignore[method-assign]
