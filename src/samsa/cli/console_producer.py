@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import re
 import sys
 import threading
 import time
@@ -34,16 +33,16 @@ import click
 from samsa.client import BrokerError, KafkaClient, KafkaError, TopicPartition
 from samsa.client.partitioner import partition_for_key
 from samsa.client.records import ProducerRecord, build_batch, compression_type
+from samsa.records import RECORD_BATCH_OVERHEAD
+from samsa.storage.topic import InvalidTopicError, validate_topic
 
 from .topics import log_line
 
 CALLBACK_CLASS = "org.apache.kafka.clients.producer.internals.ErrorLoggingCallback"
 ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
-LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-MAX_TOPIC_NAME = 249
 BATCH_SIZE = 16384
 MAX_REQUEST_SIZE = 1048576
-BATCH_OVERHEAD = 61  # a v2 batch's header
+BATCH_OVERHEAD = RECORD_BATCH_OVERHEAD  # a v2 batch's header
 RECORD_OVERHEAD = 21  # the most a v2 record's length, attributes, deltas and counts take
 
 
@@ -87,21 +86,11 @@ def split_batches(records: Sequence[ProducerRecord], batch_size: int) -> list[li
 
 
 def check_topic_name(topic: str) -> None:
-    """Kafka's rules for a topic name (Topic.validate); MetadataError with Kafka's words if it breaks one."""
-    problem = None
-    if topic in ("", ".", ".."):
-        problem = "Topic name is illegal, it can't be empty, '.' or '..'"
-    elif len(topic) > MAX_TOPIC_NAME:
-        problem = (
-            f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME} characters, topic name: {topic}"
-        )
-    elif not LEGAL_TOPIC_NAME.fullmatch(topic):
-        problem = (
-            f"Topic name \"{topic}\" is illegal, it contains a character other than ASCII alphanumerics, '.', "
-            "'_' and '-'"
-        )
-    if problem is not None:
-        raise MetadataError(f"org.apache.kafka.common.errors.InvalidTopicException: {problem}")
+    """Kafka's rules for a topic name (``validate_topic``); MetadataError as Kafka's tool says it if it breaks one."""
+    try:
+        validate_topic(topic)
+    except InvalidTopicError as exc:
+        raise MetadataError(f"org.apache.kafka.common.errors.InvalidTopicException: {exc}") from None
 
 
 class MetadataError(Exception):
