@@ -493,16 +493,15 @@ class LogManager:
 
     def cleanup_logs(self, now: int) -> int:
         """Retention for every log whose cleanup.policy includes ``delete`` (compacted logs: log-start breach
-        only, handled by Log). Returns the number of segments deleted."""
+        only, handled by Log), then ``delete_files_due``. Returns the number of segments deleted."""
         deleted = 0
         failures: list[str] = []
         for tp, log in self._logs.items():
             try:
                 deleted += log.delete_old_segments(now)
-                log.delete_pending_segments(now)
             except OSError as exc:  # one log's trouble does not stop retention of the others
                 failures.append(f"{tp}: {exc}")
-        self.delete_pending(now)
+        failures += self._delete_files_due(now)
         if failures:
             raise LogManagerError(f"retention failed for {len(failures)} log(s): {'; '.join(failures[:3])}")
         return deleted
@@ -511,9 +510,20 @@ class LogManager:
         """Remove the segments and partition directories whose ``file.delete.delay.ms`` has passed, as Kafka's
         scheduler does once the delay passes, not at the next retention check (up to
         ``log.retention.check.interval.ms``, 5 minutes, later: space a full disk waits for)."""
-        for log in self._logs.values():
-            log.delete_pending_segments(now)
+        failures = self._delete_files_due(now)
+        if failures:
+            raise LogManagerError(f"deletion failed for {len(failures)} log(s): {'; '.join(failures[:3])}")
+
+    def _delete_files_due(self, now: int) -> list[str]:
+        """``delete_files_due``, one log's failure not stopping the others: the failures."""
+        failures: list[str] = []
+        for tp, log in self._logs.items():
+            try:
+                log.delete_pending_segments(now)
+            except OSError as exc:
+                failures.append(f"{tp}: {exc}")
         self.delete_pending(now)
+        return failures
 
     def flush_dirty_logs(self, now: int) -> list[TopicPartition]:
         """Flush every log whose ``flush.ms`` has passed since its last flush; returns the flushed partitions."""
