@@ -178,9 +178,11 @@ class _Interrupts:
 
     def __enter__(self) -> _Interrupts:
         import signal
+        import threading
 
-        self._previous = signal.getsignal(signal.SIGINT)
-        self.install()
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._note)
+            self._installed = True
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -188,14 +190,6 @@ class _Interrupts:
 
         if self._installed:
             signal.signal(signal.SIGINT, self._previous)
-
-    def install(self) -> None:
-        import signal
-        import threading
-
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, self._note)
-            self._installed = True
 
     def _note(self, signum: int, frame: object) -> None:
         if not self.requested:

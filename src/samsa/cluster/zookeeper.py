@@ -126,9 +126,8 @@ class ZooKeeperServer:
                         f"ZooKeeper on {self.connect_string} did not answer within {timeout:.0f} s"
                     )
                 time.sleep(0.05)
-        except (
-            BaseException
-        ):  # in a session of its own, Ctrl-C does not reach it: stopped here, never orphaned
+        except BaseException:
+            # in a session of its own, Ctrl-C does not reach it: stopped here, never orphaned
             self.stop()
             raise
         return self
