@@ -3,13 +3,15 @@
 The promise: a full disk refuses writes (KAFKA_STORAGE_ERROR, retried by the client) while reads and metadata
 keep working; no acknowledged record is lost and no offset is handed out twice; writes resume by themselves when
 space is freed; SIGTERM on the full disk stops with a clear message and no traceback; the broker restarts on the
-full disk, and after ``kill -9``, with every acknowledged record where it was acknowledged.
+full disk, and after ``kill -9``, with every acknowledged record where it was acknowledged. On a disk full to its
+last block, an operator's DeleteRecords and lower retention are answered (the log dir's space reserve) and free it.
 
 Needs root (to mount the tmpfs); skipped otherwise. Bounded: every loop has a deadline.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -136,11 +138,11 @@ def assert_every_ack_kept(ledger: Ledger, seen: dict[tuple[int, int], bytes]) ->
     assert len(by_value) == len(seen), "one value stored at two offsets"
 
 
-def start(data: Path, port: int = 0) -> BrokerProcess:
+def start(data: Path, port: int = 0, **overrides: str) -> BrokerProcess:
     broker = BrokerProcess(
         data_dir=data,
         port=port,
-        overrides={"num.partitions": str(PARTITIONS), "log.segment.bytes": str(1024 * 1024)},
+        overrides={"num.partitions": str(PARTITIONS), "log.segment.bytes": str(1024 * 1024), **overrides},
     )
     broker.start()
     return broker
@@ -197,5 +199,91 @@ def test_a_full_disk_refuses_writes_keeps_serving_and_loses_nothing(small_disk: 
         seen = read_all(broker.bootstrap, len(ledger.acked))
         assert_every_ack_kept(ledger, seen)
         assert "Traceback" not in "".join(broker.output)
+    finally:
+        broker.stop()
+
+
+def fill_to_the_last_block(path: Path) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        while os.write(fd, b"\xa5" * 65536) > 0:
+            pass
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        while os.write(fd, b"\xa5" * 512) > 0:
+            pass
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+
+
+def test_an_operator_frees_a_disk_full_to_its_last_block_with_kafkas_admin_requests(small_disk: Path) -> None:
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    broker = start(small_disk / "data", **{"log.segment.delete.delay.ms": "200"})
+    ledger = Ledger()
+    try:
+        ledger.produce(broker.bootstrap, until_failures=50, count=None, seconds=60)
+        assert ledger.failed >= 50, "the disk never filled"
+        fill_to_the_last_block(small_disk / "ballast")
+        assert os.statvfs(small_disk).f_bavail == 0
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+        # DeleteRecords writes the partition's leader-epoch checkpoint first; a lower retention, the topic's config
+        high = max(offset for partition, offset in ledger.acked.values() if partition == 0) + 1
+        target = TopicPartition(TOPIC, 0, high // 2)
+        try:
+            deleted = admin.delete_records([target])[target].result(15)
+            resource = ConfigResource("TOPIC", TOPIC)
+            lower = ConfigEntry(
+                "retention.bytes", str(1024 * 1024), incremental_operation=AlterConfigOpType.SET
+            )
+            admin.incremental_alter_configs([ConfigResource("TOPIC", TOPIC, incremental_configs=[lower])])[
+                resource
+            ].result(15)
+        except KafkaException as exc:
+            pytest.fail(f"refused on the full disk: {exc}")
+        assert deleted.low_watermark == high // 2
+
+        # what they delete frees the disk within seconds (not at the next retention check, 5 minutes away), and
+        # writes resume with nothing deleted by hand
+        deadline = time.monotonic() + 20
+        while os.statvfs(small_disk).f_bavail * os.statvfs(small_disk).f_frsize < 4 * 1024 * 1024:
+            assert time.monotonic() < deadline, "the requests freed no space"
+            time.sleep(0.2)
+        failed = ledger.failed
+        ledger.produce(broker.bootstrap, until_failures=None, count=300, seconds=30)
+        assert ledger.failed == failed, "writes did not resume"
+
+        # every acknowledged record the requests did not delete is where it was acknowledged
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "watermarks"})
+        try:
+            starts = {
+                p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[0]
+                for p in range(PARTITIONS)
+            }
+        finally:
+            consumer.close()
+        assert starts[0] >= high // 2
+        kept = Ledger()
+        kept.acked = {v: (p, o) for v, (p, o) in ledger.acked.items() if o >= starts[p]}
+        assert_every_ack_kept(kept, read_all(broker.bootstrap, len(kept.acked)))
+        described = admin.describe_configs([resource])[resource].result(15)
+        assert described["retention.bytes"].value == str(1024 * 1024)
+
+        # the reserve they drew on is taken back now that there is room
+        reserve = small_disk / "data" / ".samsa-space-reserve"
+        deadline = time.monotonic() + 10
+        while reserve.stat().st_size < 1024 * 1024:
+            assert time.monotonic() < deadline, "the space reserve was not taken back"
+            time.sleep(0.2)
+        output = "".join(broker.output)
+        assert "space reserve" in output and "Traceback" not in output, output[-3000:]
     finally:
         broker.stop()

@@ -253,12 +253,17 @@ def test_schedule_due_runs_tasks_on_their_intervals(tmp_path: Path) -> None:
     manager.create_topic("t", 1)
     assert manager.schedule_due(clock.milliseconds()) == []
     clock.advance(5000)
-    assert manager.schedule_due(clock.milliseconds()) == ["deletes", "hw"]  # deletes: every second
+    assert manager.schedule_due(clock.milliseconds()) == [
+        "deletes",
+        "reserve",
+        "hw",
+    ]  # every second: the first two
     assert (tmp_path / REPLICATION_OFFSET_CHECKPOINT).exists()
     clock.advance(300_000)
     assert set(manager.schedule_due(clock.milliseconds())) == {
         "retention",
         "deletes",
+        "reserve",
         "recovery",
         "start",
         "hw",

@@ -753,10 +753,13 @@ class ReplicaManager:
         if target < 0 or target > plog.high_watermark:
             return ErrorCode.OFFSET_OUT_OF_RANGE, plog.log_start_offset
         try:
-            plog.maybe_increment_log_start_offset(target)
-        except StorageError as exc:
+            self.log_manager.with_space_reserve(
+                tp, f"DeleteRecords on {tp}", lambda: plog.maybe_increment_log_start_offset(target)
+            )
+        except (StorageError, OSError) as exc:
             log.warning("delete records of %s failed: %s", tp, exc)
             return ErrorCode.KAFKA_STORAGE_ERROR, -1
+        self.log_manager.retention_due()
         return ErrorCode.NONE, plog.log_start_offset
 
 

@@ -34,6 +34,11 @@ the others, and keeps freeing space on a full disk.
 and, per log directory where every step succeeded, writes ``.kafka_cleanshutdown``; then it releases the locks and
 returns what failed, so the owner can say why the next start will recover.
 
+Each log directory holds a space reserve (``space_reserve``, ``.samsa-space-reserve``, 1 MiB) for the writes an
+operator's way out of a full disk needs: a topic's config (a lower retention), DeleteRecords's leader-epoch
+checkpoint (``with_space_reserve``) and a clean stop's checkpoints and marker; taken back by the periodic task once
+there is room.
+
 Topic configuration overrides (topic-level keys such as ``retention.ms``) are kept per topic and persisted, so they
 survive a restart, as ``topic-config.<topic>.properties`` in every log directory (Kafka keeps them in ZooKeeper or
 the metadata log; a plain file beside the checkpoints is what a single node needs and Kafka ignores regular files
@@ -45,13 +50,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import logging
 import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, TypeVar
 
 from samsa.clock import Clock
 from samsa.log_throttle import LogThrottle
@@ -71,6 +77,7 @@ from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
 from .errors import KafkaStorageError, StorageError
 from .meta import ensure_meta_properties, read_properties_file, write_properties_file
+from .space_reserve import SpaceReserve, is_disk_full
 from .topic import (
     CLUSTER_METADATA_TOPIC,
     DirKind,
@@ -99,12 +106,16 @@ TOPIC_CONFIG_SUFFIX = ".properties"
 IGNORED_DIRS = frozenset({"remote-log-index-cache"})
 
 _OffsetOf = Callable[["Log"], "int | None"]
+_T = TypeVar("_T")
 
 DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
 DEFAULT_FLUSH_CHECKPOINT_INTERVAL_MS = 60_000
 DEFAULT_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS = 60_000
 DEFAULT_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5_000
 DELETE_CHECK_INTERVAL_MS = 1_000  # how often files whose file.delete.delay.ms passed are looked for
+RESERVE_CHECK_INTERVAL_MS = (
+    1_000  # how often a log dir's spent space reserve is taken back where there is room
+)
 
 
 class LogManagerError(StorageError):
@@ -152,6 +163,7 @@ class _LogDir:
     path: Path
     lock: IO[bytes] | None = None
     had_clean_shutdown: bool = False
+    reserve: SpaceReserve | None = None  # None where it could not be made (said at WARN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +218,7 @@ class LogManager:
             "hw": high_watermark_checkpoint_interval_ms,
             "flush": flush_scheduler_interval_ms if flush_scheduler_interval_ms is not None else 2**63 - 1,
             "deletes": DELETE_CHECK_INTERVAL_MS,
+            "reserve": RESERVE_CHECK_INTERVAL_MS,
         }
         self._last_run: dict[str, int] = {}
         self._task_failures = LogThrottle(TASK_FAILURE_LOG_INTERVAL_MS)  # periodic tasks failing now
@@ -227,6 +240,7 @@ class LogManager:
                 if self.node_id is not None:
                     ensure_meta_properties(log_dir.path, self.node_id, self.cluster_id)
                 log_dir.had_clean_shutdown = consume_clean_shutdown(log_dir.path)
+                log_dir.reserve = _open_reserve(log_dir.path)
                 self._load_topic_configs(log_dir.path)
             for log_dir in self._dirs:
                 self._load_dir(log_dir)
@@ -253,11 +267,17 @@ class LogManager:
                 problems.append(f"{tp}: {exc}")
         for log_dir in self._dirs:
             try:
-                self._write_offsets(log_dir, RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
-                self._write_offsets(log_dir, LOG_START_OFFSET_CHECKPOINT, self._start_offset_to_checkpoint)
-                self._write_offsets(log_dir, REPLICATION_OFFSET_CHECKPOINT, lambda log: log.high_watermark)
+                self._with_reserve(
+                    log_dir,
+                    "the checkpoints of a clean stop",
+                    functools.partial(self._checkpoint_dir, log_dir),
+                )
                 if log_dir.path not in failed:
-                    write_clean_shutdown(log_dir.path, self.broker_epoch)
+                    self._with_reserve(
+                        log_dir,
+                        "the clean-shutdown marker",
+                        functools.partial(write_clean_shutdown, log_dir.path, self.broker_epoch),
+                    )
             except OSError as exc:
                 problems.append(f"{log_dir.path}: {exc}")
         self._logs.clear()
@@ -265,6 +285,33 @@ class LogManager:
         self._release_locks()
         self._started = False
         return problems
+
+    def _checkpoint_dir(self, log_dir: _LogDir) -> None:
+        self._write_offsets(log_dir, RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point)
+        self._write_offsets(log_dir, LOG_START_OFFSET_CHECKPOINT, self._start_offset_to_checkpoint)
+        self._write_offsets(log_dir, REPLICATION_OFFSET_CHECKPOINT, lambda log: log.high_watermark)
+
+    # --- the space reserve -------------------------------------------------------------------------------------
+
+    def with_space_reserve(self, tp: TopicPartition, needed_by: str, action: Callable[[], _T]) -> _T:
+        """Run ``action``, a write an operator's request needs before it can free space (DeleteRecords), drawing
+        on the space reserve of ``tp``'s log directory while it fails for want of space (``space_reserve``)."""
+        return self._with_reserve(self._log_dir_of[tp], needed_by, action)
+
+    def _with_reserve(self, log_dir: _LogDir, needed_by: str, action: Callable[[], _T]) -> _T:
+        while True:
+            try:
+                return action()
+            except (OSError, StorageError) as exc:
+                reserve = log_dir.reserve
+                if not is_disk_full(exc) or reserve is None or not reserve.release_step(needed_by):
+                    raise
+
+    def refill_space_reserves(self) -> None:
+        """Take spent space reserves back where their filesystem has room again (``SpaceReserve.refill``)."""
+        for log_dir in self._dirs:
+            if log_dir.reserve is not None and not log_dir.reserve.full and log_dir.reserve.refill():
+                _log.info("the space reserve of %s is whole again", log_dir.path)
 
     # --- lookups -----------------------------------------------------------------------------------------------
 
@@ -415,10 +462,17 @@ class LogManager:
 
     def update_topic_config(self, topic: str, overrides: Mapping[str, str | int]) -> None:
         """Replace the topic's overrides, persist them and apply them to its open logs."""
-        self._set_overrides(topic, {k: str(v) for k, v in overrides.items()})
+        self._set_overrides(topic, {k: str(v) for k, v in overrides.items()}, from_reserve=True)
         config = self.topic_config(topic)
         for tp in self.partitions_of(topic):
             self._logs[tp].update_config(config)
+        self.retention_due()
+
+    def retention_due(self) -> None:
+        """Run retention at the next ``schedule_due``, not at the end of ``log.retention.check.interval.ms`` (up
+        to 5 minutes): a topic's retention was changed or a log start moved (DeleteRecords), and on a full disk
+        the space that frees is awaited. Kafka waits for the interval."""
+        self._last_run["retention"] = -(2**62)
 
     # --- deleting ----------------------------------------------------------------------------------------------
 
@@ -558,6 +612,7 @@ class LogManager:
         tasks = {
             "retention": lambda: self.cleanup_logs(now),
             "deletes": lambda: self.delete_files_due(now),
+            "reserve": self.refill_space_reserves,
             "flush": lambda: self.flush_dirty_logs(now),
             "recovery": self.checkpoint_recovery_points,
             "start": self.checkpoint_log_start_offsets,
@@ -691,21 +746,46 @@ class LogManager:
                     entries.append((tp, value))
         offset_checkpoint(log_dir.path / name).write(entries)
 
-    def _set_overrides(self, topic: str, overrides: dict[str, str]) -> None:
+    def _set_overrides(self, topic: str, overrides: dict[str, str], *, from_reserve: bool = False) -> None:
+        """Persist the topic's overrides in every log directory, then hold them: a write that fails leaves them
+        as they were (the directories written before it get the old ones back). ``from_reserve``: on a full disk
+        the writes draw on the space reserve (a changed config, as a lower retention is how an operator frees
+        space; not a new topic's)."""
         if overrides:
             self.default_config.with_overrides(
                 overrides
             )  # validates keys and values before anything is stored
+        previous = self._topic_overrides.get(topic, {})
+        written: list[_LogDir] = []
+        try:
+            for log_dir in self._dirs:
+                self._write_overrides(log_dir, topic, overrides, from_reserve)
+                written.append(log_dir)
+        except OSError:
+            for log_dir in written:
+                with contextlib.suppress(OSError):
+                    self._write_overrides(log_dir, topic, previous, from_reserve)
+            raise
+        if overrides:
             self._topic_overrides[topic] = overrides
         else:
             self._topic_overrides.pop(topic, None)
-        for log_dir in self._dirs:
-            path = log_dir.path / f"{TOPIC_CONFIG_PREFIX}{topic}{TOPIC_CONFIG_SUFFIX}"
-            if overrides:
-                write_properties_file(path, overrides, comment=f"topic-level config overrides for {topic}")
+
+    def _write_overrides(
+        self, log_dir: _LogDir, topic: str, overrides: dict[str, str], from_reserve: bool
+    ) -> None:
+        path = log_dir.path / f"{TOPIC_CONFIG_PREFIX}{topic}{TOPIC_CONFIG_SUFFIX}"
+        if overrides:
+            write = functools.partial(
+                write_properties_file, path, overrides, comment=f"topic-level config overrides for {topic}"
+            )
+            if from_reserve:
+                self._with_reserve(log_dir, f"the config of topic {topic}", write)
             else:
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
+                write()
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
 
     def _load_topic_configs(self, directory: Path) -> None:
         for path in sorted(directory.glob(f"{TOPIC_CONFIG_PREFIX}*{TOPIC_CONFIG_SUFFIX}")):
@@ -714,6 +794,10 @@ class LogManager:
 
     def _release_locks(self) -> None:
         for log_dir in self._dirs:
+            if log_dir.reserve is not None:
+                with contextlib.suppress(OSError):
+                    log_dir.reserve.close()
+                log_dir.reserve = None
             if log_dir.lock is not None:
                 with contextlib.suppress(OSError):
                     fcntl.flock(log_dir.lock.fileno(), fcntl.LOCK_UN)
@@ -724,6 +808,19 @@ class LogManager:
 def _out_of_descriptors(exc: OSError) -> bool:
     cause = exc.cause if isinstance(exc, KafkaStorageError) else exc
     return isinstance(cause, OSError) and cause.errno in (errno.EMFILE, errno.ENFILE)
+
+
+def _open_reserve(log_dir: Path) -> SpaceReserve | None:
+    """The log directory's space reserve, taken where there is room; None, said at WARN, when it cannot be."""
+    try:
+        return SpaceReserve(log_dir)
+    except OSError as exc:
+        _log.warning(
+            "%s has no space reserve (%s): on a full disk, only retention and deleted topics free space",
+            log_dir,
+            exc,
+        )
+        return None
 
 
 def _lock(log_dir: Path) -> IO[bytes]:
