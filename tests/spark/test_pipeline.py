@@ -110,3 +110,29 @@ def test_job_equals_python_aggregation_across_restart(
     bad = sorted(line.line for line in lines if parse_line(line.line) is None)
     assert bad and sorted(r.value.decode() for r in dead) == bad
     assert all(r.headers[0]["key"] == "error" and r.headers[0]["value"] for r in dead)
+
+
+def test_the_latency_summary_counts_only_the_windows_its_own_run_wrote(
+    spark: SparkSession, broker: Broker
+) -> None:
+    """A second demo run on the same broker reports its own windows' latency, not every run's so far."""
+    import datetime
+    import json
+
+    from samsa.spark.pipeline.run import stats_latencies
+
+    def window(written_ms: int, latency_ms: int) -> bytes:
+        produced = datetime.datetime.fromtimestamp((written_ms - latency_ms) / 1000, datetime.UTC)
+        return json.dumps({"last_produced": produced.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"}).encode()
+
+    since = 1_795_000_000_000
+    earlier_run, this_run = since - 600_000, since + 5_000
+    broker.create_topic("latency-stats", partitions=1)
+    with SyncClient(broker.bootstrap_servers) as client:
+        records = [
+            Record(0, earlier_run, None, window(earlier_run, 42_000)),
+            Record(1, this_run, None, window(this_run, 1_500)),
+        ]
+        client.produce(TopicPartition("latency-stats", 0), build_batch(records))
+    assert sorted(stats_latencies(spark, broker.bootstrap_servers, "latency-stats")) == [1.5, 42.0]
+    assert stats_latencies(spark, broker.bootstrap_servers, "latency-stats", since_ms=since) == [1.5]

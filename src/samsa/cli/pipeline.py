@@ -103,6 +103,7 @@ def _run_job(
             bootstrap_servers, job.SOURCE_TOPIC, generator_state, rate=rate, speedup=speedup
         )
     traffic_start_ms = START_MS if produce else None  # the generated traffic starts there, in every run
+    run_started_ms = int(time.time() * 1000)  # this run's window records are written after it (the summary's)
     queries = job.start(spark, cfg)
     if producer is not None:
         producer.start()
@@ -111,7 +112,13 @@ def _run_job(
     durations = watch.run(live=live)
     console.print()
     return _report(
-        console, spark, cfg, durations, data_dir=data_dir, traffic_start_ms=traffic_start_ms, produced=produce
+        console,
+        spark,
+        cfg,
+        durations,
+        data_dir=data_dir,
+        traffic_start_ms=traffic_start_ms,
+        produced_since_ms=run_started_ms if produce else None,
     )
 
 
@@ -304,7 +311,7 @@ def _report(
     *,
     data_dir: Path,
     traffic_start_ms: int | None,
-    produced: bool,
+    produced_since_ms: int | None,
 ) -> int:
     """Print the batch times, write the chart, print the latency summary, stop Spark; the windows written."""
     from samsa.spark.pipeline.chart import write_chart
@@ -323,8 +330,9 @@ def _report(
         write_chart(rows, chart, traffic_start_ms=traffic_start_ms)
         console.print(f"chart: {chart}")
     console.print(f"parquet: {output_dir} ({len(rows)} windows); watermark {WATERMARK_MS // 1000} s")
-    if produced:  # a replay of old records has no meaningful produce-to-window latency
-        console.print(latency_summary(stats_latencies(spark, cfg.bootstrap_servers, STATS_TOPIC)))
+    if produced_since_ms is not None:  # a replay of old records has no meaningful produce-to-window latency
+        latencies = stats_latencies(spark, cfg.bootstrap_servers, STATS_TOPIC, since_ms=produced_since_ms)
+        console.print(latency_summary(latencies))
     spark.stop()
     return len(rows)
 

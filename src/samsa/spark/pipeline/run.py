@@ -183,8 +183,9 @@ def caught_up(spark_query: Any, bootstrap_servers: str, topic: str) -> bool:
     return all(int(end.get(topic, {}).get(str(tp.partition), -1)) >= latest[tp][0] for tp in tps)
 
 
-def stats_latencies(spark: Any, bootstrap_servers: str, topic: str) -> list[float]:
-    """Seconds from each window's last produced record to the window's record in ``topic``."""
+def stats_latencies(spark: Any, bootstrap_servers: str, topic: str, since_ms: int = 0) -> list[float]:
+    """Seconds from each window's last produced record to the window's record in ``topic``, for the window records
+    written at or after ``since_ms`` (epoch milliseconds: a run's own, not an earlier run's on the same broker)."""
     from pyspark.sql import functions as F
 
     df = (
@@ -192,6 +193,7 @@ def stats_latencies(spark: Any, bootstrap_servers: str, topic: str) -> list[floa
         .option("kafka.bootstrap.servers", bootstrap_servers)
         .option("subscribe", topic)
         .load()
+        .where(F.col("timestamp") >= F.timestamp_millis(F.lit(since_ms)))
     )
     last = F.to_timestamp(F.get_json_object(F.col("value").cast("string"), "$.last_produced"))
     delay = (F.unix_micros(F.col("timestamp")) - F.unix_micros(last)) / 1e6
