@@ -181,3 +181,19 @@ def test_data_survives_a_zookeeper_restart(
     zookeeper.start()
     with session(zk_connect) as zk:
         assert zk.topic_assignment("kept") == TopicAssignment({0: (1,)})
+
+
+def test_log_dir_events_in_kafkas_format_are_taken_once(zk_connect: str) -> None:
+    with session(zk_connect) as broker, session(zk_connect) as controller:
+        fired = threading.Event()
+        assert controller.take_log_dir_events(watch=lambda _: fired.set()) == []
+        broker.notify_log_dir_event(3)
+        assert fired.wait(10)
+        names = broker.kazoo.get_children("/log_dir_event_notification")
+        assert [n[: len("log_dir_event_")] for n in names] == ["log_dir_event_"]
+        data, _ = broker.kazoo.get(f"/log_dir_event_notification/{names[0]}")
+        assert json.loads(data) == {"version": 1, "broker": 3, "event": 1}  # as Kafka's broker writes it
+        broker.kazoo.create("/log_dir_event_notification/log_dir_event_", b"not json", sequence=True)
+        broker.notify_log_dir_event(2)
+        assert controller.take_log_dir_events() == [3, 2]  # oldest first; the unreadable one dropped
+        assert broker.kazoo.get_children("/log_dir_event_notification") == []

@@ -58,6 +58,7 @@ from samsa.storage.errors import (
     OutOfOrderSequenceError,
 )
 from samsa.storage.log_manager import LogManager
+from samsa.storage.space_reserve import is_disk_full
 from samsa.storage.topic import TopicPartition
 
 from .purgatory import Purgatory
@@ -213,6 +214,8 @@ class ReplicaManager:
         self.isr_changes: IsrChangeSender | None = None
         self.is_alive: Callable[[int], bool] = lambda broker_id: True
         self.knows_partition: Callable[[TopicPartition], bool] = lambda tp: False
+        # told of a leader append refused for want of space (cluster mode: the controller moves leaderships)
+        self.disk_full: Callable[[TopicPartition], None] = lambda tp: None
         self.leader_quota = ReplicationQuota()  # leader.replication.throttled.rate (cluster mode)
 
     # --- hosting -----------------------------------------------------------------------------------------------
@@ -439,6 +442,8 @@ class ReplicaManager:
         try:
             info = plog.append_as_leader(records, partition.leader_epoch)
         except _APPEND_EXCEPTIONS as exc:
+            if is_disk_full(exc):
+                self.disk_full(tp)
             return _append_error(tp, exc)
         if not info.duplicate:  # a retry of a batch already in the log is answered with its original offsets
             self._high_watermark_check(partition)

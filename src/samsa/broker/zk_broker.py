@@ -77,6 +77,9 @@ CONTROLLED_SHUTDOWN = 7
 PRODUCER_ID_BLOCK_SIZE = 1000
 PRODUCER_ID_PREFETCH = 0.9
 PRODUCER_ID_WAIT_S = 5.0
+LOG_DIR_EVENT_INTERVAL_S = (
+    10.0  # a broker whose disk is full asks the controller to move its leaderships this often
+)
 
 
 def _fetcher_config(config: KafkaConfig) -> FetcherConfig:
@@ -124,6 +127,9 @@ class ZkBroker:
         self._session_lost = False
         self._last_config_change = ""
         self._closing = False
+        self._last_log_dir_event = float(
+            "-inf"
+        )  # loop time of the last log dir event written (``_disk_full``)
         self._registration: BrokerRegistration | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._next_producer_id = 0
@@ -151,6 +157,24 @@ class ZkBroker:
         replicas.knows_partition = lambda tp: self.metadata.partition(tp) is not None
         replicas.isr_changes = self._submit_isr_change
         replicas.fetchers = self.fetchers
+        replicas.disk_full = self._disk_full
+
+    def _disk_full(self, tp: TopicPartition) -> None:
+        """A leader append of ``tp`` found the disk full: ask the controller (a log dir event, as Kafka's broker
+        writes for a failed log dir) to move this broker's leaderships to in-sync followers, so that producers
+        carry on there; this broker follows them and rejoins their ISRs once it has space again. At most every
+        ``LOG_DIR_EVENT_INTERVAL_S``: every refused append comes here."""
+        now = asyncio.get_running_loop().time()
+        if now - self._last_log_dir_event < LOG_DIR_EVENT_INTERVAL_S or self._closing:
+            return
+        self._last_log_dir_event = now
+        log.warning(
+            "broker %d: the disk of %s is full: asking the controller to move this broker's leaderships to "
+            "in-sync followers",
+            self.server.node_id,
+            tp,
+        )
+        self._spawn(asyncio.to_thread(self.zk.notify_log_dir_event, self.server.node_id))
 
     async def connect(self, stored_cluster_id: str | None, proposed_cluster_id: str) -> str:
         """Open the session; the cluster's id (InconsistentClusterIdError when the log dirs hold another)."""

@@ -18,6 +18,10 @@ As Kafka's ZooKeeper-mode controller does:
 - **Elections beyond failover** live in :mod:`samsa.cluster.elections`: controlled shutdown (a shutting-down
   broker may neither lead nor join an ISR, though it stays registered), ElectLeaders, the automatic leader
   rebalance, and unclean election of an offline partition when ``unclean.leader.election.enable`` allows it.
+- **Log dir events** (``/log_dir_event_notification`` children, written by a broker whose leader append found its
+  disk full): the broker's leaderships move to in-sync followers and it leaves those ISRs, as Kafka's controller
+  does for a failed log dir; Samsa's broker stays their follower (not offline) and rejoins the ISR by catching up
+  once it has space again.
 - **AlterPartition** from leaders: an ISR change is accepted when the leader epoch and the partition epoch (the state
   znode's version) match the controller's; it is written with the partition epoch as the expected version.
 - **Reassignments** (AlterPartitionReassignments, and the legacy ``/admin/reassign_partitions``) and **topic
@@ -350,6 +354,7 @@ class Controller:
         self._send_leader_and_isr(self.partitions, is_new=False)
         self._send_update_metadata(self.live, changed)
         await self._deletions_changed()
+        await self._log_dir_events_changed()
         await self.reassignments.zk_requested()  # the legacy znode's moves first, as Kafka resumes them
         await self.reassignments.check()
         self.elections.became_active()
@@ -460,6 +465,13 @@ class Controller:
             changed = await self._elect_offline(new)
             self._send_leader_and_isr(changed, is_new=True)
             self._send_update_metadata(self.live, changed)
+
+    async def _log_dir_events_changed(self) -> None:
+        """Log dir events (``/log_dir_event_notification``): the brokers they name give up their leaderships to
+        in-sync followers (``Elections.log_dir_failed``); the events are deleted once read."""
+        brokers = await self._zk(self.zk.take_log_dir_events, watch=self._watch(self._log_dir_events_changed))
+        if brokers and self.is_active:
+            await self.elections.log_dir_failed(set(brokers))
 
     async def _deletions_changed(self) -> None:
         """Topics asked to be deleted (``/admin/delete_topics``): see :mod:`.topic_deletion`."""

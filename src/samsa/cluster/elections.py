@@ -1,5 +1,5 @@
-"""Leader elections beyond failover: controlled shutdown, ElectLeaders (preferred and unclean), the automatic
-leader rebalance, and unclean election of offline partitions.
+"""Leader elections beyond failover: controlled shutdown, a broker's full disk, ElectLeaders (preferred and
+unclean), the automatic leader rebalance, and unclean election of offline partitions.
 
 As Kafka's ZooKeeper-mode controller does (facts in replication.md §4 and §12):
 
@@ -348,6 +348,39 @@ class Elections:
     def _stop_replicas(self, broker_id: int, partitions: dict[TopicPartition, _Partition]) -> None:
         """StopReplica without delete to ``broker_id`` for ``partitions`` (its fetchers stop)."""
         self.controller._send_stop_replica(partitions, to={broker_id}, delete=False)
+
+    # --- a broker's full disk -----------------------------------------------------------------------------
+
+    async def log_dir_failed(self, brokers: set[int]) -> None:
+        """``brokers`` found a log dir full as leaders (a log dir event): each partition one of them leads moves
+        to the first in-sync replica of another live broker, in assignment order, and the ISR loses them (the
+        controlled-shutdown election with them as the ones leaving); a partition with no such replica keeps its
+        leader. Called as a controller event."""
+        controller = self.controller
+        led = {
+            tp: entry
+            for tp, entry in controller.partitions.items()
+            if entry.state is not None and entry.state.leader in brokers and len(entry.replicas) > 1
+        }
+        changes: dict[TopicPartition, tuple[_Partition, PartitionState]] = {}
+        for tp, entry in led.items():
+            state = entry.state
+            assert state is not None
+            chosen = controlled_shutdown_leader(entry.replicas, state.isr, controller.live, brokers)
+            if chosen is not None:
+                leader, isr = chosen
+                changes[tp] = entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)
+        await self._write_states(changes)
+        moved = {tp: entry for tp, (entry, _) in changes.items()}
+        controller._send_leader_and_isr(moved, is_new=False)
+        controller._send_update_metadata(controller.live, moved)
+        log.warning(
+            "controller: a log dir of broker(s) %s is full: %d leaderships moved to in-sync followers, %d kept "
+            "(no other replica in sync)",
+            ",".join(str(b) for b in sorted(brokers)),
+            len(moved),
+            len(led) - len(moved),
+        )
 
     # --- ElectLeaders ---------------------------------------------------------------------------------------
 

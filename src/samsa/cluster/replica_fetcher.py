@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
+from samsa.log_throttle import LogThrottle
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.fetch import (
     FetchPartition,
@@ -54,6 +55,9 @@ log = logging.getLogger(__name__)
 
 FETCH = 1
 FETCH_VERSION = 12  # replica id in the body, LastFetchedEpoch and DivergingEpoch, topics by name
+FAILURE_LOG_INTERVAL_S = (
+    60.0  # a partition that keeps failing to append what it fetched is said once a minute
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,8 @@ class ReplicaFetcherManager:
         self._leader_of: dict[TopicPartition, tuple[int, str, int]] = {}
         # follower.replication.throttled.rate: the broker sets it from its dynamic configs
         self.quota = ReplicationQuota()
+        # a partition whose fetched records cannot be appended (a full disk) fails every backoff: one line a minute
+        self._failures = LogThrottle(FAILURE_LOG_INTERVAL_S)
 
     def add(self, tp: TopicPartition, leader_id: int, host: str, port: int) -> None:
         """Fetch ``tp`` from ``leader_id`` at ``host:port`` (moving it off its former leader's fetcher)."""
@@ -248,8 +254,24 @@ class ReplicaFetcherManager:
                 try:
                     self._one(tp, data, leader, now)
                 except Exception as exc:  # a storage or record error: logged, retried after the backoff
-                    log.warning("replica of %s from broker %d: %s", tp, leader.broker_id, exc)
+                    self._log_failure(tp, leader, exc, now)
                     self._hold(leader, [tp], now)
+                else:
+                    if self._failures.forget(tp):
+                        log.info("replica of %s from broker %d: appending again", tp, leader.broker_id)
+
+    def _log_failure(self, tp: TopicPartition, leader: _Leader, exc: Exception, now: float) -> None:
+        """One WARNING line a minute per partition however often the fetch is retried, with the count."""
+        since = self._failures.due(now, tp)
+        if since is not None:
+            more = f" ({since} more failures since the last line)" if since else ""
+            log.warning(
+                "replica of %s from broker %d: %s%s; said once a minute per partition",
+                tp,
+                leader.broker_id,
+                exc,
+                more,
+            )
 
     def _one(self, tp: TopicPartition, data: PartitionData, leader: _Leader, now: float) -> None:
         error = data.error_code

@@ -20,6 +20,8 @@ broker's metadata store) runs these calls off its event loop and hands watch eve
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -59,6 +61,8 @@ __all__ = [
     "ZkError",
     "ZkSessionInterruptedError",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class ZkError(RuntimeError):
@@ -291,6 +295,29 @@ class ZkClient:
         except NoNodeError:
             return None
         return ConfigChangeNotification.from_json(data).entity_path
+
+    def notify_log_dir_event(self, broker_id: int) -> None:
+        """``/log_dir_event_notification/log_dir_event_<seq>``: tells the controller a log dir of ``broker_id``
+        failed (its disk is full): it moves the broker's leaderships to in-sync followers."""
+        notification = znodes.LogDirEventNotification(broker_id).to_json()
+        self.kazoo.create(f"{znodes.LOG_DIR_EVENTS}/log_dir_event_", notification, sequence=True)
+
+    def take_log_dir_events(self, watch: Callable[..., object] | None = None) -> list[int]:
+        """The brokers named by pending log dir events, oldest first, each event deleted once read (as Kafka's
+        controller does); ``watch`` fires when a new one is written. An unreadable event is deleted unread."""
+        brokers: list[int] = []
+        for name in sorted(self.kazoo.get_children(znodes.LOG_DIR_EVENTS, watch=watch)):
+            path = f"{znodes.LOG_DIR_EVENTS}/{name}"
+            try:
+                data, _ = self.kazoo.get(path)
+                brokers.append(znodes.LogDirEventNotification.from_json(data).broker)
+            except NoNodeError:
+                continue
+            except (znodes.ZNodeFormatError, TypeError, ValueError) as exc:
+                log.warning("ignoring the log dir event %s, which cannot be read: %s", path, exc)
+            with contextlib.suppress(NoNodeError):
+                self.kazoo.delete(path)
+        return brokers
 
     def mark_topic_for_deletion(self, topic: str) -> None:
         """``/admin/delete_topics/<topic>``: asks the controller to delete the topic (idempotent)."""

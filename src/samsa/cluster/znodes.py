@@ -48,6 +48,7 @@ __all__ = [
     "CONFIG_TOPICS",
     "CONTROLLER",
     "CONTROLLER_EPOCH",
+    "LOG_DIR_EVENTS",
     "PERSISTENT_PATHS",
     "PRODUCER_ID_BLOCK",
     "BrokerRegistration",
@@ -55,6 +56,7 @@ __all__ = [
     "ConfigChangeNotification",
     "ControllerRegistration",
     "Endpoint",
+    "LogDirEventNotification",
     "PartitionState",
     "ProducerIdBlock",
     "ReassignPartitions",
@@ -78,6 +80,7 @@ ADMIN_DELETE_TOPICS = "/admin/delete_topics"
 ADMIN_REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 CLUSTER_ID = "/cluster/id"
+LOG_DIR_EVENTS = "/log_dir_event_notification"
 
 # Created by every broker at start when missing (Kafka also creates the notification paths it no longer uses).
 PERSISTENT_PATHS = (
@@ -92,7 +95,7 @@ PERSISTENT_PATHS = (
     "/config/ips",
     ADMIN_DELETE_TOPICS,
     "/isr_change_notification",
-    "/log_dir_event_notification",
+    LOG_DIR_EVENTS,
     "/consumers",
 )
 
@@ -377,6 +380,26 @@ class ConfigChangeNotification:
     @classmethod
     def from_json(cls, data: bytes | None) -> ConfigChangeNotification:
         return cls(str(_field(_load(data, CONFIG_CHANGES), "entity_path", CONFIG_CHANGES)))
+
+
+@dataclass(frozen=True, slots=True)
+class LogDirEventNotification:
+    """``/log_dir_event_notification/log_dir_event_<seq>``: a broker's log dir failed (event 1, Kafka's only one).
+    Samsa's brokers write it when a leader append finds the disk full, so that the controller moves their
+    leaderships to in-sync followers (``Elections.log_dir_failed``)."""
+
+    broker: int
+    event: int = 1
+
+    def to_json(self) -> bytes:
+        return _dump({"version": 1, "broker": self.broker, "event": self.event})
+
+    @classmethod
+    def from_json(cls, data: bytes | None) -> LogDirEventNotification:
+        loaded = _load(data, LOG_DIR_EVENTS)
+        return cls(
+            int(_field(loaded, "broker", LOG_DIR_EVENTS)), int(_field(loaded, "event", LOG_DIR_EVENTS))
+        )
 
 
 @dataclass(frozen=True, slots=True)
