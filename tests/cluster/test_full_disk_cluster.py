@@ -9,6 +9,7 @@ freed. Not one acknowledged record is lost or moved. Needs root (to mount the tm
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import threading
@@ -59,8 +60,9 @@ def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
 class Writer(threading.Thread):
     """An idempotent acks=all producer at a steady rate: every acknowledged value and where it was stored."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, partitions: int = PARTITIONS) -> None:
         super().__init__(daemon=True)
+        self.partitions = partitions
         self.producer = Producer(
             {
                 "bootstrap.servers": bootstrap,
@@ -90,7 +92,7 @@ class Writer(threading.Thread):
             value = f"{serial:09d}".encode().ljust(500, b".")
             try:
                 self.producer.produce(
-                    TOPIC, value=value, partition=serial % PARTITIONS, on_delivery=self.on_delivery
+                    TOPIC, value=value, partition=serial % self.partitions, on_delivery=self.on_delivery
                 )
             except BufferError:
                 self.producer.poll(0.1)
@@ -114,9 +116,9 @@ def states(zk: ZkClient) -> dict[int, tuple[int, tuple[int, ...]]]:
     return found
 
 
-def read_all(bootstrap: str, expect: int) -> dict[tuple[int, int], bytes]:
+def read_all(bootstrap: str, expect: int, partitions: int = PARTITIONS) -> dict[tuple[int, int], bytes]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
+    consumer.assign([TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(partitions)])
     seen: dict[tuple[int, int], bytes] = {}
     deadline, idle = time.monotonic() + 60, 0
     try:
@@ -133,10 +135,16 @@ def read_all(bootstrap: str, expect: int) -> dict[tuple[int, int], bytes]:
 
 
 def ballast(disk: Path, leave: int) -> Path:
-    """A file filling ``disk`` until about ``leave`` bytes are free."""
+    """A file filling ``disk`` until about ``leave`` bytes are free (0: to its last block)."""
     stats = os.statvfs(disk)
     path = disk / "ballast"
-    path.write_bytes(b"\xa5" * max(0, stats.f_bavail * stats.f_frsize - leave))
+    left = max(0, stats.f_bavail * stats.f_frsize - leave)
+    with open(path, "wb", buffering=0) as out:
+        try:
+            while left > 0 or not leave:
+                left -= out.write(b"\xa5" * min(left if leave else 65536, 1 << 20))
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
     return path
 
 
@@ -198,4 +206,59 @@ def test_a_leader_whose_disk_fills_hands_its_leaderships_to_in_sync_followers(cl
     finally:
         if writer.is_alive():
             writer.stop()
+        zk.close()
+
+
+def test_a_broker_elected_leader_on_a_full_disk_takes_its_followers_back_once_they_return(
+    cluster: LocalCluster,
+) -> None:
+    """The in-sync broker with the full disk is the only one left to lead: it takes the leadership (its new epoch's
+    checkpoint comes out of the space reserve) instead of being left half a leader, and once the others return
+    and space is freed they rejoin its ISR and acks=all writes go on."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    topic = NewTopic(
+        TOPIC,
+        num_partitions=1,
+        replication_factor=-1,
+        replica_assignment=[[2, 3, FULL]],
+        config={"min.insync.replicas": "2"},
+    )
+    admin.create_topics([topic])[TOPIC].result(30)
+    zk = ZkClient(cluster.zookeeper_connect)
+    zk.start()
+    disk = cluster.directory / f"broker-{FULL}" / "data"
+
+    def state() -> tuple[int, tuple[int, ...]]:
+        found = zk.partition_state(TOPIC, 0)
+        assert found is not None
+        return found[0].leader, tuple(sorted(found[0].isr))
+
+    try:
+        wait_for("a full ISR", lambda: state() == (2, (1, 2, 3)), 30)
+        first = Writer(cluster.bootstrap_servers, partitions=1)
+        first.start()
+        wait_for("some records", lambda: len(first.acked) >= 500, 30)
+        first.stop()
+        wait_for("a full ISR", lambda: state() == (2, (1, 2, 3)), 30)
+        space = ballast(disk, 0)
+        assert cluster.stop_broker(2) == 0 and cluster.stop_broker(3) == 0
+        wait_for("the full broker leading", lambda: state() == (FULL, (FULL,)), 30)
+        space.unlink()
+        cluster.start_broker(2)
+        cluster.start_broker(3)
+        wait_for("the others back in its ISR", lambda: state() == (FULL, (1, 2, 3)), 60)
+        second = Writer(cluster.bootstrap_servers, partitions=1)
+        second.start()
+        wait_for("acks=all writes going on", lambda: len(second.acked) >= 500, 30)
+        second.stop()
+        assert first.failed == 0 and second.failed == 0
+        acked = {**first.acked, **second.acked}
+        seen = read_all(cluster.bootstrap_servers, len(acked), partitions=1)
+        by_value = {value: where for where, value in seen.items()}
+        assert all(by_value.get(v) == where for v, where in acked.items()), (
+            "acknowledged records lost or moved"
+        )
+        log = (cluster.directory / f"broker-{FULL}" / "broker.out").read_text()
+        assert "space reserve" in log and "Traceback" not in log
+    finally:
         zk.close()

@@ -237,17 +237,26 @@ class ReplicaManager:
         return partition
 
     def make_leader(self, tp: TopicPartition, partition_log: Log, state: ReplicaState) -> None:
-        """Lead ``tp`` as the controller says (LeaderAndIsr): no truncation; a new epoch starts at the log end."""
-        if self.fetchers is not None:
-            self.fetchers.remove(tp)
+        """Lead ``tp`` as the controller says (LeaderAndIsr): no truncation; a new epoch starts at the log end.
+
+        The new epoch's leader-epoch checkpoint is written first, drawing on the log dir's space reserve on a
+        full disk; when even that fails, the partition is left as it was and the error raised (the broker tries
+        the transition again, ``ZkBroker``): a leader half made, its epoch taken but its followers not reset,
+        would never take them back into its ISR."""
         partition = self.partitions.get(tp)
         was_leader = partition is not None and partition.leader_id == self.node_id
+        new_epoch = partition is None or state.leader_epoch > partition.leader_epoch or not was_leader
+        leo = partition_log.log_end_offset
+        if new_epoch:
+            cache = partition_log.leader_epoch_cache
+            self.log_manager.with_space_reserve(
+                tp, f"the leader epoch of {tp}", lambda: cache.assign(state.leader_epoch, leo)
+            )
+        if self.fetchers is not None:
+            self.fetchers.remove(tp)
         if partition is None:
             partition = Partition(tp, partition_log, self.node_id, state.leader_epoch)
             self.partitions[tp] = partition
-            new_epoch = True
-        else:
-            new_epoch = state.leader_epoch > partition.leader_epoch or not was_leader
         partition.leader_id = self.node_id
         partition.leader_epoch = state.leader_epoch
         partition.replicas = state.replicas
@@ -256,8 +265,6 @@ class ReplicaManager:
         partition.pending_isr = None
         now = self.clock.monotonic_ms()
         if new_epoch:
-            leo = partition_log.log_end_offset
-            partition_log.leader_epoch_cache.assign(state.leader_epoch, leo)
             partition.leader_epoch_start_offset = leo
             partition.followers = {
                 r: FollowerState(last_caught_up_ms=now if r in state.isr else 0)

@@ -50,6 +50,7 @@ from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from samsa.cluster.replication_quota import DEFAULT_BROKER, FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
 from samsa.cluster.zk_client import BrokerAlreadyRegisteredError, ZkClient, ZkSessionInterruptedError
 from samsa.cluster.znodes import BrokerRegistration, Endpoint, ProducerIdBlock
+from samsa.log_throttle import LogThrottle
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from samsa.protocol.messages.leader_and_isr import (
@@ -77,9 +78,10 @@ CONTROLLED_SHUTDOWN = 7
 PRODUCER_ID_BLOCK_SIZE = 1000
 PRODUCER_ID_PREFETCH = 0.9
 PRODUCER_ID_WAIT_S = 5.0
-LOG_DIR_EVENT_INTERVAL_S = (
-    10.0  # a broker whose disk is full asks the controller to move its leaderships this often
-)
+# a broker whose disk is full asks the controller to move its leaderships this often
+LOG_DIR_EVENT_INTERVAL_S = 10.0
+# a LeaderAndIsr state a full disk kept from being applied is tried again this often
+TRANSITION_RETRY_S = 5.0
 
 
 def _fetcher_config(config: KafkaConfig) -> FetcherConfig:
@@ -127,9 +129,14 @@ class ZkBroker:
         self._session_lost = False
         self._last_config_change = ""
         self._closing = False
-        self._last_log_dir_event = float(
-            "-inf"
-        )  # loop time of the last log dir event written (``_disk_full``)
+        # loop time of the last log dir event written (``_disk_full``)
+        self._last_log_dir_event = float("-inf")
+        # LeaderAndIsr states a storage failure kept from being applied (a full disk), tried again on a timer:
+        # the controller does not send them again
+        self._unapplied: dict[
+            TopicPartition, tuple[LeaderAndIsrPartitionState, dict[int, tuple[str, int]]]
+        ] = {}
+        self._storage_failures = LogThrottle(60.0)
         self._registration: BrokerRegistration | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._next_producer_id = 0
@@ -248,6 +255,7 @@ class ZkBroker:
         await self._apply_broker_config()
         await self.controller.start()
         self._spawn(self._shrink_isr_periodically())
+        self._spawn(self._retry_transitions_periodically())
         self._prefetch = asyncio.get_running_loop().create_task(
             self._fetch_block()
         )  # ids before ZooKeeper is needed
@@ -583,15 +591,36 @@ class ZkBroker:
                 replicas.make_follower(tp, plog, state, None if self.shutting_down else address)
         except (StorageError, OSError) as exc:
             self.log_storage_failure(tp, exc)
+            self._unapplied[tp] = (wire, leaders)
             return ErrorCode.KAFKA_STORAGE_ERROR
+        if self._unapplied.pop(tp, None) is not None:
+            log.info(
+                "partition %s: leader %d, epoch %d, applied at last", tp, state.leader, state.leader_epoch
+            )
         return ErrorCode.NONE
+
+    async def _retry_transitions_periodically(self) -> None:
+        """Apply again, every ``TRANSITION_RETRY_S``, the LeaderAndIsr states a storage failure kept back (a
+        full disk: the new leader epoch's checkpoint could not be written), unless a newer state came since."""
+        while True:
+            await asyncio.sleep(TRANSITION_RETRY_S)
+            replicas = self.server.replica_manager
+            for tp, (wire, leaders) in list(self._unapplied.items()):
+                current = replicas.partition(tp)
+                if current is not None and wire.leader_epoch <= current.leader_epoch:
+                    del self._unapplied[tp]  # a newer state was applied meanwhile
+                elif await self._one_partition(tp.topic, wire, leaders) == ErrorCode.NONE:
+                    self.server.partitions_changed()
 
     def replica_stopped(self, tp: TopicPartition, deleted: bool) -> None:
         """A StopReplica was applied (the coordinators drop what they held of ``tp``)."""
         self.server.partitions_changed()
 
     def log_storage_failure(self, tp: TopicPartition, exc: BaseException) -> None:
-        log.error("partition %s: storage failure: %s", tp, exc)
+        since = self._storage_failures.due(asyncio.get_running_loop().time(), tp)
+        if since is not None:
+            more = f" ({since} more since the last line)" if since else ""
+            log.error("partition %s: storage failure: %s%s; said once a minute", tp, exc, more)
 
     def _address_of(self, broker_id: int) -> tuple[str, int] | None:
         node = self.metadata.brokers.get(broker_id)

@@ -256,12 +256,10 @@ class ReplicaFetcherManager:
                 except Exception as exc:  # a storage or record error: logged, retried after the backoff
                     self._log_failure(tp, leader, exc, now)
                     self._hold(leader, [tp], now)
-                else:
-                    if self._failures.forget(tp):
-                        log.info("replica of %s from broker %d: appending again", tp, leader.broker_id)
 
     def _log_failure(self, tp: TopicPartition, leader: _Leader, exc: Exception, now: float) -> None:
-        """One WARNING line a minute per partition however often the fetch is retried, with the count."""
+        """One WARNING line a minute per partition however often the fetch is retried, with the count; a success
+        in between does not start the minute again (a nearly full disk alternates them)."""
         since = self._failures.due(now, tp)
         if since is not None:
             more = f" ({since} more failures since the last line)" if since else ""
