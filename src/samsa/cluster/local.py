@@ -177,7 +177,6 @@ class LocalCluster:
             "zookeeper.connect": self._state.zookeeper,
             "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
             "offsets.topic.replication.factor": replication,
-            "transaction.state.log.replication.factor": replication,
             "group.initial.rebalance.delay.ms": "0",
             **self.broker_config,
         }
