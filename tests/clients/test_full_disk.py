@@ -11,15 +11,15 @@ Needs root (to mount the tmpfs); skipped otherwise. Bounded: every loop has a de
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.small_disk import fill, small_tmpfs
 
 from .harness import BrokerProcess
 
@@ -34,19 +34,8 @@ VALUE_SIZE = 900
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={DISK_MB}m", "tmpfs", str(mount)], check=False
-    )
-    if done.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with small_tmpfs(tmp_path / "disk", DISK_MB) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 class Ledger:
@@ -203,25 +192,6 @@ def test_a_full_disk_refuses_writes_keeps_serving_and_loses_nothing(small_disk: 
         broker.stop()
 
 
-def fill_to_the_last_block(path: Path) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        while os.write(fd, b"\xa5" * 65536) > 0:
-            pass
-    except OSError as exc:
-        assert exc.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
-    try:
-        while os.write(fd, b"\xa5" * 512) > 0:
-            pass
-    except OSError as exc:
-        assert exc.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
-
-
 def test_an_operator_frees_a_disk_full_to_its_last_block_with_kafkas_admin_requests(small_disk: Path) -> None:
     from confluent_kafka import Consumer, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
@@ -231,7 +201,7 @@ def test_an_operator_frees_a_disk_full_to_its_last_block_with_kafkas_admin_reque
     try:
         ledger.produce(broker.bootstrap, until_failures=50, count=None, seconds=60)
         assert ledger.failed >= 50, "the disk never filled"
-        fill_to_the_last_block(small_disk / "ballast")
+        fill(small_disk / "ballast")
         assert os.statvfs(small_disk).f_bavail == 0
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
 

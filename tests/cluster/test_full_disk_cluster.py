@@ -9,9 +9,7 @@ freed. Not one acknowledged record is lost or moved. Needs root (to mount the tm
 
 from __future__ import annotations
 
-import errno
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +19,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from tests.cluster.waiting import wait_for
+from tests.small_disk import fill, small_tmpfs
 
 from samsa.cluster.local import LocalCluster
 from samsa.cluster.zk_client import ZkClient
@@ -34,27 +33,21 @@ FULL = 1  # the broker whose disk fills: every partition's preferred leader
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[LocalCluster]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
     directory = tmp_path / "cluster"
-    disk = directory / f"broker-{FULL}" / "data"
-    disk.mkdir(parents=True)
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=False).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    local = LocalCluster(
-        directory,
-        broker_config={
-            "replica.lag.time.max.ms": "2000",
-            "log.segment.bytes": str(1024 * 1024),
-            "offsets.topic.num.partitions": "3",
-        },
-    )
-    try:
-        local.up(3)
-        yield local
-    finally:
-        local.down()
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+    with small_tmpfs(directory / f"broker-{FULL}" / "data", 16):
+        local = LocalCluster(
+            directory,
+            broker_config={
+                "replica.lag.time.max.ms": "2000",
+                "log.segment.bytes": str(1024 * 1024),
+                "offsets.topic.num.partitions": "3",
+            },
+        )
+        try:
+            local.up(3)
+            yield local
+        finally:
+            local.down()
 
 
 class Writer(threading.Thread):
@@ -134,20 +127,6 @@ def read_all(bootstrap: str, expect: int, partitions: int = PARTITIONS) -> dict[
     return seen
 
 
-def ballast(disk: Path, leave: int) -> Path:
-    """A file filling ``disk`` until about ``leave`` bytes are free (0: to its last block)."""
-    stats = os.statvfs(disk)
-    path = disk / "ballast"
-    left = max(0, stats.f_bavail * stats.f_frsize - leave)
-    with open(path, "wb", buffering=0) as out:
-        try:
-            while left > 0 or not leave:
-                left -= out.write(b"\xa5" * min(left if leave else 65536, 1 << 20))
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
-    return path
-
-
 def test_a_leader_whose_disk_fills_hands_its_leaderships_to_in_sync_followers(cluster: LocalCluster) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     topic = NewTopic(
@@ -166,7 +145,7 @@ def test_a_leader_whose_disk_fills_hands_its_leaderships_to_in_sync_followers(cl
         wait_for(
             "the preferred leaders", lambda: all(s == (FULL, (1, 2, 3)) for s in states(zk).values()), 30
         )
-        space = ballast(disk, 3 * 1024 * 1024)
+        space = fill(disk / "ballast", leave=3 * 1024 * 1024)
         writer.start()
 
         # the disk fills; the leaderships move and producers carry on with the two brokers left in the ISRs
@@ -240,7 +219,7 @@ def test_a_broker_elected_leader_on_a_full_disk_takes_its_followers_back_once_th
         wait_for("some records", lambda: len(first.acked) >= 500, 30)
         first.stop()
         wait_for("a full ISR", lambda: state() == (2, (1, 2, 3)), 30)
-        space = ballast(disk, 0)
+        space = fill(disk / "ballast")
         assert cluster.stop_broker(2) == 0 and cluster.stop_broker(3) == 0
         wait_for("the full broker leading", lambda: state() == (FULL, (FULL,)), 30)
         space.unlink()

@@ -22,6 +22,7 @@ from samsa.protocol.messages.find_coordinator import FindCoordinatorRequest
 from samsa.protocol.messages.init_producer_id import InitProducerIdRequest
 from samsa.storage.topic import TopicPartition
 from tests.badinput.wire import Connection, batch, fetch_records, produce
+from tests.small_disk import fill, small_tmpfs
 
 
 @pytest.fixture
@@ -74,52 +75,28 @@ def test_an_offline_partition_answers_storage_errors_and_the_others_keep_serving
     assert "KafkaStorageException" in tool.stdout
 
 
-def fill(path: Path) -> None:
-    """Write zeros to ``path`` until the disk refuses more."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        while os.write(fd, bytes(4096)) > 0:
-            pass
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def test_a_full_disk_answers_coordinator_lookups_and_producer_ids_with_error_codes(tmp_path: Path) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(disk)], check=False).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
-        with samsa.Broker(log_dir=disk / "data") as broker:
-            fill(disk / "ballast")
-            port = int(broker.bootstrap_servers.rsplit(":", 1)[1])
-            with Connection(port) as conn:
+    with small_tmpfs(tmp_path / "disk", 4) as disk, samsa.Broker(log_dir=disk / "data") as broker:
+        fill(disk / "ballast")
+        port = int(broker.bootstrap_servers.rsplit(":", 1)[1])
+        with Connection(port) as conn:
+            found = conn.request(10, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0))
+            assert found.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+            pid = conn.request(
+                22, 2, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
+            )
+            assert pid.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+            assert conn.request(18, 3, ApiVersionsRequest()).error_code == ErrorCode.NONE
+            (disk / "ballast").unlink()
+            # once the disk has room, a retry finds the coordinator (clients retry; the broker waits a
+            # moment after a failed creation before it tries again)
+            deadline = time.monotonic() + 10
+            while True:
                 found = conn.request(10, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0))
-                assert found.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
-                pid = conn.request(
-                    22, 2, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
-                )
-                assert pid.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
-                assert conn.request(18, 3, ApiVersionsRequest()).error_code == ErrorCode.NONE
-                (disk / "ballast").unlink()
-                # once the disk has room, a retry finds the coordinator (clients retry; the broker waits a
-                # moment after a failed creation before it tries again)
-                deadline = time.monotonic() + 10
-                while True:
-                    found = conn.request(
-                        10, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0)
-                    )
-                    if found.error_code != ErrorCode.COORDINATOR_NOT_AVAILABLE or time.monotonic() > deadline:
-                        break
-                    time.sleep(0.2)
-                assert found.error_code == ErrorCode.NONE
-                assert (
-                    conn.request(22, 2, InitProducerIdRequest(transactional_id=None)).error_code
-                    == ErrorCode.NONE
-                )
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
+                if found.error_code != ErrorCode.COORDINATOR_NOT_AVAILABLE or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert found.error_code == ErrorCode.NONE
+            assert (
+                conn.request(22, 2, InitProducerIdRequest(transactional_id=None)).error_code == ErrorCode.NONE
+            )

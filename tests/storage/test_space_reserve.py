@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.small_disk import fill, small_tmpfs
 
 from samsa.clock import ManualClock
 from samsa.storage.checkpoint import clean_shutdown_path
@@ -22,28 +22,8 @@ from samsa.storage.topic import TopicPartition
 
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], check=False).returncode:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with small_tmpfs(tmp_path / "disk", 4) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
-def fill(path: Path) -> None:
-    """Write to ``path`` until the disk refuses more: not a block left."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-    try:
-        while os.write(fd, b"\xa5" * 4096) > 0:
-            pass
-    except OSError as exc:
-        assert exc.errno == errno.ENOSPC
-    finally:
-        os.close(fd)
 
 
 def manager_on(log_dir: Path) -> LogManager:

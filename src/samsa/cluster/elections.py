@@ -289,7 +289,7 @@ class Elections:
             if state is None or len(entry.replicas) <= 1 or broker_id not in entry.replicas:
                 continue
             (led if state.leader == broker_id else followed)[tp] = entry
-        moved = await self._move_leaders(led)
+        moved = await self._move_leaders(led, [b for b in controller.live if self.is_shutting_down(b)])
         controller._send_leader_and_isr(moved, is_new=False)
         controller._send_update_metadata(controller.live, moved)
         self._stop_replicas(broker_id, followed)
@@ -312,10 +312,14 @@ class Elections:
         )
         return ErrorCode.NONE, remaining
 
-    async def _move_leaders(self, led: dict[TopicPartition, _Partition]) -> dict[TopicPartition, _Partition]:
+    async def _move_leaders(
+        self, led: dict[TopicPartition, _Partition], leaving: Iterable[int]
+    ) -> dict[TopicPartition, _Partition]:
+        """The controlled-shutdown election for the partitions ``led`` by brokers ``leaving``: the partitions
+        whose leadership moved (their new states written)."""
         controller = self.controller
         changes: dict[TopicPartition, tuple[_Partition, PartitionState]] = {}
-        leaving = [b for b in controller.live if self.is_shutting_down(b)]
+        leaving = tuple(leaving)
         for tp, entry in led.items():
             state = entry.state
             assert state is not None
@@ -362,16 +366,7 @@ class Elections:
             for tp, entry in controller.partitions.items()
             if entry.state is not None and entry.state.leader in brokers and len(entry.replicas) > 1
         }
-        changes: dict[TopicPartition, tuple[_Partition, PartitionState]] = {}
-        for tp, entry in led.items():
-            state = entry.state
-            assert state is not None
-            chosen = controlled_shutdown_leader(entry.replicas, state.isr, controller.live, brokers)
-            if chosen is not None:
-                leader, isr = chosen
-                changes[tp] = entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)
-        await self._write_states(changes)
-        moved = {tp: entry for tp, (entry, _) in changes.items()}
+        moved = await self._move_leaders(led, brokers)
         controller._send_leader_and_isr(moved, is_new=False)
         controller._send_update_metadata(controller.live, moved)
         log.warning(
