@@ -468,9 +468,12 @@ class Controller:
 
     async def _log_dir_events_changed(self) -> None:
         """Log dir events (``/log_dir_event_notification``): the brokers they name give up their leaderships to
-        in-sync followers (``Elections.log_dir_failed``); the events are deleted once read."""
+        in-sync followers (``Elections.log_dir_failed``); the events are deleted once read, by the active
+        controller only (a watch set before it resigned leaves them to its successor)."""
+        if not self.is_active:
+            return
         brokers = await self._zk(self.zk.take_log_dir_events, watch=self._watch(self._log_dir_events_changed))
-        if brokers and self.is_active:
+        if brokers:
             await self.elections.log_dir_failed(set(brokers))
 
     async def _deletions_changed(self) -> None:

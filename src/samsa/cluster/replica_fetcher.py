@@ -55,9 +55,8 @@ log = logging.getLogger(__name__)
 
 FETCH = 1
 FETCH_VERSION = 12  # replica id in the body, LastFetchedEpoch and DivergingEpoch, topics by name
-FAILURE_LOG_INTERVAL_S = (
-    60.0  # a partition that keeps failing to append what it fetched is said once a minute
-)
+# a partition that keeps failing to append what it fetched is said once a minute
+FAILURE_LOG_INTERVAL_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,9 +113,8 @@ DEFAULT_FLUSH_CHECKPOINT_INTERVAL_MS = 60_000
 DEFAULT_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS = 60_000
 DEFAULT_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5_000
 DELETE_CHECK_INTERVAL_MS = 1_000  # how often files whose file.delete.delay.ms passed are looked for
-RESERVE_CHECK_INTERVAL_MS = (
-    1_000  # how often a log dir's spent space reserve is taken back where there is room
-)
+# how often a log dir's spent space reserve is taken back where there is room
+RESERVE_CHECK_INTERVAL_MS = 1_000
 
 
 class LogManagerError(StorageError):
