@@ -502,3 +502,36 @@ def test_deleted_files_go_once_their_delay_passes_not_at_the_next_retention_chec
     manager.schedule_due(clock.milliseconds())
     assert not any(p.exists() for p in renamed)
     manager.shutdown()
+
+
+def test_a_lower_retention_applies_at_once_and_other_config_changes_wait_for_the_retention_check(
+    tmp_path: Path,
+) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("t", 1)
+    tp = TopicPartition("t", 0)
+    _append(manager, tp, 40, clock)
+    log = manager.get_log(tp)
+    assert log is not None
+    before = len(log.segments)
+    manager.update_topic_config("t", {"max.message.bytes": "500000"})
+    assert len(log.segments) == before  # nothing to do with retention: left to the periodic check
+    manager.update_topic_config("t", {"max.message.bytes": "500000", "retention.bytes": "2048"})
+    assert len(log.segments) < before and log.size <= 2048 + 1024  # no schedule_due called
+    manager.shutdown()
+
+
+def test_segments_below_a_moved_log_start_can_go_at_once(tmp_path: Path) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("t", 1)
+    tp = TopicPartition("t", 0)
+    _append(manager, tp, 40, clock)
+    log = manager.get_log(tp)
+    assert log is not None
+    bases = sorted(s.base_offset for s in log.segments)
+    log.maybe_increment_log_start_offset(bases[2] + 1)
+    assert log.delete_segments_below_log_start() == 2
+    assert sorted(s.base_offset for s in log.segments)[0] == bases[2]
+    manager.shutdown()

@@ -771,7 +771,12 @@ class ReplicaManager:
         except (StorageError, OSError) as exc:
             log.warning("delete records of %s failed: %s", tp, exc)
             return ErrorCode.KAFKA_STORAGE_ERROR, -1
-        self.log_manager.retention_due()
+        try:  # the segments wholly below the new start go now, not at the next retention check
+            plog.delete_segments_below_log_start()
+        except (StorageError, OSError) as exc:
+            log.warning(
+                "deleting the segments of %s below its new log start failed: %s (retention retries)", tp, exc
+            )
         return ErrorCode.NONE, plog.log_start_offset
 
 

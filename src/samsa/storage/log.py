@@ -807,6 +807,12 @@ class Log:
             deleted += self._delete_retention_ms_breached(now)
         return deleted
 
+    @_io_boundary
+    def delete_segments_below_log_start(self) -> int:
+        """The log-start breach of retention alone, at once (after DeleteRecords, whose space a full disk
+        awaits; Kafka waits for the next retention check): the segments wholly below the log start offset."""
+        return self._delete_log_start_offset_breached()
+
     def _delete_log_start_offset_breached(self) -> int:
         def breached(segment: LogSegment, following: LogSegment | None) -> bool:
             return following is not None and following.base_offset <= self._log_start_offset

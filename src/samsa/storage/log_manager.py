@@ -461,17 +461,30 @@ class LogManager:
 
     def update_topic_config(self, topic: str, overrides: Mapping[str, str | int]) -> None:
         """Replace the topic's overrides, persist them and apply them to its open logs."""
+        before = self.topic_config(topic)
         self._set_overrides(topic, {k: str(v) for k, v in overrides.items()}, from_reserve=True)
         config = self.topic_config(topic)
         for tp in self.partitions_of(topic):
             self._logs[tp].update_config(config)
-        self.retention_due()
+        if (config.retention_ms, config.retention_bytes, config.has_delete) != (
+            before.retention_ms,
+            before.retention_bytes,
+            before.has_delete,
+        ):
+            self._apply_retention_now(topic)
 
-    def retention_due(self) -> None:
-        """Run retention at the next ``schedule_due``, not at the end of ``log.retention.check.interval.ms`` (up
-        to 5 minutes): a topic's retention was changed or a log start moved (DeleteRecords), and on a full disk
-        the space that frees is awaited. Kafka waits for the interval."""
-        self._last_run["retention"] = -(2**62)
+    def _apply_retention_now(self, topic: str) -> None:
+        """Retention for ``topic``'s logs at once, its retention having changed, not at the next
+        ``log.retention.check.interval.ms`` (up to 5 minutes): on a full disk, a lower retention is how an
+        operator frees space. Kafka waits for the interval. A failure is left to the periodic retention."""
+        now = self.clock.milliseconds()
+        for tp in self.partitions_of(topic):
+            try:
+                self._logs[tp].delete_old_segments(now)
+            except OSError as exc:
+                _log.warning(
+                    "retention of %s after its config changed failed: %s (retried on schedule)", tp, exc
+                )
 
     # --- deleting ----------------------------------------------------------------------------------------------
 
