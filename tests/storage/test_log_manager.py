@@ -17,6 +17,7 @@ from samsa.storage.checkpoint import (
     offset_checkpoint,
 )
 from samsa.storage.config import LogConfig
+from samsa.storage.log import Log
 from samsa.storage.log_manager import (
     InvalidPartitionsError,
     LogDirLockedError,
@@ -49,6 +50,16 @@ def _append(
         log.append_as_leader(build_batch([b"x" * size, b"y" * size], timestamp=clock.milliseconds()))
         clock.advance(10)
     log.update_high_watermark(log.log_end_offset)
+
+
+def _forty_batches(directory: Path, clock: ManualClock) -> tuple[LogManager, Log]:
+    """A manager on ``directory`` with topic ``t``, its one partition given 40 batches over several segments."""
+    manager = _manager([directory], clock)
+    manager.create_topic("t", 1)
+    _append(manager, TopicPartition("t", 0), 40, clock)
+    log = manager.get_log(TopicPartition("t", 0))
+    assert log is not None
+    return manager, log
 
 
 def _segment_bases(directory: Path) -> list[int]:
@@ -273,10 +284,8 @@ def test_schedule_due_runs_tasks_on_their_intervals(tmp_path: Path) -> None:
 
 def test_clean_shutdown_checks_an_older_segment_when_it_is_first_read(tmp_path: Path) -> None:
     clock = ManualClock()
-    manager = _manager([tmp_path], clock)
-    manager.create_topic("t", 1)
+    manager, _ = _forty_batches(tmp_path, clock)
     tp = TopicPartition("t", 0)
-    _append(manager, tp, 40, clock)
     manager.shutdown()
     directory = tmp_path / "t-0"
     late = _segment_bases(directory)[-2]
@@ -507,13 +516,7 @@ def test_deleted_files_go_once_their_delay_passes_not_at_the_next_retention_chec
 def test_a_lower_retention_applies_at_once_and_other_config_changes_wait_for_the_retention_check(
     tmp_path: Path,
 ) -> None:
-    clock = ManualClock()
-    manager = _manager([tmp_path], clock)
-    manager.create_topic("t", 1)
-    tp = TopicPartition("t", 0)
-    _append(manager, tp, 40, clock)
-    log = manager.get_log(tp)
-    assert log is not None
+    manager, log = _forty_batches(tmp_path, ManualClock())
     before = len(log.segments)
     manager.update_topic_config("t", {"max.message.bytes": "500000"})
     assert len(log.segments) == before  # nothing to do with retention: left to the periodic check
@@ -523,13 +526,7 @@ def test_a_lower_retention_applies_at_once_and_other_config_changes_wait_for_the
 
 
 def test_segments_below_a_moved_log_start_can_go_at_once(tmp_path: Path) -> None:
-    clock = ManualClock()
-    manager = _manager([tmp_path], clock)
-    manager.create_topic("t", 1)
-    tp = TopicPartition("t", 0)
-    _append(manager, tp, 40, clock)
-    log = manager.get_log(tp)
-    assert log is not None
+    manager, log = _forty_batches(tmp_path, ManualClock())
     bases = sorted(s.base_offset for s in log.segments)
     log.maybe_increment_log_start_offset(bases[2] + 1)
     assert log.delete_segments_below_log_start() == 2
