@@ -28,6 +28,11 @@ class LogThrottle:
         self._last[key] = (now, 0)
         return 0 if last is None else last[1]
 
+    @staticmethod
+    def held_back(count: int) -> str:
+        """What a line that is due says of the ``count`` it stands for (``due``'s answer): nothing for none."""
+        return f" ({count} more since the last line)" if count else ""
+
     def forget(self, key: Hashable = None) -> bool:
         """The fault of ``key`` is over: its next occurrence is due at once. True when it had occurred."""
         return self._last.pop(key, None) is not None

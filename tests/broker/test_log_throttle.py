@@ -20,3 +20,8 @@ def test_a_forgotten_key_is_due_again_at_once() -> None:
     assert throttle.due(0, "task") == 0 and throttle.due(1, "task") is None
     assert throttle.forget("task")  # it recovered: said by the caller
     assert throttle.due(2, "task") == 0
+
+
+def test_a_due_line_says_how_many_it_stands_for() -> None:
+    assert LogThrottle.held_back(0) == ""
+    assert LogThrottle.held_back(3) == " (3 more since the last line)"

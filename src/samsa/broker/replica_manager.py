@@ -814,7 +814,7 @@ def _log_append_failure(tp: TopicPartition, exc: Exception) -> None:
     since = _append_failures.due(time.monotonic(), tp)
     if since is None:
         return
-    more = f" ({since} more failed since the last line)" if since else ""
+    more = LogThrottle.held_back(since)
     log.error("append to %s failed: %s%s; said once a minute per partition", tp, exc, more)
 
 

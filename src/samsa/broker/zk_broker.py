@@ -129,8 +129,9 @@ class ZkBroker:
         self._session_lost = False
         self._last_config_change = ""
         self._closing = False
-        # loop time of the last log dir event written (``_disk_full``)
-        self._last_log_dir_event = float("-inf")
+        self._log_dir_events = LogThrottle(
+            LOG_DIR_EVENT_INTERVAL_S
+        )  # written by ``_disk_full``, in loop time
         # LeaderAndIsr states a storage failure kept from being applied (a full disk), tried again on a timer:
         # the controller does not send them again
         self._unapplied: dict[
@@ -171,10 +172,8 @@ class ZkBroker:
         writes for a failed log dir) to move this broker's leaderships to in-sync followers, so that producers
         carry on there; this broker follows them and rejoins their ISRs once it has space again. At most every
         ``LOG_DIR_EVENT_INTERVAL_S``: every refused append comes here."""
-        now = asyncio.get_running_loop().time()
-        if now - self._last_log_dir_event < LOG_DIR_EVENT_INTERVAL_S or self._closing:
+        if self._closing or self._log_dir_events.due(asyncio.get_running_loop().time()) is None:
             return
-        self._last_log_dir_event = now
         log.warning(
             "broker %d: the disk of %s is full: asking the controller to move this broker's leaderships to "
             "in-sync followers",
@@ -619,7 +618,7 @@ class ZkBroker:
     def log_storage_failure(self, tp: TopicPartition, exc: BaseException) -> None:
         since = self._storage_failures.due(asyncio.get_running_loop().time(), tp)
         if since is not None:
-            more = f" ({since} more since the last line)" if since else ""
+            more = LogThrottle.held_back(since)
             log.error("partition %s: storage failure: %s%s; said once a minute", tp, exc, more)
 
     def _address_of(self, broker_id: int) -> tuple[str, int] | None:

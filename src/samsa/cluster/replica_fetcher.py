@@ -261,7 +261,7 @@ class ReplicaFetcherManager:
         in between does not start the minute again (a nearly full disk alternates them)."""
         since = self._failures.due(now, tp)
         if since is not None:
-            more = f" ({since} more failures since the last line)" if since else ""
+            more = LogThrottle.held_back(since)
             log.warning(
                 "replica of %s from broker %d: %s%s; said once a minute per partition",
                 tp,
