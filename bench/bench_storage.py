@@ -10,7 +10,8 @@ records/s, microseconds per append and per ``os.write`` (how fast this machine w
 16 KiB ratio: see docs/benchmarks.md), microseconds per read and the ratios, and a second reference:
 ``LeastAppend``, the least any append written in Python does for a batch (one unpack, the CRC, one stamp, one
 ``pwrite``, an index entry per interval, no checks or structure), which tells what of the gap to ``os.write``
-is the log's and what is Python's own; the append ratio also in process CPU time (best of 15 interleaved
+is the log's and what is Python's own; a control, a second ``os.write`` writer in those turns, whose ratio
+to the first is this run's noise (identical writers, 0.88-1.03 on 2026-11-27); the append ratio also in process CPU time (best of 15 interleaved
 rounds of 2,000 calls), steadier than the wall clock on a shared machine. The wall-clock append loops take
 turns (250 calls each), so both meet the same page-cache writeback (until 2026-11-25 the baseline ran first
 for its whole time and the log after it, throttled by the baseline's dirty pages). Runs in about half a
@@ -116,24 +117,30 @@ def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
     raw_path = tmp / f"raw-{records_per_batch}.bin"
     fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     fd_cpu = os.open(tmp / f"raw-cpu-{records_per_batch}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd_again = os.open(
+        tmp / f"raw-again-{records_per_batch}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
+    )
     least = LeastAppend(tmp / f"least-{records_per_batch}.bin")
     try:
         (raw_n, raw_s), (log_n, log_s) = timed_interleaved(
             2 * seconds,
             (lambda: os.write(fd, bytearray(batch)), lambda: log.append_as_leader(bytearray(batch))),
         )
-        # the reference in a phase of its own: a third writer adds its own writeback, which slows ``os.write``
-        # and would lift the ratio above, the figure compared across days
-        (raw3_n, raw3_s), (log3_n, log3_s), (least_n, least_s) = timed_interleaved(
+        # the references in a phase of their own: more writers add their own writeback, which slows ``os.write``
+        # and would lift the ratio above, the figure compared across days. The second ``os.write`` writer is the
+        # run's control: two identical writers taking turns differ only by the machine's noise.
+        (raw3_n, raw3_s), (log3_n, log3_s), (least_n, least_s), (again_n, again_s) = timed_interleaved(
             3 * seconds,
             (
                 lambda: os.write(fd, bytearray(batch)),
                 lambda: log.append_as_leader(bytearray(batch)),
                 lambda: least.append(bytearray(batch)),
+                lambda: os.write(fd_again, bytearray(batch)),
             ),
         )
     finally:
         os.close(fd)
+        os.close(fd_again)
         least.close()
     raw_rate = raw_n * len(batch) / raw_s
     log_rate = log_n * len(batch) / log_s
@@ -151,6 +158,9 @@ def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
     print(
         f"  with LeastAppend in turn too: least Python append / os.write {least_rate / raw3_rate:.2f}, "
         f"Log / least Python append {log3_n / log3_s / least_rate:.2f}"
+    )
+    print(
+        f"  control: os.write / os.write, two identical writers in turn {again_n / again_s / raw3_rate:.2f}"
     )
     cpu_log, cpu_raw = cpu_per_call(
         lambda: log.append_as_leader(bytearray(batch)), lambda: os.write(fd_cpu, bytearray(batch))
