@@ -82,3 +82,32 @@ def test_a_tail_lost_after_a_clean_stop_never_gives_its_offsets_again(fresh_brok
     resumed.close()
     assert sorted(got) == sorted(m.key for m in batch("b", 40))
     assert any("were handed out before" in line for line in fresh_broker.output)
+
+
+@pytest.mark.parametrize("loss", ["damaged", "missing", "a new log dir in front"])
+def test_producer_ids_are_never_handed_out_twice_when_their_file_is_lost(
+    fresh_broker: BrokerProcess, loss: str
+) -> None:
+    """A second idempotent producer given the first one's id (and epoch) would have its first batch answered as
+    a duplicate of the first one's, acknowledged at the old offsets and never stored."""
+    idempotent = {"enable.idempotence": True, "batch.size": 100_000, "linger.ms": 50}
+    fresh_broker.start()
+    first = ck_produce(fresh_broker.bootstrap, "ids", batch("a", 5), "none", acks="all", **idempotent)
+    assert sorted(o for _, o in first) == [0, 1, 2, 3, 4]
+    assert fresh_broker.stop() == 0
+    block = fresh_broker.data_dir / "producer-id-block"
+    if loss == "damaged":
+        block.write_bytes(b"\xff\x00 not a number\n")
+    elif loss == "missing":
+        block.unlink()
+    else:  # a new, empty dir listed first: the file is read where it is
+        front = fresh_broker.data_dir.parent / "front"
+        front.mkdir()
+        fresh_broker.overrides["log.dirs"] = f"{front},{fresh_broker.data_dir}"
+    fresh_broker.start()
+    second = ck_produce(fresh_broker.bootstrap, "ids", batch("b", 5), "none", acks="all", **idempotent)
+    assert sorted(o for _, o in second) == [5, 6, 7, 8, 9]
+    keys = [c.key for c in ck_consume(fresh_broker.bootstrap, "ids", 10)]
+    assert keys == [m.key for m in batch("a", 5) + batch("b", 5)]
+    if loss != "a new log dir in front":
+        assert any("so none is given twice" in line for line in fresh_broker.output)

@@ -60,7 +60,7 @@ class KafkaServer:
             clock,
             replica_lag_time_max_ms=int(config.get("replica.lag.time.max.ms")),
         )
-        self.producer_ids = ProducerIdManager(Path(config.log_dirs[0]))
+        self.producer_ids = ProducerIdManager([Path(d) for d in config.log_dirs], self._highest_producer_id)
         self._group_coordinator: GroupCoordinator | None = None
         self.dispatcher = RequestDispatcher(self)
         self._servers: list[Server] = []
@@ -110,6 +110,13 @@ class KafkaServer:
         self._scheduler = asyncio.create_task(self._run_scheduler(), name="samsa-scheduler")
         if self.zk_broker is not None:
             await self.zk_broker.register()
+
+    def _highest_producer_id(self) -> int:
+        """The highest producer id any partition's producer state holds, -1 for none (``ProducerIdManager``)."""
+        return max(
+            (pid for log in self.log_manager.all_logs().values() for pid in log.producer_state.producers),
+            default=-1,
+        )
 
     @property
     def metadata_store(self) -> MetadataStore:
