@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -472,22 +473,29 @@ def test_async_delete(tmp_path: Path, clock: ManualClock) -> None:
     assert not list(directory.glob("*.deleted"))
 
 
-def test_size_based_retention(tmp_path: Path, clock: ManualClock) -> None:
+def test_size_based_retention(tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture) -> None:
     set_size = len(v2([0], [0]))
     log = _three_segments(tmp_path, clock, retention_bytes=10 * set_size)
     log.update_high_watermark(15)
-    assert log.delete_old_segments() == 1 and len(log.segments) == 2
+    oldest = next(iter(log.segments)).size
+    with caplog.at_level(logging.INFO, logger="samsa.storage.log"):
+        assert log.delete_old_segments() == 1 and len(log.segments) == 2
+    assert f"deleting 1 segment(s), offsets 0 to 4 ({oldest} bytes), past retention.bytes" in caplog.text
     log2 = _three_segments(tmp_path / "b", clock, retention_bytes=15 * set_size)
     log2.update_high_watermark(15)
     assert log2.delete_old_segments() == 0 and len(log2.segments) == 3
 
 
-def test_time_based_retention(tmp_path: Path, clock: ManualClock) -> None:
+def test_time_based_retention(tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture) -> None:
     log = _three_segments(tmp_path, clock, retention_ms=10_000)
     log.update_high_watermark(15)
     assert log.delete_old_segments() == 0
     clock.advance(10_001)
-    assert log.delete_old_segments() == 3 and len(log.segments) == 1
+    with caplog.at_level(logging.INFO, logger="samsa.storage.log"):
+        assert log.delete_old_segments() == 3 and len(log.segments) == 1
+    assert (
+        "deleting 3 segment(s), offsets 0 to 14 " in caplog.text and "past retention.ms 10000" in caplog.text
+    )
 
 
 def test_compact_policy_keeps_segments_but_honours_log_start(tmp_path: Path, clock: ManualClock) -> None:

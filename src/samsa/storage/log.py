@@ -817,7 +817,9 @@ class Log:
         def breached(segment: LogSegment, following: LogSegment | None) -> bool:
             return following is not None and following.base_offset <= self._log_start_offset
 
-        return self._delete_segments(self.deletable_segments(breached))
+        return self._delete_segments(
+            self.deletable_segments(breached), f"below the log start offset {self._log_start_offset}"
+        )
 
     def _delete_retention_size_breached(self) -> int:
         limit = self.config.retention_bytes
@@ -833,7 +835,9 @@ class Log:
                 return True
             return False
 
-        return self._delete_segments(self.deletable_segments(breached))
+        return self._delete_segments(
+            self.deletable_segments(breached), f"past retention.bytes {limit} (the log held {size} bytes)"
+        )
 
     def _delete_retention_ms_breached(self, now: int) -> int:
         limit = self.config.retention_ms
@@ -843,7 +847,9 @@ class Log:
         def breached(segment: LogSegment, following: LogSegment | None) -> bool:
             return now - segment.largest_timestamp > limit
 
-        return self._delete_segments(self.deletable_segments(breached))
+        return self._delete_segments(
+            self.deletable_segments(breached), f"past retention.ms {limit} (by their largest timestamps)"
+        )
 
     def deletable_segments(self, predicate: _Predicate) -> list[LogSegment]:
         """The oldest segments, in order, that lie wholly below the HW and satisfy ``predicate(segment, next)``;
@@ -860,7 +866,8 @@ class Log:
                 break
         return result
 
-    def _delete_segments(self, deletable: list[LogSegment]) -> int:
+    def _delete_segments(self, deletable: list[LogSegment], reason: str) -> int:
+        """Retention's deletion of ``deletable`` (the oldest segments), said at INFO with ``reason``."""
         if not deletable:
             return 0
         if len(deletable) == len(self.segments):
@@ -874,6 +881,16 @@ class Log:
                     deletable = deletable[:-1]
             if not deletable:
                 return 0
+        following = self.segments.higher_segment(deletable[-1].base_offset)
+        _log.info(
+            "%s: deleting %d segment(s), offsets %d to %d (%d bytes), %s",
+            self,
+            len(deletable),
+            deletable[0].base_offset,
+            (following.base_offset if following is not None else self._log_end_offset) - 1,
+            sum(segment.size for segment in deletable),
+            reason,
+        )
         self._remove_and_delete(deletable)
         first = self.segments.first_base_offset()
         if first > self._log_start_offset:
