@@ -111,3 +111,31 @@ def test_producer_ids_are_never_handed_out_twice_when_their_file_is_lost(
     assert keys == [m.key for m in batch("a", 5) + batch("b", 5)]
     if loss != "a new log dir in front":
         assert any("so none is given twice" in line for line in fresh_broker.output)
+
+
+def test_a_damaged_topic_config_stops_the_start_and_the_restored_file_keeps_every_record(
+    fresh_broker: BrokerProcess,
+) -> None:
+    """Given the defaults in place of an emptied config file, a compacted topic of month-old records came back
+    as a delete topic and retention took every record at the first check."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    fresh_broker.start()
+    admin = AdminClient({"bootstrap.servers": fresh_broker.bootstrap})
+    admin.create_topics([NewTopic("kept", 1, 1, config={"cleanup.policy": "compact"})])["kept"].result(30)
+    month_ago = int(time.time() * 1000) - 30 * 24 * 3600 * 1000
+    records = [Message(f"k{i}".encode(), f"v{i}".encode(), (), month_ago) for i in range(20)]
+    assert len(ck_produce(fresh_broker.bootstrap, "kept", records, "none", acks="all")) == 20
+    assert fresh_broker.stop() == 0
+    config = fresh_broker.data_dir / "topic-config.kept.properties"
+    saved = config.read_bytes()
+    config.write_bytes(b"")
+    with pytest.raises(RuntimeError, match="broker did not start"):
+        fresh_broker.start()
+    assert any(
+        "topic-config.kept.properties holds no settings" in line and "restore the file" in line
+        for line in fresh_broker.output
+    )
+    config.write_bytes(saved)
+    fresh_broker.start()
+    assert [c.key for c in ck_consume(fresh_broker.bootstrap, "kept", 20)] == [m.key for m in records]

@@ -22,6 +22,7 @@ from samsa.storage.log_manager import (
     InvalidPartitionsError,
     LogDirLockedError,
     LogManager,
+    TopicConfigFileError,
     TopicExistsError,
     partition_counts,
 )
@@ -222,6 +223,43 @@ def test_topic_config_overrides_survive_restart(tmp_path: Path) -> None:
     assert again.topic_overrides("t") == {"retention.ms": "5000"}
     log = again.get_log(TopicPartition("t", 0))
     assert log is not None and log.config.retention_ms == 5000
+    again.shutdown()
+
+
+@pytest.mark.parametrize(
+    "damage", [b"", b"# topic-level config overrides for t\n", b"\xff\xfe\x00", b"retention.ms\\"]
+)
+def test_a_damaged_topic_config_stops_the_start_rather_than_give_the_topic_the_defaults(
+    tmp_path: Path, damage: bytes
+) -> None:
+    clock = ManualClock()
+    manager = _manager([tmp_path], clock)
+    manager.create_topic("t", 1, {"cleanup.policy": "compact", "segment.bytes": "65536"})
+    manager.shutdown()
+    path = tmp_path / "topic-config.t.properties"
+    path.write_bytes(damage)
+    with pytest.raises(
+        TopicConfigFileError, match=r"topic-config\.t\.properties .*restore the file, or delete it"
+    ):
+        _manager([tmp_path], clock)
+    path.unlink()  # the operator's choice: the defaults
+    again = _manager([tmp_path], clock)
+    assert again.topic_overrides("t") == {}
+    again.shutdown()
+
+
+def test_a_damaged_topic_config_in_one_log_dir_is_read_from_another(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = ManualClock()
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = _manager(dirs, clock)
+    manager.create_topic("t", 2, {"cleanup.policy": "compact"})
+    manager.shutdown()
+    (dirs[0] / "topic-config.t.properties").write_bytes(b"")
+    again = _manager(dirs, clock)
+    assert again.topic_overrides("t") == {"cleanup.policy": "compact"}
+    assert "holds no settings: topic t takes its config from another log dir" in caplog.text
     again.shutdown()
 
 

@@ -75,8 +75,9 @@ from .checkpoint import (
 from .checkpoint import read_offsets_or_empty as _read_or_empty
 from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
-from .errors import KafkaStorageError, StorageError
+from .errors import InvalidConfigError, KafkaStorageError, StorageError
 from .meta import ensure_meta_properties, read_properties_file, write_properties_file
+from .properties import PropertiesError
 from .space_reserve import SpaceReserve, is_disk_full
 from .topic import (
     CLUSTER_METADATA_TOPIC,
@@ -119,6 +120,10 @@ RESERVE_CHECK_INTERVAL_MS = 1_000
 
 class LogManagerError(StorageError):
     """Base of the errors LogManager raises itself (Log's own errors pass through unchanged)."""
+
+
+class TopicConfigFileError(LogManagerError):
+    """A topic's config file is damaged in every log dir holding one (``LogManager._load_topic_configs``)."""
 
 
 class LogDirLockedError(LogManagerError):
@@ -240,7 +245,7 @@ class LogManager:
                     ensure_meta_properties(log_dir.path, self.node_id, self.cluster_id)
                 log_dir.had_clean_shutdown = consume_clean_shutdown(log_dir.path)
                 log_dir.reserve = _open_reserve(log_dir.path)
-                self._load_topic_configs(log_dir.path)
+            self._load_topic_configs()
             for log_dir in self._dirs:
                 self._load_dir(log_dir)
         except BaseException:
@@ -799,10 +804,39 @@ class LogManager:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 
-    def _load_topic_configs(self, directory: Path) -> None:
-        for path in sorted(directory.glob(f"{TOPIC_CONFIG_PREFIX}*{TOPIC_CONFIG_SUFFIX}")):
-            topic = path.name[len(TOPIC_CONFIG_PREFIX) : -len(TOPIC_CONFIG_SUFFIX)]
-            self._topic_overrides.setdefault(topic, read_properties_file(path))
+    def _load_topic_configs(self) -> None:
+        """Every topic's overrides, from the first log dir holding a sound copy. A copy that cannot be read, holds
+        a value its key does not allow, or holds no settings (one is written only with some) is damaged: with a
+        sound copy in another dir it is said at WARN; with none the start stops (TopicConfigFileError), since
+        the defaults in its place could delete the topic's records (a compacted topic under time retention)."""
+        damaged: dict[str, list[str]] = {}
+        for log_dir in self._dirs:
+            for path in sorted(log_dir.path.glob(f"{TOPIC_CONFIG_PREFIX}*{TOPIC_CONFIG_SUFFIX}")):
+                topic = path.name[len(TOPIC_CONFIG_PREFIX) : -len(TOPIC_CONFIG_SUFFIX)]
+                try:
+                    overrides = read_properties_file(path)
+                except (PropertiesError, UnicodeDecodeError) as exc:
+                    damaged.setdefault(topic, []).append(f"{path} cannot be read ({exc})")
+                    continue
+                if not overrides:
+                    damaged.setdefault(topic, []).append(f"{path} holds no settings")
+                    continue
+                try:
+                    self.default_config.with_overrides(overrides)
+                except InvalidConfigError as exc:
+                    damaged.setdefault(topic, []).append(f"{path} holds a bad setting ({exc})")
+                    continue
+                self._topic_overrides.setdefault(topic, overrides)
+        for topic, problems in damaged.items():
+            if topic in self._topic_overrides:
+                for problem in problems:
+                    _log.warning("%s: topic %s takes its config from another log dir", problem, topic)
+            else:
+                raise TopicConfigFileError(
+                    f"{problems[0]}: the broker does not start with topic {topic}'s config unknown (the defaults "
+                    f"could delete its records); restore the file, or delete it to give {topic} the broker "
+                    "defaults"
+                )
 
     def _release_locks(self) -> None:
         for log_dir in self._dirs:
