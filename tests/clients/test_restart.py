@@ -139,3 +139,51 @@ def test_a_damaged_topic_config_stops_the_start_and_the_restored_file_keeps_ever
     config.write_bytes(saved)
     fresh_broker.start()
     assert [c.key for c in ck_consume(fresh_broker.bootstrap, "kept", 20)] == [m.key for m in records]
+
+
+@pytest.mark.parametrize("how", ["clean", "kill -9"])
+def test_a_damaged_commit_costs_only_itself_and_the_later_commits_stand(
+    fresh_broker: BrokerProcess, how: str
+) -> None:
+    """Recovery cuts ``__consumer_offsets`` at a damaged batch; the commits after it, set aside, are appended
+    again before the groups load, so each group keeps its latest commit."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CkPartition
+
+    fresh_broker.overrides["offsets.topic.num.partitions"] = "1"
+    fresh_broker.start()
+    ck_produce(fresh_broker.bootstrap, "read", batch("a", 1), "none")
+
+    def commit(group: str, offset: int) -> None:
+        consumer = Consumer({"bootstrap.servers": fresh_broker.bootstrap, "group.id": group})
+        consumer.commit(offsets=[CkPartition("read", 0, offset)], asynchronous=False)
+        consumer.close()
+
+    def committed(group: str) -> int:
+        consumer = Consumer({"bootstrap.servers": fresh_broker.bootstrap, "group.id": group})
+        offset = consumer.committed([CkPartition("read", 0)], 20)[0].offset
+        consumer.close()
+        return int(offset)
+
+    for offset in (100, 200, 300, 400, 500):
+        commit("g", offset)
+    commit("g2", 77)
+    commit("g", 1234)
+    if how == "clean":
+        assert fresh_broker.stop() == 0
+    else:
+        fresh_broker.kill()
+    segment = sorted((fresh_broker.data_dir / "__consumer_offsets-0").glob("*.log"))[-1]
+    content = bytearray(segment.read_bytes())
+    third = list(iter_batches(content))[2]  # g's commit of 300
+    content[third.position + third.size_in_bytes // 2 + 6] ^= 0xFF  # inside its records: the CRC tells
+    segment.write_bytes(bytes(content))
+    fresh_broker.start()
+    assert committed("g") == 1234
+    assert committed("g2") == 77
+    restored = "appended again, so the commits after the damaged bytes stand"
+    assert sum(restored in line for line in fresh_broker.output) == 1
+    assert fresh_broker.stop() == 0
+    fresh_broker.start()  # nothing set aside this time: nothing appended again
+    assert (committed("g"), committed("g2")) == (1234, 77)
+    assert sum(restored in line for line in fresh_broker.output) == 1

@@ -1,5 +1,13 @@
 """The broker's ``OffsetsLog`` (defined by the coordinator): ``__consumer_offsets`` through the replica manager.
 
+Recovery cuts a partition at its first damaged batch and sets aside what follows (``storage.log_loader``): for a
+data topic the records are kept for the operator, but for ``__consumer_offsets`` they are the groups' latest
+commits, and without them every group in the partition would go back to an older commit (or none). So a broker
+alone appends the valid batches set aside at this start again, in their order, before the groups are loaded:
+the groups then stand as if the damaged batch alone were lost. The ``*.salvage`` files stay for the operator,
+and a later start does not append them again. In a cluster the leader's copy is the partition's (a damaged
+replica fetches from it), and nothing is appended.
+
 Event-loop thread only.
 """
 
@@ -18,6 +26,7 @@ if TYPE_CHECKING:
     from .replica_manager import ReplicaManager
 
 READ_CHUNK = 16 * 1024 * 1024
+_MAX_OFFSET = (1 << 63) - 1
 
 _log = logging.getLogger(__name__)
 
@@ -31,6 +40,7 @@ class ReplicaOffsetsLog:
         self._replicas = replica_manager
         self._logs = log_manager
         self._clustered = clustered
+        self._restored: set[TopicPartition] = set()
 
     def offsets_partitions(self) -> list[TopicPartition]:
         if not self._clustered:
@@ -55,6 +65,47 @@ class ReplicaOffsetsLog:
                 partition_log = self._logs.get_log(tp)
                 if partition_log is not None and self._replicas.partition(tp) is None:
                     self._replicas.become_leader(tp, partition_log)
+
+    def restore_set_aside(self, tp: TopicPartition) -> None:
+        """Append again the valid batches this start's recovery set aside from ``tp`` (module doc)."""
+        from samsa.storage.file_records import FileRecords  # start-up time: loaded with the first log
+
+        partition = self._replicas.partition(tp)
+        if self._clustered or partition is None or tp in self._restored:
+            return
+        self._restored.add(tp)
+        batches = appended = 0
+        for path in partition.log.load_report.set_aside:
+            try:
+                records = FileRecords.open(path, writable=False)
+            except OSError as exc:
+                _log.error("%s: cannot read %s to append its commits again: %s", tp, path, exc)
+                continue
+            try:
+                for position, size, _ in records.valid_batches(0, 0, _MAX_OFFSET):
+                    result = self._replicas.append(tp, memoryview(bytearray(records.read(position, size))), 1)
+                    if result.error != ErrorCode.NONE:
+                        _log.error(
+                            "%s: appending the commits set aside in %s again failed (%s): %d batches of it "
+                            "appended; the file is kept",
+                            tp,
+                            path,
+                            result.error.name,
+                            batches,
+                        )
+                        return
+                    batches += 1
+                    appended += size
+            finally:
+                records.close()
+        if batches:
+            _log.warning(
+                "%s: %d batches (%d bytes) that recovery set aside at this start appended again, so the commits "
+                "after the damaged bytes stand (the *.salvage files are kept)",
+                tp,
+                batches,
+                appended,
+            )
 
     def read_from_start(self, tp: TopicPartition) -> tuple[int, Iterator[bytes]]:
         partition = self._replicas.partition(tp)

@@ -172,6 +172,7 @@ class GroupCoordinator:
         self._waiters.clear()
 
     def _load_partition(self, tp: TopicPartition, now: int) -> None:
+        self.offsets_log.restore_set_aside(tp)
         log_start_offset, chunks = self.offsets_log.read_from_start(tp)
         bad: list[OffsetsRecordError] = []
         loaded = LoadedPartition.replay(

@@ -27,6 +27,11 @@ class OffsetsLog(Protocol):
         """Create ``__consumer_offsets`` and lead its partitions; StorageError when it cannot be created."""
         ...
 
+    def restore_set_aside(self, tp: TopicPartition) -> None:
+        """Before the partition's groups are loaded: append again what this start's recovery set aside from it
+        (the commits after damaged bytes), where that keeps the log the same on every replica (alone)."""
+        ...
+
     def read_from_start(self, tp: TopicPartition) -> tuple[int, Iterator[bytes]]:
         """The partition's log start offset, and its batches from there to the log end as raw chunks."""
         ...

@@ -184,16 +184,20 @@ class FileRecords:
 
     def valid_batches_end(self, position: int, low: int, high: int) -> int:
         """The offset after the whole v2 batches with a matching CRC-32C and offsets in [``low``, ``high``]
-        found from ``position`` on; -1 when there are none. Where the bytes at a position are not such a batch,
-        the next one is looked for at every later byte holding the magic 2, since a damaged length hides the
-        batches after it (recovery's claim on the offsets in bytes it cuts: ``LogSegment.recover``). Random
+        found from ``position`` on (``valid_batches``); -1 when there are none: recovery's claim on the offsets
+        in bytes it cuts (``LogSegment.recover``)."""
+        return max((next_offset for _, _, next_offset in self.valid_batches(position, low, high)), default=-1)
+
+    def valid_batches(self, position: int, low: int, high: int) -> Iterator[tuple[int, int, int]]:
+        """(position, bytes, next offset) of each whole v2 batch with a matching CRC-32C and offsets in [``low``,
+        ``high``] from ``position`` on. Where the bytes at a position are not such a batch, the next one is looked
+        for at every later byte holding the magic 2, since a damaged length hides the batches after it. Random
         bytes pass only if a CRC-32C matches by chance; the base offset, outside the CRC, must fit the range."""
-        held = -1
         size = self.size
         while position <= size - RECORD_BATCH_OVERHEAD:
             found = self._valid_batch_at(position, low, high)
             if found is not None:
-                held = max(held, found[0])
+                yield position, found[1], found[0]
                 position += found[1]
                 continue
             # look further on, a chunk at a time, for a byte 2 where a batch's magic would be
@@ -208,7 +212,6 @@ class FileRecords:
                 position += _CHUNK
             else:
                 position += at - MAGIC_OFFSET
-        return held
 
     def _valid_batch_at(self, position: int, low: int, high: int) -> tuple[int, int] | None:
         """(next offset, bytes) of the valid v2 batch at ``position`` with offsets in [low, high], else None."""
