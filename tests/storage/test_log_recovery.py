@@ -7,6 +7,7 @@ and every segment's ``.index`` / ``.timeindex`` equals one computed from the ``.
 from __future__ import annotations
 
 import errno
+import logging
 import os
 import random
 import shutil
@@ -315,6 +316,21 @@ def test_leftover_files(tmp_path: Path, clock: ManualClock) -> None:
     assert not any(n.endswith((".deleted", ".cleaned", ".swap")) and "checkpoint" not in n for n in names)
     assert "snapshot.checkpoint.deleted" in names
     assert again.log_end_offset == 30
+
+
+def test_a_segment_whose_log_is_gone_is_named_with_the_offsets_it_held(
+    pristine: tuple[Path, list[bytes]], tmp_path: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory = copy(pristine, tmp_path)
+    logs = sorted(directory.glob("*.log"))
+    gone, after = (int(p.name[:20]) for p in logs[1:3])
+    logs[1].unlink()
+    with caplog.at_level(logging.WARNING, logger="samsa.storage.log_loader"):
+        reopen(directory, clock, clean=True)
+    said = [r.getMessage() for r in caplog.records if "has no .log" in r.getMessage()]
+    assert len(said) == 1  # one line for the segment, not one per index file
+    assert f"the segment at offset {gone} has no .log" in said[0]
+    assert f"its records, offsets {gone} to {after - 1}, are not in the log" in said[0]
 
 
 def test_complete_swap_replaces_old_segments(tmp_path: Path, clock: ManualClock) -> None:

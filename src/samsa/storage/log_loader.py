@@ -151,14 +151,27 @@ def load_segment_files(
     segments = LogSegments()
     files = _files(directory)
     logs = {p.name for p in files if p.name.endswith(LOG_SUFFIX)}
+    bases = sorted(b for b in (_offset_of(name) for name in logs) if b is not None)
+    orphans: dict[int, list[str]] = {}
     for path in files:
         offset = _offset_of(path.name)
         if offset is None:
             continue
         for suffix in _INDEX_SUFFIXES:
             if path.name.endswith(suffix) and path.name[: -len(suffix)] + LOG_SUFFIX not in logs:
-                _log.warning("%s: removing the index file %s, which has no .log", directory, path.name)
+                orphans.setdefault(offset, []).append(path.name)
                 path.unlink(missing_ok=True)
+    for offset, names in orphans.items():
+        # the index of a segment whose .log is gone: those records are lost, and the offsets they held say so
+        later = [b for b in bases if b > offset]
+        held = f"offsets {offset} to {later[0] - 1}" if later else f"offsets from {offset} on"
+        _log.warning(
+            "%s: the segment at offset %d has no .log (%s removed): its records, %s, are not in the log",
+            directory,
+            offset,
+            ", ".join(names),
+            held,
+        )
     for name in sorted(logs):
         base = _offset_of(name)
         if base is None:
