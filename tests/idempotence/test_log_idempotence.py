@@ -126,6 +126,23 @@ def test_after_a_restart_the_last_batches_are_still_duplicates(
     assert reopened.append_as_leader(producer_batch(18, 1, now=now)).first_offset == end
 
 
+def test_snapshots_lost_after_a_clean_stop_are_rebuilt_from_the_log(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """A clean stop always leaves a snapshot at the log end: with none, and idempotent batches in the log, they
+    were lost, and the state comes from the log (skipping it, as for data older than producer state, stored a
+    retried batch twice)."""
+    log = open_log(tmp_path, clock)
+    offsets = fill(log, clock, 9)
+    log.close()
+    for path in tmp_path.glob("*.snapshot"):
+        path.unlink()
+    reopened = open_log(tmp_path, clock, clean=True)
+    retried = reopened.append_as_leader(producer_batch(16, 2, now=clock.milliseconds()))
+    assert retried.duplicate and retried.first_offset == offsets[-1]
+    assert snapshots(tmp_path)[-1] == reopened.log_end_offset
+
+
 def test_a_corrupt_latest_snapshot_falls_back_to_an_older_one_and_the_log(
     tmp_path: Path, clock: ManualClock
 ) -> None:

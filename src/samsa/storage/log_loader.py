@@ -25,7 +25,8 @@ Sequence (storage spec 7.3 and 7.5):
 6. Producer state (``producer_state``): snapshots that match no segment base are deleted (but the latest one
    beyond the last segment's base is kept), then the state is loaded from the latest snapshot at or below the log
    end and the batches after it are replayed, and a snapshot is written at the log end. After a clean shutdown
-   with no snapshot at all (data from before producer state existed) the replay is skipped, as Kafka skips it.
+   with no snapshot at all (data from before producer state existed) the replay is skipped, as Kafka skips it,
+   unless the last segment holds a batch with a producer id: then the snapshots were lost (said at WARN).
 
 Runs on one thread before the ``Log`` exists; raises ``LogSegmentOffsetOverflowError`` for legacy segments that
 need splitting (not supported).
@@ -427,6 +428,11 @@ def _check_after_clean_shutdown(
         _recover(last, epochs, report, f"after a clean shutdown: {reason}")
 
 
+def _holds_producer_batches(segment: LogSegment) -> bool:
+    """Whether ``segment`` holds a v2 batch with a producer id (its headers only)."""
+    return any(b.magic >= 2 and b.producer_id >= 0 for _, b in segment.log.batches(0))
+
+
 def rebuild_producer_state(
     state: ProducerStateManager,
     segments: LogSegments,
@@ -445,10 +451,18 @@ def rebuild_producer_state(
         if lower is not None:
             to_snapshot.add(lower.base_offset)
     if state.latest_snapshot_offset() is None and reload_from_clean_shutdown:
-        for offset in sorted(to_snapshot):
-            state.map_end_offset = offset
-            _snapshot(state)
-        return
+        if last is None or not _holds_producer_batches(last):
+            for offset in sorted(to_snapshot):
+                state.map_end_offset = offset
+                _snapshot(state)
+            return
+        # a clean stop writes a snapshot at the log end: these were lost, and without the state a retried
+        # batch would be stored twice
+        _log.warning(
+            "%s: no producer snapshot after a clean shutdown, but the log holds idempotent batches: the "
+            "producer state is rebuilt from the log",
+            state.directory,
+        )
     was_empty = state.is_empty and state.map_end_offset >= last_offset
     state.truncate_and_reload(log_start_offset, last_offset, now)
     if last_offset > state.map_end_offset and not was_empty:
