@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -187,3 +188,52 @@ def test_a_damaged_commit_costs_only_itself_and_the_later_commits_stand(
     fresh_broker.start()  # nothing set aside this time: nothing appended again
     assert (committed("g"), committed("g2")) == (1234, 77)
     assert sum(restored in line for line in fresh_broker.output) == 1
+
+
+def test_after_an_os_crash_no_offset_is_handed_out_again(fresh_broker: BrokerProcess) -> None:
+    """An OS crash can lose the tail the page cache held (no fsync per append, as in Kafka). Simulated: kill -9,
+    the tail cut as a lost page cache leaves it, and the log dir's claims said to come from another boot. The
+    records are gone, but their offsets are not handed out again: the log continues at its claim, and a group
+    committed at the old end reads every new record."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CkPartition
+
+    fresh_broker.start()
+    acked = ck_produce(fresh_broker.bootstrap, "crash", batch("a", 300), "none", **{"batch.size": 2000})
+    end = max(o for _, o in acked) + 1
+    group = {"bootstrap.servers": fresh_broker.bootstrap, "group.id": "readers", "enable.auto.commit": False}
+    consumer = Consumer(group)
+    consumer.commit(offsets=[CkPartition("crash", 0, end)], asynchronous=False)
+    consumer.close()
+    fresh_broker.kill()
+    claims = fresh_broker.data_dir / "log-end-claims"
+    header, _, *entries = claims.read_text().splitlines()
+    claimed = int(next(e for e in entries[1:] if e.startswith("crash 0 ")).split()[2])
+    assert claimed >= end
+    claims.write_text("\n".join([header, "another-boot", *entries]) + "\n")
+    active = sorted((fresh_broker.data_dir / "crash-0").glob("*.log"))[-1]
+    os.truncate(active, active.stat().st_size // 2 // 4096 * 4096)  # what a lost page cache leaves
+    fresh_broker.start()
+    assert any("page cache may have lost its tail" in line for line in fresh_broker.output)
+    more = ck_produce(fresh_broker.bootstrap, "crash", batch("b", 40), "none", acks="all")
+    assert min(o for _, o in more) == claimed  # past every offset handed out before the crash
+    resumed = Consumer(group)
+    resumed.subscribe(["crash"])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(more) and time.monotonic() < deadline:
+        got += [m.key() for m in resumed.consume(500, 0.5) if not m.error()]
+    resumed.close()
+    assert sorted(got) == sorted(m.key for m in batch("b", 40))
+
+
+def test_after_a_process_crash_the_log_continues_where_it_ended(fresh_broker: BrokerProcess) -> None:
+    """kill -9 in the same boot loses nothing the process wrote (the page cache keeps it): the claims are not
+    used, and offsets go on without a gap."""
+    fresh_broker.start()
+    acked = ck_produce(fresh_broker.bootstrap, "killed", batch("a", 50), "none")
+    fresh_broker.kill()
+    assert (fresh_broker.data_dir / "log-end-claims").exists()
+    fresh_broker.start()
+    more = ck_produce(fresh_broker.bootstrap, "killed", batch("b", 5), "none")
+    assert min(o for _, o in more) == max(o for _, o in acked) + 1

@@ -118,6 +118,7 @@ _log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
 UNKNOWN_OFFSET = -1
+NO_CLAIMS = 2**63 - 1  # a log that takes no log-end claims (``Log.take_claims``)
 
 
 LATEST_TIMESTAMP = -1
@@ -202,6 +203,7 @@ class Log:
     """One partition's log (module doc). Not thread-safe; the owner serialises every call."""
 
     __slots__ = (
+        "_claimed_end",
         "_flush_messages",
         "_high_watermark",
         "_hw_metadata",
@@ -214,6 +216,7 @@ class Log:
         "_recovery_point",
         "_segment_bytes",
         "_stamps_or_compacts",
+        "claim_offsets",
         "clock",
         "config",
         "directory",
@@ -252,6 +255,10 @@ class Log:
         self._last_flush_time = clock.milliseconds()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.offline_error: OSError | None = None  # set when a failed append could not be undone
+        # log-end claims (``end_claims``): the log end stays at or below ``_claimed_end``; an append that would
+        # pass it first asks ``claim_offsets`` (the log manager), which writes a new claim or raises
+        self._claimed_end = NO_CLAIMS
+        self.claim_offsets: Callable[[Log, int], None] | None = None
         self._read_config(config)
         self.load_report = LoadReport()  # what loading found (``open`` fills it)
         if producer_state is None:
@@ -272,9 +279,11 @@ class Log:
         flush_on_roll: bool = True,
         previous_end: int = -1,
         replicated: bool = False,
+        end_claim: int = -1,
     ) -> Log:
         """Load (or create) the partition directory; after an unclean shutdown recover from ``recovery_point``.
-        ``previous_end`` and ``replicated``: where the log continues when damage took its end (``log_loader``)."""
+        ``previous_end``, ``end_claim`` and ``replicated``: where the log continues when damage or an OS crash
+        took its end (``log_loader``)."""
         try:
             directory.mkdir(parents=True, exist_ok=True)
             epochs = LeaderEpochFileCache(directory)
@@ -288,6 +297,7 @@ class Log:
                 epochs,
                 previous_end,
                 replicated,
+                end_claim,
             )
         except KafkaStorageError:
             raise
@@ -460,6 +470,8 @@ class Log:
                 (first, last, max_ts, shallow, -1, self._log_start_offset, size, 1, False)
             )
             end = last + 1
+            if end > self._claimed_end:
+                self._claim(end)
             segment = self.segments.last
             # ``_append``, inline, when no flush is due
             if end - self._recovery_point < self._flush_messages and segment is not None:
@@ -657,6 +669,9 @@ class Log:
     def _append(self, data: bytearray | memoryview, info: LogAppendInfo) -> None:
         """Roll if due, write, index, flush if due: all or nothing. A failure leaves the log as it was before
         (the log end offset unmoved, the bytes cut off again); one that cannot be undone takes it offline."""
+        end = info.last_offset + 1
+        if end > self._claimed_end:
+            self._claim(end)
         segment = self.segments.active_segment
         if segment.should_roll_for(
             len(data),
@@ -668,7 +683,6 @@ class Log:
         ):
             expected = info.first_offset if info.first_offset >= 0 else info.last_offset - INT_MAX
             segment = self.roll(expected)
-        end = info.last_offset + 1
         if end - self._recovery_point < self.config.flush_messages:
             segment.append(info.last_offset, info.max_timestamp, info.shallow_offset_of_max_timestamp, data)
             self._log_end_offset = end
@@ -682,6 +696,27 @@ class Log:
             raise
         self._log_end_offset = end
         self._mark_flushed(end)
+
+    # --- log-end claims ------------------------------------------------------------------------------------
+
+    @property
+    def claimed_end(self) -> int:
+        """The offset the log end may reach before it needs a new claim (``end_claims``); ``NO_CLAIMS`` when it
+        takes none, -1 when it has none yet."""
+        return self._claimed_end
+
+    def take_claims(self, claim_offsets: Callable[[Log, int], None] | None) -> None:
+        """From now on, ask ``claim_offsets(log, end)`` before the log end passes its claim (None: no claims)."""
+        self.claim_offsets = claim_offsets
+        self._claimed_end = -1 if claim_offsets is not None else NO_CLAIMS
+
+    def set_claimed_end(self, claimed: int) -> None:
+        """A claim up to ``claimed`` is durable (``claim_offsets`` says so once it wrote it)."""
+        self._claimed_end = claimed
+
+    def _claim(self, end: int) -> None:
+        if self.claim_offsets is not None:
+            self.claim_offsets(self, end)
 
     # --- roll --------------------------------------------------------------------------------------------
 

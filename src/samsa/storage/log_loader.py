@@ -17,7 +17,9 @@ Sequence (storage spec 7.3 and 7.5):
    and bytes; ``LoadedLog.report`` counts them for the directory's summary line.
    Then, unless the log is replicated, it continues after every offset it is known to have handed out: those of
    the segments set aside, of valid batches in bytes cut, its checkpointed recovery point and high watermark,
-   its latest producer snapshot. Damage can take records; it never makes the log hand their offsets out again.
+   its latest producer snapshot, and after an unclean shutdown in another boot its log-end claim (``end_claims``:
+   an OS crash can lose the tail the page cache held). Damage can take records; it never makes the log hand
+   their offsets out again.
 5. If the log end is below the log-start checkpoint, every segment is set aside (renamed ``*.salvage``: the end
    was lost, or the checkpoint is wrong), said at WARN; after a clean shutdown a log start beyond the
    checkpointed end is a wrong checkpoint and is not believed. With no segment left, an empty one is created at
@@ -287,15 +289,17 @@ def load(
     epochs: LeaderEpochFileCache | None,
     previous_end: int = -1,
     replicated: bool = False,
+    end_claim: int = -1,
 ) -> LoadedLog:
     """Run the whole load sequence (module doc) and return the segments and the offsets to start from.
 
     ``previous_end``: an offset the log is known to have reached before (its checkpointed recovery point or
     high watermark). Unless the log is ``replicated``, it continues after the offsets it is known to have handed
     out (that, the segments set aside, valid batches in bytes cut, its producer snapshots), even when damage took
-    them: an offset is never handed out twice. A replicated log continues at its last valid batch instead: a
-    follower fetches what it lost from the leader, and a gap there would leave it without records the leader
-    has."""
+    them: an offset is never handed out twice. ``end_claim``: its log-end claim, given after an unclean shutdown
+    in another boot (``end_claims``), which it continues at too. A replicated log continues at its last valid
+    batch instead: a follower fetches what it lost from the leader, and a gap there would leave it without
+    records the leader has."""
     directory.mkdir(parents=True, exist_ok=True)
     report = LoadReport()
     swaps = remove_temp_files_and_collect_swap_files(directory)
@@ -324,6 +328,16 @@ def load(
     else:
         known = max(previous_end, producer_state.latest_snapshot_offset() or 0, report.cut_held_to)
         claimed = max(claimed, _lost_end(directory, segments, log_start_offset, known))
+        if end_claim > max(claimed, known, _segments_end(segments, log_start_offset)):
+            _log.warning(
+                "%s: the system restarted since this log last ran and it did not stop cleanly, so the page cache "
+                "may have lost its tail, with offsets up to its log-end claim %d handed out: the log continues "
+                "at %d, so that none of them is handed out again",
+                directory,
+                end_claim,
+                end_claim,
+            )
+            claimed = end_claim
     last = _active_segment(directory, segments, config, clock, log_start_offset, claimed, report)
     log_end_offset = last.read_next_offset()
     try:
@@ -351,12 +365,16 @@ def load(
     )
 
 
+def _segments_end(segments: LogSegments, log_start_offset: int) -> int:
+    last = segments.last_segment()
+    return max(log_start_offset, last.read_next_offset() if last is not None else 0)
+
+
 def _lost_end(directory: Path, segments: LogSegments, log_start_offset: int, known: int) -> int:
     """The offset a log whose end was lost must continue at, -1 when nothing was: ``known``, the highest offset
     it is known to have reached (``load``), when that is beyond what its segments now hold; said at WARN with
     the offsets lost."""
-    last = segments.last_segment()
-    end = max(log_start_offset, last.read_next_offset() if last is not None else 0)
+    end = _segments_end(segments, log_start_offset)
     if known <= end:
         return -1
     _log.warning(

@@ -75,6 +75,7 @@ from .checkpoint import (
 from .checkpoint import read_offsets_or_empty as _read_or_empty
 from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
+from .end_claims import CLAIM_STEP, claims_after_a_restart, write_claims
 from .errors import InvalidConfigError, KafkaStorageError, StorageError
 from .meta import ensure_meta_properties, read_properties_file, write_properties_file
 from .properties import PropertiesError
@@ -380,9 +381,31 @@ class LogManager:
             log_start_offset=0,
             had_clean_shutdown=True,
         )
+        self._serve(tp, log, log_dir)
+        return log
+
+    def _serve(self, tp: TopicPartition, log: Log, log_dir: _LogDir) -> None:
+        """Hold ``log`` as ``tp``'s, in ``log_dir``; alone, with log-end claims (``end_claims``)."""
         self._logs[tp] = log
         self._log_dir_of[tp] = log_dir
-        return log
+        if not self.replicated:
+            log.take_claims(functools.partial(self._claim_offsets, log_dir))
+
+    def _claim_offsets(self, log_dir: _LogDir, log: Log, end: int) -> None:
+        """``log`` is about to take its end to ``end``, past its claim: write new claims for the log dir, this
+        log's ``CLAIM_STEP`` past ``end``, any other's that has used half of its claim renewed with it (one write
+        for many partitions), drawing on the space reserve on a full disk. Raises OSError when they cannot be
+        written (the append then fails, nothing changed)."""
+        claims: dict[TopicPartition, int] = {}
+        for tp, other in self._logs.items():
+            if self._log_dir_of[tp] is not log_dir or other.claim_offsets is None:
+                continue
+            reached = end if other is log else other.log_end_offset
+            claimed = other.claimed_end
+            claims[tp] = reached + CLAIM_STEP if claimed - reached < CLAIM_STEP // 2 else claimed
+        self._with_reserve(log_dir, "the log-end claims", lambda: write_claims(log_dir.path, claims))
+        for tp, claimed in claims.items():
+            self._logs[tp].set_claimed_end(claimed)
 
     def create_topic(
         self, topic: str, partitions: int, overrides: Mapping[str, str | int] | None = None
@@ -739,13 +762,13 @@ class LogManager:
                 checkpoints.recovery_points.get(tp, -1), checkpoints.high_watermarks.get(tp, -1)
             ),
             replicated=self.replicated,
+            end_claim=-1 if log_dir.had_clean_shutdown else checkpoints.end_claims.get(tp, -1),
         )
         if tp in checkpoints.high_watermarks:
             log.update_high_watermark(
                 checkpoints.high_watermarks[tp]
             )  # clamped to [log start, LEO] by the log
-        self._logs[tp] = log
-        self._log_dir_of[tp] = log_dir
+        self._serve(tp, log, log_dir)
         if tp in checkpoints.cleaned_to:
             self._cleaner_checkpoints[tp] = checkpoints.cleaned_to[tp]
         return log
@@ -895,6 +918,7 @@ class _DirCheckpoints:
     start_offsets: Mapping[TopicPartition, int]
     high_watermarks: Mapping[TopicPartition, int]
     cleaned_to: Mapping[TopicPartition, int]
+    end_claims: Mapping[TopicPartition, int]  # written in another boot (``end_claims``)
 
     @classmethod
     def read(cls, path: Path) -> _DirCheckpoints:
@@ -903,6 +927,7 @@ class _DirCheckpoints:
             _read_or_empty(path / LOG_START_OFFSET_CHECKPOINT),
             _read_or_empty(path / REPLICATION_OFFSET_CHECKPOINT),
             _read_or_empty(path / CLEANER_OFFSET_CHECKPOINT),
+            claims_after_a_restart(path),
         )
 
 
