@@ -18,6 +18,21 @@ def batch(prefix: str, n: int) -> list[Message]:
     return [Message(f"{prefix}{i}".encode(), f"{prefix}-value-{i}".encode() * 3) for i in range(n)]
 
 
+def keys_read(group: dict[str, object], topic: str, count: int) -> list[bytes]:
+    """The keys a consumer of ``group`` (a confluent-kafka config) reads from ``topic`` where the group left
+    off, until ``count`` came or 30 s passed."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(group)
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < count and time.monotonic() < deadline:
+        got += [m.key() for m in consumer.consume(500, 0.5) if not m.error()]
+    consumer.close()
+    return got
+
+
 @pytest.mark.parametrize("how", ["clean", "kill -9"])
 def test_acknowledged_records_survive_restart(fresh_broker: BrokerProcess, how: str) -> None:
     fresh_broker.overrides["log.segment.bytes"] = "16384"  # several segments
@@ -74,14 +89,7 @@ def test_a_tail_lost_after_a_clean_stop_never_gives_its_offsets_again(fresh_brok
     fresh_broker.start()
     more = ck_produce(fresh_broker.bootstrap, "cut", batch("b", 40), "none", acks="all")
     assert min(o for _, o in more) == end  # never an offset that held a record
-    resumed = Consumer(group)
-    resumed.subscribe(["cut"])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < len(more) and time.monotonic() < deadline:
-        got += [m.key() for m in resumed.consume(500, 0.5) if not m.error()]
-    resumed.close()
-    assert sorted(got) == sorted(m.key for m in batch("b", 40))
+    assert sorted(keys_read(group, "cut", len(more))) == sorted(m.key for m in batch("b", 40))
     assert any("were handed out before" in line for line in fresh_broker.output)
 
 
@@ -217,14 +225,7 @@ def test_after_an_os_crash_no_offset_is_handed_out_again(fresh_broker: BrokerPro
     assert any("page cache may have lost its tail" in line for line in fresh_broker.output)
     more = ck_produce(fresh_broker.bootstrap, "crash", batch("b", 40), "none", acks="all")
     assert min(o for _, o in more) == claimed  # past every offset handed out before the crash
-    resumed = Consumer(group)
-    resumed.subscribe(["crash"])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
-    while len(got) < len(more) and time.monotonic() < deadline:
-        got += [m.key() for m in resumed.consume(500, 0.5) if not m.error()]
-    resumed.close()
-    assert sorted(got) == sorted(m.key for m in batch("b", 40))
+    assert sorted(keys_read(group, "crash", len(more))) == sorted(m.key for m in batch("b", 40))
 
 
 def test_after_a_process_crash_the_log_continues_where_it_ended(fresh_broker: BrokerProcess) -> None:

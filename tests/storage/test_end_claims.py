@@ -15,6 +15,7 @@ from samsa.storage import end_claims
 from samsa.storage.config import LogConfig
 from samsa.storage.end_claims import CLAIM_STEP, LOG_END_CLAIMS, claims_after_a_restart, write_claims
 from samsa.storage.errors import KafkaStorageError
+from samsa.storage.log import Log
 from samsa.storage.log_manager import LogManager
 from samsa.topic_partition import TopicPartition
 
@@ -25,6 +26,14 @@ def manager(directory: Path, clock: ManualClock) -> LogManager:
     logs = LogManager([directory], LogConfig.from_properties({}), clock)
     logs.startup()
     return logs
+
+
+def one_log(directory: Path) -> tuple[LogManager, Log]:
+    logs = manager(directory, ManualClock())
+    logs.create_topic("a", 1)
+    log = logs.get_log(A)
+    assert log is not None
+    return logs, log
 
 
 def from_another_boot(directory: Path) -> None:
@@ -70,11 +79,7 @@ def test_the_first_append_claims_for_every_log_of_the_dir_in_one_write(tmp_path:
 def test_an_append_whose_claim_cannot_be_written_changes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    clock = ManualClock()
-    logs = manager(tmp_path, clock)
-    logs.create_topic("a", 1)
-    log = logs.get_log(A)
-    assert log is not None
+    logs, log = one_log(tmp_path)
 
     def failing(path: Path, data: bytes) -> None:
         raise OSError(errno.EIO, "injected")
@@ -91,18 +96,14 @@ def test_an_append_whose_claim_cannot_be_written_changes_nothing(
 def test_after_an_unclean_stop_in_another_boot_the_log_continues_at_its_claim(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = ManualClock()
-    logs = manager(tmp_path, clock)
-    logs.create_topic("a", 1)
-    log = logs.get_log(A)
-    assert log is not None
+    logs, log = one_log(tmp_path)
     log.append_as_leader(build_batch([b"x"] * 3))
     claimed = log.claimed_end
     logs.shutdown()
     (tmp_path / ".kafka_cleanshutdown").unlink()  # as if it had died
     from_another_boot(tmp_path)
     with caplog.at_level(logging.WARNING):
-        again = manager(tmp_path, clock)
+        again = manager(tmp_path, ManualClock())
     reopened = again.get_log(A)
     assert reopened is not None and reopened.log_end_offset == claimed
     assert "page cache may have lost its tail" in caplog.text
