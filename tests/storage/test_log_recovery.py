@@ -330,7 +330,7 @@ def test_a_segment_whose_log_is_gone_is_named_with_the_offsets_it_held(
     said = [r.getMessage() for r in caplog.records if "has no .log" in r.getMessage()]
     assert len(said) == 1  # one line for the segment, not one per index file
     assert f"the segment at offset {gone} has no .log" in said[0]
-    assert f"its records, offsets {gone} to {after - 1}, are not in the log" in said[0]
+    assert f"whatever it held, offsets {gone} to {after - 1}, is not in the log" in said[0]
 
 
 def test_complete_swap_replaces_old_segments(tmp_path: Path, clock: ManualClock) -> None:

@@ -13,9 +13,9 @@ So each log dir keeps ``log-end-claims``: per partition an offset its log end st
 was written in (``/proc/sys/kernel/random/boot_id``). After an unclean shutdown in another boot, or where the
 boot cannot be told, a log continues at its claim at least (``log_loader.load``); after one in the same boot only
 the process died, nothing was lost, and the claims are not used. A claim costs one small fsynced write per log
-dir every ``CLAIM_STEP`` offsets of a partition; a restart after an OS crash leaves a gap of at most that many
-offsets, which consumers step over as over a gap compaction left. A replicated log (in a cluster) has no claims: a
-follower fetches what it lost from the leader.
+dir every ``CLAIM_STEP / 2`` offsets of a partition (renewed with every other that used half of its claim); a
+restart after an OS crash leaves a gap of at most ``CLAIM_STEP`` offsets, which consumers step over as over a gap
+compaction left. A replicated log (in a cluster) has no claims: a follower fetches what it lost from the leader.
 
 The file, text: ``samsa-log-end-claims 0``, the boot id, the number of entries, then ``topic partition offset``
 lines (the offset checkpoints' entry format).

@@ -169,7 +169,7 @@ def load_segment_files(
         later = [b for b in bases if b > offset]
         held = f"offsets {offset} to {later[0] - 1}" if later else f"offsets from {offset} on"
         _log.warning(
-            "%s: the segment at offset %d has no .log (%s removed): its records, %s, are not in the log",
+            "%s: the segment at offset %d has no .log (%s removed): whatever it held, %s, is not in the log",
             directory,
             offset,
             ", ".join(names),
@@ -331,8 +331,8 @@ def load(
         if end_claim > max(claimed, known, _segments_end(segments, log_start_offset)):
             _log.warning(
                 "%s: the system restarted since this log last ran and it did not stop cleanly, so the page cache "
-                "may have lost its tail, with offsets up to its log-end claim %d handed out: the log continues "
-                "at %d, so that none of them is handed out again",
+                "may have lost its tail, and offsets up to its log-end claim %d may have been handed out: the log "
+                "continues at %d, so that none of them is handed out again",
                 directory,
                 end_claim,
                 end_claim,
@@ -447,7 +447,7 @@ def _check_after_clean_shutdown(
 
 
 def _holds_producer_batches(segment: LogSegment) -> bool:
-    """Whether ``segment`` holds a v2 batch with a producer id (its headers only)."""
+    """Whether ``segment`` holds a v2 batch with a producer id (read up to the first that has one)."""
     return any(b.magic >= 2 and b.producer_id >= 0 for _, b in segment.log.batches(0))
 
 
