@@ -499,8 +499,9 @@ def _check(report: Report, cluster: LocalCluster, writers: list[_Writer], worker
     report.lost = len(lost)
     report.details += [f"lost {v} (partition {p})" for p, v in lost[:10]]
     for partition, read in log.items():
+        replicas = [_log_bytes(cluster, broker, partition) for broker in (1, 2, 3)]
         # copies a writer sent again under a new producer epoch are new writes by Kafka's rules (``resends.py``)
-        resent = resent_values(max((_log_bytes(cluster, b, partition) for b in (1, 2, 3)), key=len))
+        resent = resent_values(max(replicas, key=len))
         values = without_resent(read, Counter({v.decode(): n for v, n in resent.items()}))
         report.resent += len(read) - len(values)
         duplicated = len(values) - len(set(values))
@@ -514,8 +515,7 @@ def _check(report: Report, cluster: LocalCluster, writers: list[_Writer], worker
                 report.reordered += 1
                 report.details.append(f"reordered {value} after {writer}-{last[writer]:08d} in {partition}")
             last[writer] = max(int(n), last.get(writer, -1))
-        copies = {_log_bytes(cluster, broker, partition) for broker in (1, 2, 3)}
-        if len(copies) != 1:
+        if len(set(replicas)) != 1:
             report.diverged += 1
             report.details.append(f"replicas of partition {partition} differ")
     consumed = _received_values(workers)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from test_replication import IDEMPOTENT_ACKS_ALL
 from tests.cluster.waiting import wait_for
 from tests.small_disk import fill, small_tmpfs
 
@@ -57,14 +58,7 @@ class Writer(threading.Thread):
         super().__init__(daemon=True)
         self.partitions = partitions
         self.producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "message.timeout.ms": 120_000,
-                "retry.backoff.ms": 100,
-            }
+            {"bootstrap.servers": bootstrap, **IDEMPOTENT_ACKS_ALL, "retry.backoff.ms": 100}
         )
         self.acked: dict[bytes, tuple[int, int]] = {}
         self.failed = 0

@@ -117,6 +117,15 @@ def read_all(
     return got
 
 
+IDEMPOTENT_ACKS_ALL = {
+    "acks": "all",
+    "enable.idempotence": True,
+    "linger.ms": 5,
+    "message.timeout.ms": 120_000,
+}
+"""The producer the cluster tests write with: what they check is that nothing it was told is stored gets lost."""
+
+
 class Acked:
     """A confluent-kafka producer (idempotent, acks=all) that remembers what was acknowledged, per partition."""
 
@@ -125,16 +134,7 @@ class Acked:
         self.acked: dict[int, list[bytes]] = {}
         self.errors: list[str] = []
         self.sent = 0
-        self.producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "message.timeout.ms": 120_000,
-                **config,
-            }
-        )
+        self.producer = Producer({"bootstrap.servers": bootstrap, **IDEMPOTENT_ACKS_ALL, **config})
 
     def _report(self, error: Any, message: Any) -> None:
         if error is not None:
