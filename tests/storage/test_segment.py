@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from storage_helpers import append_v1, decode_all, open_segment, segment_records, v1, v2
 
 from samsa.clock import ManualClock
-from samsa.records import Record, build_batch
+from samsa.records import Record, build_batch, build_legacy_message_set
+from samsa.storage import file_records
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import LogSegmentOffsetOverflowError
 from samsa.storage.file_records import FileRecords
@@ -376,6 +377,55 @@ def test_file_records_rules(tmp_path: Path) -> None:
         records.truncate_to(len(data) + 1)
     assert records.truncate_to(39) == 39
     assert [b.last_offset for _, b in records.batches()] == [0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    shapes=st.lists(
+        st.tuples(st.sampled_from([0, 1, 2]), st.integers(1, 5), st.integers(0, 30) | st.integers(0, 6000)),
+        max_size=12,
+    ),
+    torn=st.integers(0, 60),
+    chunk=st.integers(file_records.RECORD_BATCH_OVERHEAD, 200) | st.just(8192),
+    data=st.data(),
+)
+def test_header_scans_against_a_model(
+    tmp_path_factory: pytest.TempPathFactory,
+    shapes: list[tuple[int, int, int]],
+    torn: int,
+    chunk: int,
+    data: st.DataObject,
+) -> None:
+    """``headers`` and ``search_for_offset`` (a fetch's scan from its index entry) read the header chunk by
+    chunk: across v2 batches and v0/v1 messages of every size, headers cut by a chunk's end and a torn trailing
+    batch, they see the batches a whole read sees, and find the first batch whose last offset reaches a target."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(file_records, "_HEADER_CHUNK", chunk)
+        records = FileRecords.open(tmp_path_factory.mktemp("scan") / "f.log")
+        model: list[tuple[int, int, int]] = []  # (position, last offset, size) per batch
+        offset = 0
+        for magic, count, size in shapes:
+            if magic == 2:
+                raw = build_batch([Record(offset + i, 5, None, b"x" * (size // count)) for i in range(count)])
+                last = offset + count - 1
+            else:  # one message, its own batch
+                raw = build_legacy_message_set(magic, [Record(offset, 5, None, b"y" * size)])
+                last = offset
+            model.append((records.append(raw), last, len(raw)))
+            offset = last + 1 + count % 3  # gaps, as compaction leaves them
+        if torn:
+            records.append(
+                build_batch([Record(offset, 5, None, b"z" * 100)])[:torn]
+            )  # a torn tail: not a batch
+        whole = [(position, batch.last_offset) for position, batch in records.batches()]
+        assert whole == [(position, last) for position, last, _ in model]
+        assert [
+            (position, view.last_offset, view.size_in_bytes) for position, view in records.headers()
+        ] == model
+        start = data.draw(st.sampled_from([0] + [position for position, _, _ in model]))
+        target = data.draw(st.integers(-1, offset + 2))
+        expected = next(((last, p, size) for p, last, size in model if p >= start and last >= target), None)
+        assert records.search_for_offset(target, start) == expected
 
 
 @settings(max_examples=60, deadline=None)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import errno
 import os
+import struct
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -43,6 +44,10 @@ from .file_slice import FileSlice
 
 INT_MAX = 2**31 - 1
 _CHUNK = 64 * 1024
+_HEADER_CHUNK = 8 * 1024  # bytes a header scan reads at once: an index interval (4 KiB by default) and more
+_UP_TO_MAGIC = struct.Struct(">qi4xb")  # baseOffset (v2; a message's offset before), length, magic
+_LAST_OFFSET_DELTA = struct.Struct(">i")  # a v2 batch's lastOffsetDelta, at byte ``_LAST_OFFSET_DELTA_AT``
+_LAST_OFFSET_DELTA_AT = 23
 ALLOCATE_AHEAD = 1 << 20
 _FALLOC_FL_KEEP_SIZE = 1
 _NOT_SUPPORTED = frozenset({errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ENODEV})
@@ -343,16 +348,45 @@ class FileRecords:
             position += consumed
 
     def headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, BatchView]]:
-        """Like ``batches`` but reads only each batch's header (61 bytes): for offset and timestamp scans.
-
-        The views answer header fields (offsets, timestamps, size, epoch); their record bytes are absent.
+        """Like ``batches`` but for header fields only (offsets, timestamps, size, epoch): for offset and
+        timestamp scans. The views' record bytes may be absent or cut short: read ``batch_at`` for a whole batch.
         """
+        for position, chunk, at, _, _, _ in self._header_fields(start, end):
+            yield position, BatchView(chunk, at)
+
+    def search_for_offset(self, offset: int, start: int) -> tuple[int, int, int] | None:
+        """The first batch from ``start`` whose last offset is >= ``offset``: (its last offset, its position, its
+        size in bytes); None when none is (Kafka's ``searchForOffsetWithSize``). Every fetch comes here, from
+        its index entry: plain fields, no view per batch passed over."""
+        for position, chunk, at, base, size, magic in self._header_fields(start, None):
+            last = (
+                base + _LAST_OFFSET_DELTA.unpack_from(chunk, at + _LAST_OFFSET_DELTA_AT)[0]
+                if magic >= 2
+                else base
+            )
+            if last >= offset:
+                return last, position, size + LOG_OVERHEAD
+        return None
+
+    def _header_fields(
+        self, start: int, end: int | None
+    ) -> Iterator[tuple[int, memoryview, int, int, int, int]]:
+        """Per batch from ``start`` up to ``end`` (default: the size): its position, a buffer holding its header
+        from byte ``at`` on, its offset field, its size field and its magic; stops before a partial trailing
+        batch, raises CorruptRecordError for a size no batch can have.
+
+        The file is read ``_HEADER_CHUNK`` bytes at a time, so the few batches a fetch's scan from its index
+        entry passes over cost one ``pread``, not one each (a one-batch ``Log.read`` of 1 KiB batches spent
+        half of its 36 us on four 61-byte reads and a view of each, 2026-11-27)."""
         limit = self.size if end is None else min(end, self.size)
         position = start
+        chunk, chunk_at = memoryview(b""), start  # file bytes from ``chunk_at`` on
         while position < limit - HEADER_SIZE_UP_TO_MAGIC:
-            header = os.pread(self._fd, RECORD_BATCH_OVERHEAD, position)
-            view = BatchView(memoryview(header), 0)
-            size = view.size_field
+            at = position - chunk_at
+            if at + RECORD_BATCH_OVERHEAD > len(chunk):
+                wanted = max(RECORD_BATCH_OVERHEAD, min(_HEADER_CHUNK, limit - position))
+                chunk, chunk_at, at = memoryview(os.pread(self._fd, wanted, position)), position, 0
+            base, size, magic = _UP_TO_MAGIC.unpack_from(chunk, at)
             if size < LEGACY_MIN_SIZE:
                 raise CorruptRecordError(
                     f"batch at position {position} of {self.path} has size {size}, smaller than the minimum "
@@ -360,12 +394,12 @@ class FileRecords:
                 )
             if position > limit - LOG_OVERHEAD - size:
                 return
-            if view.magic >= 2 and size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
+            if magic >= 2 and size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
                 raise CorruptRecordError(
                     f"v2 batch at position {position} of {self.path} is {size + LOG_OVERHEAD} bytes, smaller "
                     f"than its {RECORD_BATCH_OVERHEAD}-byte header"
                 )
-            yield position, view
+            yield position, chunk, at, base, size, magic
             position += size + LOG_OVERHEAD
 
     def batch_at(self, position: int) -> BatchView:

@@ -452,11 +452,10 @@ class LogSegment:
         """The first batch whose last offset is >= ``offset``, searched from the index's floor entry."""
         if self.verify_on_first_use:
             self._verify_once()
-        mapping = self.offset_index.lookup(offset)
-        for position, batch in self.log.headers(max(mapping.position, starting_position)):
-            if batch.last_offset >= offset:
-                return LogOffsetPosition(batch.last_offset, position, batch.size_in_bytes)
-        return None
+        found = self.log.search_for_offset(
+            offset, max(self.offset_index.lookup(offset).position, starting_position)
+        )
+        return None if found is None else LogOffsetPosition(*found)
 
     def read(
         self,
