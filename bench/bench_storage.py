@@ -5,17 +5,25 @@ Appends producer-style batches to a fresh log in a temp directory, each copied i
 request buffer would be; the baseline appends the same copies to a plain file with one ``os.write`` each (the
 ceiling: what the disk and the system call cost with no log around them). Then reads single-batch slices at
 random offsets; the baseline is an ``os.pread`` of a batch at a known position. Batches of ~1 KiB (10 records
-of 100 bytes) and ~16 KiB (160 records), as producers with little and some lingering send them. Prints MB/s,
-records/s, microseconds per append and per ``os.write`` (how fast this machine writes at the time moves the
-16 KiB ratio: see docs/benchmarks.md), microseconds per read and the ratios, and a second reference:
-``LeastAppend``, the least any append written in Python does for a batch (one unpack, the CRC, one stamp, one
-``pwrite``, an index entry per interval, no checks or structure), which tells what of the gap to ``os.write``
-is the log's and what is Python's own; a control, a second ``os.write`` writer in those turns, whose ratio
-to the first is this run's noise (identical writers, 0.88-1.03 on 2026-11-27); the append ratio also in process CPU time (best of 15 interleaved
-rounds of 2,000 calls), steadier than the wall clock on a shared machine. The wall-clock append loops take
-turns (250 calls each), so both meet the same page-cache writeback (until 2026-11-25 the baseline ran first
-for its whole time and the log after it, throttled by the baseline's dirty pages). Runs in about half a
-minute.
+of 100 bytes) and ~16 KiB (160 records), as producers with little and some lingering send them.
+
+The wall-clock append loops take turns (250 calls each), so each meets the same page-cache writeback (until
+2026-11-25 the baseline ran first for its whole time and the log after it, throttled by the baseline's dirty
+pages). Prints, per batch size:
+
+- the log's MB/s, records/s and microseconds per append, and the same for ``os.write`` in two-writer turns with
+  it: ``ratio Log / os.write``, the figure compared across days (how fast this machine writes at the time moves
+  the 16 KiB ratio: see docs/benchmarks.md);
+- ``LeastAppend``, the least any append written in Python does for a batch (one unpack, the CRC, one stamp, one
+  ``pwrite``, an index entry per interval, no checks or structure): in two-writer turns with ``os.write`` too,
+  in chunks that alternate with the log's (so its ratio reads like the log's: the ceiling of a Python append
+  on this machine at the time), and in turns with the log (``Log / least Python append``: what of the gap is
+  the log's own);
+- a control, a second ``os.write`` writer in those turns, whose ratio to the first is the run's noise;
+- the append ratio in process CPU time (best of 15 interleaved rounds of 2,000 calls);
+- the read figures.
+
+Runs in about half a minute.
 
     .venv/bin/python bench/bench_storage.py [--seconds 2]
 """
@@ -93,6 +101,29 @@ def timed_interleaved(seconds: float, steps: tuple[Callable[[], object], ...]) -
     return list(zip(done, spent, strict=True))
 
 
+PAIR_CHUNKS = 8
+
+
+def paired_chunks(
+    seconds: float, baseline: Callable[[], object], subjects: tuple[Callable[[], object], ...]
+) -> list[tuple[tuple[int, float], tuple[int, float]]]:
+    """Each of ``subjects`` taking turns with ``baseline``, two writers at a time, in ``PAIR_CHUNKS`` chunks per
+    subject that alternate between the subjects (``seconds`` in all): per subject, the baseline's and its own
+    calls and wall time. Each pair's ratio is a two-writer figure like the one compared across days, and the
+    alternation puts every pair through the same stretches of the machine's writeback."""
+    chunk = seconds / (PAIR_CHUNKS * len(subjects))
+    runs = [
+        [timed_interleaved(chunk, (baseline, subject)) for subject in subjects] for _ in range(PAIR_CHUNKS)
+    ]
+    return [
+        (
+            (sum(run[i][0][0] for run in runs), sum(run[i][0][1] for run in runs)),
+            (sum(run[i][1][0] for run in runs), sum(run[i][1][1] for run in runs)),
+        )
+        for i in range(len(subjects))
+    ]
+
+
 CPU_ROUNDS = 15
 CPU_CALLS = 2000
 
@@ -122,9 +153,10 @@ def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
     )
     least = LeastAppend(tmp / f"least-{records_per_batch}.bin")
     try:
-        (raw_n, raw_s), (log_n, log_s) = timed_interleaved(
-            2 * seconds,
-            (lambda: os.write(fd, bytearray(batch)), lambda: log.append_as_leader(bytearray(batch))),
+        ((raw_n, raw_s), (log_n, log_s)), ((raw1_n, raw1_s), (least1_n, least1_s)) = paired_chunks(
+            4 * seconds,
+            lambda: os.write(fd, bytearray(batch)),
+            (lambda: log.append_as_leader(bytearray(batch)), lambda: least.append(bytearray(batch))),
         )
         # the references in a phase of their own: more writers add their own writeback, which slows ``os.write``
         # and would lift the ratio above, the figure compared across days. The second ``os.write`` writer is the
@@ -154,6 +186,10 @@ def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
         f"  {raw_s / raw_n * 1e6:6.1f} us/write"
     )
     print(f"  ratio Log / os.write {log_rate / raw_rate:.2f}")
+    print(
+        f"  LeastAppend in the same two-writer turns: least Python append / os.write"
+        f" {least1_n / least1_s / (raw1_n / raw1_s):.2f}  ({raw1_s / raw1_n * 1e6:.1f} us/write)"
+    )
     least_rate, raw3_rate = least_n / least_s, raw3_n / raw3_s
     print(
         f"  with LeastAppend in turn too: least Python append / os.write {least_rate / raw3_rate:.2f}, "
