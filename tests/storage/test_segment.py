@@ -13,6 +13,7 @@ from storage_helpers import append_v1, decode_all, open_segment, segment_records
 
 from samsa.clock import ManualClock
 from samsa.records import Record, build_batch, build_legacy_message_set
+from samsa.records.view import RECORD_BATCH_OVERHEAD
 from samsa.storage import file_records
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import LogSegmentOffsetOverflowError
@@ -386,7 +387,7 @@ def test_file_records_rules(tmp_path: Path) -> None:
         max_size=12,
     ),
     torn=st.integers(0, 60),
-    chunk=st.integers(file_records.RECORD_BATCH_OVERHEAD, 200) | st.just(8192),
+    chunk=st.integers(RECORD_BATCH_OVERHEAD, 200) | st.just(8192),
     data=st.data(),
 )
 def test_header_scans_against_a_model(
