@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import struct
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from storage_helpers import append_v1, decode_all, open_segment, segment_records, v1, v2
 
 from samsa.clock import ManualClock
-from samsa.records import Record, build_batch, build_legacy_message_set
+from samsa.records import CorruptRecordError, Record, build_batch, build_legacy_message_set
 from samsa.records.view import RECORD_BATCH_OVERHEAD
 from samsa.storage import file_records
 from samsa.storage.config import LogConfig
@@ -387,6 +388,7 @@ def test_file_records_rules(tmp_path: Path) -> None:
         max_size=12,
     ),
     torn=st.integers(0, 60),
+    damage=st.sampled_from([None, 5, 30]),
     chunk=st.integers(RECORD_BATCH_OVERHEAD, 200) | st.just(8192),
     data=st.data(),
 )
@@ -394,12 +396,14 @@ def test_header_scans_against_a_model(
     tmp_path_factory: pytest.TempPathFactory,
     shapes: list[tuple[int, int, int]],
     torn: int,
+    damage: int | None,
     chunk: int,
     data: st.DataObject,
 ) -> None:
     """``headers`` and ``search_for_offset`` (a fetch's scan from its index entry) read the header chunk by
     chunk: across v2 batches and v0/v1 messages of every size, headers cut by a chunk's end and a torn trailing
-    batch, they see the batches a whole read sees, and find the first batch whose last offset reaches a target."""
+    batch, they see the batches a whole read sees, and find the first batch whose last offset reaches a target;
+    a size field no batch can have (below a message's least, or below a v2 header) is an error when reached."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(file_records, "_HEADER_CHUNK", chunk)
         records = FileRecords.open(tmp_path_factory.mktemp("scan") / "f.log")
@@ -414,19 +418,30 @@ def test_header_scans_against_a_model(
                 last = offset
             model.append((records.append(raw), last, len(raw)))
             offset = last + 1 + count % 3  # gaps, as compaction leaves them
-        if torn:
+        if damage is not None:  # a header whose size field says 5 bytes, or 30 of a v2 batch
+            records.append(struct.pack(">qi4xb", offset, damage, 2) + bytes(60))
+        elif torn:
             records.append(
                 build_batch([Record(offset, 5, None, b"z" * 100)])[:torn]
             )  # a torn tail: not a batch
-        whole = [(position, batch.last_offset) for position, batch in records.batches()]
-        assert whole == [(position, last) for position, last, _ in model]
-        assert [
-            (position, view.last_offset, view.size_in_bytes) for position, view in records.headers()
-        ] == model
+        if damage is None:
+            whole = [(position, batch.last_offset) for position, batch in records.batches()]
+            assert whole == [(position, last) for position, last, _ in model]
+            scanned = [
+                (position, view.last_offset, view.size_in_bytes) for position, view in records.headers()
+            ]
+            assert scanned == model
+        else:
+            with pytest.raises(CorruptRecordError):
+                list(records.headers())
         start = data.draw(st.sampled_from([0] + [position for position, _, _ in model]))
         target = data.draw(st.integers(-1, offset + 2))
         expected = next(((last, p, size) for p, last, size in model if p >= start and last >= target), None)
-        assert records.search_for_offset(target, start) == expected
+        if expected is None and damage is not None:
+            with pytest.raises(CorruptRecordError):
+                records.search_for_offset(target, start)
+        else:
+            assert records.search_for_offset(target, start) == expected
 
 
 @settings(max_examples=60, deadline=None)

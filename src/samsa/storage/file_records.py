@@ -48,6 +48,7 @@ _HEADER_CHUNK = 8 * 1024  # bytes a header scan reads at once: an index interval
 _UP_TO_MAGIC = struct.Struct(">qi4xb")  # baseOffset (v2; a message's offset before), length, magic
 _LAST_OFFSET_DELTA = struct.Struct(">i")  # a v2 batch's lastOffsetDelta, at byte ``_LAST_OFFSET_DELTA_AT``
 _LAST_OFFSET_DELTA_AT = 23
+_V2_MIN_SIZE = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # the least size field of a v2 batch (its header alone)
 ALLOCATE_AHEAD = 1 << 20
 _FALLOC_FL_KEEP_SIZE = 1
 _NOT_SUPPORTED = frozenset({errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ENODEV})
@@ -357,8 +358,22 @@ class FileRecords:
     def search_for_offset(self, offset: int, start: int) -> tuple[int, int, int] | None:
         """The first batch from ``start`` whose last offset is >= ``offset``: (its last offset, its position, its
         size in bytes); None when none is (Kafka's ``searchForOffsetWithSize``). Every fetch comes here, from
-        its index entry: plain fields, no view per batch passed over."""
-        for position, chunk, at, base, size, magic in self._header_fields(start, None):
+        its index entry, so this is ``_header_fields``'s loop written out, with plain fields and no view:
+        ``translate_offset`` of 1 KiB batches 1.75 times as fast as with a 61-byte read and a view per batch,
+        16 KiB batches (an index entry each) 0.98-1.08 times (best of 11 rounds of 5,000 random offsets,
+        2026-11-27)."""
+        limit = self.size
+        position = start
+        chunk, chunk_at = memoryview(b""), start
+        while position < limit - HEADER_SIZE_UP_TO_MAGIC:
+            at = position - chunk_at
+            if at + RECORD_BATCH_OVERHEAD > len(chunk):
+                chunk, chunk_at, at = self._header_chunk(position, limit), position, 0
+            base, size, magic = _UP_TO_MAGIC.unpack_from(chunk, at)
+            if (size < _V2_MIN_SIZE or position > limit - LOG_OVERHEAD - size) and not self._whole(
+                position, limit, size, magic
+            ):
+                return None
             last = (
                 base + _LAST_OFFSET_DELTA.unpack_from(chunk, at + _LAST_OFFSET_DELTA_AT)[0]
                 if magic >= 2
@@ -366,6 +381,7 @@ class FileRecords:
             )
             if last >= offset:
                 return last, position, size + LOG_OVERHEAD
+            position += size + LOG_OVERHEAD
         return None
 
     def _header_fields(
@@ -373,34 +389,46 @@ class FileRecords:
     ) -> Iterator[tuple[int, memoryview, int, int, int, int]]:
         """Per batch from ``start`` up to ``end`` (default: the size): its position, a buffer holding its header
         from byte ``at`` on, its offset field, its size field and its magic; stops before a partial trailing
-        batch, raises CorruptRecordError for a size no batch can have.
-
-        The file is read ``_HEADER_CHUNK`` bytes at a time, so the few batches a fetch's scan from its index
-        entry passes over cost one ``pread``, not one each (a one-batch ``Log.read`` of 1 KiB batches spent
-        half of its 36 us on four 61-byte reads and a view of each, 2026-11-27)."""
+        batch, raises CorruptRecordError for a size no batch can have. The file is read ``_HEADER_CHUNK`` bytes
+        at a time, so the few batches a scan passes over cost one ``pread``, not one each."""
         limit = self.size if end is None else min(end, self.size)
         position = start
         chunk, chunk_at = memoryview(b""), start  # file bytes from ``chunk_at`` on
         while position < limit - HEADER_SIZE_UP_TO_MAGIC:
             at = position - chunk_at
             if at + RECORD_BATCH_OVERHEAD > len(chunk):
-                wanted = max(RECORD_BATCH_OVERHEAD, min(_HEADER_CHUNK, limit - position))
-                chunk, chunk_at, at = memoryview(os.pread(self._fd, wanted, position)), position, 0
+                chunk, chunk_at, at = self._header_chunk(position, limit), position, 0
             base, size, magic = _UP_TO_MAGIC.unpack_from(chunk, at)
-            if size < LEGACY_MIN_SIZE:
-                raise CorruptRecordError(
-                    f"batch at position {position} of {self.path} has size {size}, smaller than the minimum "
-                    f"record overhead ({LEGACY_MIN_SIZE})"
-                )
-            if position > limit - LOG_OVERHEAD - size:
+            if (size < _V2_MIN_SIZE or position > limit - LOG_OVERHEAD - size) and not self._whole(
+                position, limit, size, magic
+            ):
                 return
-            if magic >= 2 and size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
-                raise CorruptRecordError(
-                    f"v2 batch at position {position} of {self.path} is {size + LOG_OVERHEAD} bytes, smaller "
-                    f"than its {RECORD_BATCH_OVERHEAD}-byte header"
-                )
             yield position, chunk, at, base, size, magic
             position += size + LOG_OVERHEAD
+
+    def _header_chunk(self, position: int, limit: int) -> memoryview:
+        """The bytes from ``position`` on, ``_HEADER_CHUNK`` of them or up to ``limit``, a header at least."""
+        return memoryview(
+            os.pread(self._fd, max(RECORD_BATCH_OVERHEAD, min(_HEADER_CHUNK, limit - position)), position)
+        )
+
+    def _whole(self, position: int, limit: int, size: int, magic: int) -> bool:
+        """Whether the batch at ``position`` with this size field and magic ends by ``limit`` (False: a partial
+        trailing batch); raises CorruptRecordError for a size no batch can have. Asked only where the size is
+        below a v2 batch's header or reaches past ``limit``: any other batch is whole."""
+        if size < LEGACY_MIN_SIZE:
+            raise CorruptRecordError(
+                f"batch at position {position} of {self.path} has size {size}, smaller than the minimum "
+                f"record overhead ({LEGACY_MIN_SIZE})"
+            )
+        if position > limit - LOG_OVERHEAD - size:
+            return False
+        if magic >= 2 and size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
+            raise CorruptRecordError(
+                f"v2 batch at position {position} of {self.path} is {size + LOG_OVERHEAD} bytes, smaller "
+                f"than its {RECORD_BATCH_OVERHEAD}-byte header"
+            )
+        return True
 
     def batch_at(self, position: int) -> BatchView:
         """The whole batch starting at ``position`` (a copy)."""
