@@ -45,7 +45,7 @@ from .file_slice import FileSlice
 INT_MAX = 2**31 - 1
 _CHUNK = 64 * 1024
 _HEADER_CHUNK = 8 * 1024  # bytes a header scan reads at once: an index interval (4 KiB by default) and more
-_UP_TO_MAGIC = struct.Struct(">qi4xb")  # baseOffset (v2; a message's offset before), length, magic
+_UP_TO_MAGIC = struct.Struct(">qi4xb")  # baseOffset (a v0/v1 message: its own offset), length, magic
 _LAST_OFFSET_DELTA = struct.Struct(">i")  # a v2 batch's lastOffsetDelta, at byte ``_LAST_OFFSET_DELTA_AT``
 _LAST_OFFSET_DELTA_AT = 23
 _V2_MIN_SIZE = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # the least size field of a v2 batch (its header alone)
