@@ -447,8 +447,8 @@ def _check_after_clean_shutdown(
 
 
 def _holds_producer_batches(segment: LogSegment) -> bool:
-    """Whether ``segment`` holds a v2 batch with a producer id (read up to the first that has one)."""
-    return any(b.magic >= 2 and b.producer_id >= 0 for _, b in segment.log.batches(0))
+    """Whether ``segment`` holds a v2 batch with a producer id (its headers read up to the first that has one)."""
+    return any(b.magic >= 2 and b.producer_id >= 0 for _, b in segment.log.headers())
 
 
 def rebuild_producer_state(
