@@ -74,7 +74,6 @@ if TYPE_CHECKING:
 
 _logger = logging.getLogger(__name__)
 
-INT_MAX = 2**31 - 1
 DEFAULT_BACKOFF_MS = 15_000
 FULL_DISK_RETRY_MS = 10_000
 """How long a log whose cleaning a full disk stopped waits before it is tried again."""

@@ -11,21 +11,38 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from samsa.clock import Clock
 from samsa.records import Record, build_batch, build_legacy_message_set, decode_batch, decode_legacy
 from samsa.records.record import TimestampType
 from samsa.records.view import BatchView
 
-from .cleaner import INT_MAX, LogToClean
 from .config import LogConfig
 from .errors import CleaningAbortedError
 from .file_records import FileRecords
 from .log import Log
-from .segment import CLEANED_SUFFIX, LogSegment, remove_segment_files
+from .segment import CLEANED_SUFFIX, INT_MAX, LogSegment, remove_segment_files
 from .topic import TopicPartition
 
 # --- one cleaning --------------------------------------------------------------------------------------------
+
+
+class CleanableRange(Protocol):
+    """What a cleaning reads of the log it cleans and of its range (``cleaner.LogToClean`` is one): described here,
+    so that this module does not import the scheduler that imports it."""
+
+    @property
+    def tp(self) -> TopicPartition: ...
+
+    @property
+    def log(self) -> Log: ...
+
+    @property
+    def first_dirty_offset(self) -> int: ...
+
+    @property
+    def first_uncleanable_offset(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +109,9 @@ class CleaningResult:
         self.plan.close()
 
 
-def plan(to_clean: LogToClean, clock: Clock, max_map_entries: int, now: int | None = None) -> CleaningPlan:
+def plan(
+    to_clean: CleanableRange, clock: Clock, max_map_entries: int, now: int | None = None
+) -> CleaningPlan:
     """Take what a cleaning of ``to_clean`` needs from its log (owner's thread)."""
     log = to_clean.log
     now = clock.milliseconds() if now is None else now
@@ -180,7 +199,7 @@ def commit(result: CleaningResult) -> None:
 
 
 def clean_log(
-    to_clean: LogToClean, clock: Clock, max_map_entries: int, now: int | None = None
+    to_clean: CleanableRange, clock: Clock, max_map_entries: int, now: int | None = None
 ) -> CleaningResult:
     """Plan, clean and commit on the calling thread; returns the result (its ``end_offset`` is the checkpoint)."""
     result = clean(plan(to_clean, clock, max_map_entries, now))
