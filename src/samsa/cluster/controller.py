@@ -27,7 +27,9 @@ As Kafka's ZooKeeper-mode controller does:
 - **Reassignments** (AlterPartitionReassignments, and the legacy ``/admin/reassign_partitions``) and **topic
   deletions** (``/admin/delete_topics``) are kept in their own modules, :mod:`.reassignment` and
   :mod:`.topic_deletion`, which work on this controller's state from its events; both live in ZooKeeper, so a new
-  controller carries them on.
+  controller carries them on. They and :mod:`.elections` see the controller through its public surface,
+  :class:`.controller_context.ControllerContext` (state, ZooKeeper, events, requests to brokers), never its
+  private members, and do not import this module.
 
 Concurrency: one event queue drained by one task on the broker's event loop (Kafka's controller-event thread).
 ZooKeeper calls block, so they run in worker threads; kazoo runs watch callbacks on its own thread and they only
@@ -42,7 +44,6 @@ import base64
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kazoo.exceptions import BadVersionError, SessionExpiredError
@@ -77,6 +78,7 @@ from samsa.protocol.messages.update_metadata import (
 )
 from samsa.topic_partition import TopicPartition
 
+from .controller_context import OnAnswer, PartitionEntry
 from .elections import Elections
 from .metadata_cache import LEADER_DELETED, NO_LEADER
 from .reassignment import Reassignments
@@ -93,7 +95,7 @@ STOP_REPLICA = 5
 UPDATE_METADATA = 6
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 CHANNEL_RETRY_BACKOFF_S = 0.1
-# How long UpdateMetadata waits for the new leaders to answer their LeaderAndIsr (``_send_update_metadata``).
+# How long UpdateMetadata waits for the new leaders to answer their LeaderAndIsr (``send_update_metadata``).
 LEADER_ANSWER_WAIT_S = 5.0
 # The oldest versions the controller sends: partition states grouped by topic, with topic ids (Kafka 2.8+).
 MIN_LEADER_AND_ISR_VERSION = 5
@@ -101,8 +103,7 @@ MIN_UPDATE_METADATA_VERSION = 7
 MIN_STOP_REPLICA_VERSION = 3
 
 _T = TypeVar("_T")
-_OnAnswer = Callable[[Any], None] | None
-_Queued = tuple[Callable[[int], Any], int, _OnAnswer, Sequence["asyncio.Future[None]"]]
+_Queued = tuple[Callable[[int], Any], int, OnAnswer, Sequence["asyncio.Future[None]"]]
 
 
 def topic_uuid(topic_id: str | None) -> uuid.UUID:
@@ -110,13 +111,6 @@ def topic_uuid(topic_id: str | None) -> uuid.UUID:
     if not topic_id:
         return uuid.UUID(int=0)
     return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4)))
-
-
-@dataclass(slots=True)
-class _Partition:
-    replicas: tuple[int, ...]
-    state: PartitionState | None = None
-    partition_epoch: int = -1
 
 
 def _at_least(message: Any, minimum: int) -> Callable[[int], Any]:
@@ -154,7 +148,7 @@ class BrokerChannel:
         self,
         build: Callable[[int], Any],
         api_key: int,
-        on_answer: _OnAnswer = None,
+        on_answer: OnAnswer = None,
         after: Sequence[asyncio.Future[None]] = (),
     ) -> None:
         """Queue a request; ``build(version)`` makes it for the version the broker and we share; ``on_answer``
@@ -231,15 +225,15 @@ class Controller:
         self.fence: ControllerEpoch | None = None
         self.live: dict[int, tuple[BrokerRegistration, int]] = {}
         self.topics: dict[str, TopicAssignment] = {}
-        self.partitions: dict[TopicPartition, _Partition] = {}
+        self.partitions: dict[TopicPartition, PartitionEntry] = {}
         self._channels: dict[int, BrokerChannel] = {}
         self._leader_answers: list[asyncio.Future[None]] = []  # LeaderAndIsr to new leaders not yet answered
         self._events: asyncio.Queue[Callable[[], Any]] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self.elections = Elections(self)
-        self.reassignments = Reassignments(self)
-        self.deletions = TopicDeletions(self)
+        self.deletions = TopicDeletions(self, self._topic_deleted)
+        self.reassignments = Reassignments(self, self.deletions.is_deleting)
 
     @property
     def is_active(self) -> bool:
@@ -252,7 +246,7 @@ class Controller:
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._task = self._loop.create_task(self._run(), name="samsa-controller")
-        self._put(self._elect)
+        self.put_event(self._elect)
 
     async def stop(self) -> None:
         """Resign (the ephemeral ``/controller`` goes with the ZooKeeper session the broker closes after)."""
@@ -271,25 +265,29 @@ class Controller:
                 await self._resign()
 
         lost.__name__ = "session_lost"
-        self._put(lost)
+        self.put_event(lost)
 
     def session_renewed(self) -> None:
         """A new session after an expiry: watches are re-set and this broker stands for election again."""
-        self._put(self._elect)
+        self.put_event(self._elect)
+
+    async def _topic_deleted(self, topic: str) -> None:
+        """A topic's deletion completed: its moves leave the legacy reassignment znode."""
+        await self.reassignments.topic_deleted(topic)
 
     # --- the event queue -------------------------------------------------------------------------------------
 
-    def _put(self, event: Callable[[], Any]) -> None:
+    def put_event(self, event: Callable[[], Any]) -> None:
         self._events.put_nowait(event)
 
-    def _watch(self, event: Callable[[], Any]) -> Callable[[object], None]:
+    def watch(self, event: Callable[[], Any]) -> Callable[[object], None]:
         """A kazoo watch (run on kazoo's thread) that queues ``event`` on the event loop."""
         loop = self._loop
         assert loop is not None
 
         def fire(_: object) -> None:
             if not loop.is_closed():
-                loop.call_soon_threadsafe(self._put, event)
+                loop.call_soon_threadsafe(self.put_event, event)
 
         return fire
 
@@ -301,7 +299,7 @@ class Controller:
             except ControllerMovedError as exc:
                 log.info("controller epoch %d fenced off (%s): resigning", self.epoch, exc)
                 await self._resign()
-                self._put(self._elect)
+                self.put_event(self._elect)
             except SessionExpiredError:
                 # ``session_lost`` resigns; ``session_renewed`` runs the election again
                 log.info(
@@ -312,7 +310,7 @@ class Controller:
             except Exception:
                 log.exception("controller event %s failed", getattr(event, "__name__", event))
 
-    async def _zk(self, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    async def zk_call(self, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         # A lost connection (ZooKeeper restarting, a brief network cut) is retried until the session is back,
         # for up to 30 s; an expired session is not: the controller resigns (``session_lost``).
         retry = KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, deadline=30.0, ignore_expire=False)
@@ -321,13 +319,13 @@ class Controller:
     # --- election and failover -------------------------------------------------------------------------------
 
     async def _elect(self) -> None:
-        current = await self._zk(self.zk.controller, watch=self._watch(self._elect))
+        current = await self.zk_call(self.zk.controller, watch=self.watch(self._elect))
         if current is not None:
             if current != self.broker_id and self.is_active:
                 log.info("broker %d is controller now: broker %d resigns", current, self.broker_id)
                 await self._resign()
             return
-        fence = await self._zk(self.zk.try_become_controller, self.broker_id)
+        fence = await self.zk_call(self.zk.try_become_controller, self.broker_id)
         if fence is None:
             return  # another broker won; the watch set above brings its id
         self.fence = fence
@@ -335,10 +333,10 @@ class Controller:
         await self._failover()
 
     async def _failover(self) -> None:
-        self.live = await self._zk(self.zk.live_brokers, watch=self._watch(self._brokers_changed))
+        self.live = await self.zk_call(self.zk.live_brokers, watch=self.watch(self._brokers_changed))
         self._open_channels()
-        await self._load_topics(await self._zk(self.zk.topics, watch=self._watch(self._topics_changed)))
-        self._send_update_metadata(self.live, self.partitions)
+        await self._load_topics(await self.zk_call(self.zk.topics, watch=self.watch(self._topics_changed)))
+        self.send_update_metadata(self.live, self.partitions)
         gone = (
             {
                 r
@@ -350,9 +348,9 @@ class Controller:
             - {NO_LEADER}
         )
         changed = await self._on_brokers_failed(gone) if gone else {}
-        changed.update(await self._elect_offline(self.partitions))
-        self._send_leader_and_isr(self.partitions, is_new=False)
-        self._send_update_metadata(self.live, changed)
+        changed.update(await self.elect_offline(self.partitions))
+        self.send_leader_and_isr(self.partitions, is_new=False)
+        self.send_update_metadata(self.live, changed)
         await self._deletions_changed()
         await self._log_dir_events_changed()
         await self.reassignments.zk_requested()  # the legacy znode's moves first, as Kafka resumes them
@@ -376,16 +374,16 @@ class Controller:
         for topic in names:
             if topic in self.topics:
                 continue
-            assignment = await self._zk(
-                self.zk.topic_assignment, topic, self._watch(self._assignment_event(topic))
+            assignment = await self.zk_call(
+                self.zk.topic_assignment, topic, self.watch(self._assignment_event(topic))
             )
             if assignment is None:
                 continue
             self.topics[topic] = assignment
             for partition, replicas in sorted(assignment.partitions.items()):
                 tp = TopicPartition(topic, partition)
-                found = await self._zk(self.zk.partition_state, topic, partition)
-                entry = _Partition(replicas)
+                found = await self.zk_call(self.zk.partition_state, topic, partition)
+                entry = PartitionEntry(replicas)
                 if found is not None:
                     entry.state, entry.partition_epoch = found
                 self.partitions[tp] = entry
@@ -395,7 +393,7 @@ class Controller:
     # --- events while active ---------------------------------------------------------------------------------
 
     async def _brokers_changed(self) -> None:
-        now = await self._zk(self.zk.live_brokers, watch=self._watch(self._brokers_changed))
+        now = await self.zk_call(self.zk.live_brokers, watch=self.watch(self._brokers_changed))
         if not self.is_active:
             self.live = now
             return
@@ -420,28 +418,28 @@ class Controller:
             changed = await self._on_brokers_failed(dead) if dead else {}
         finally:
             self.live = now
-        changed.update(await self._elect_offline(self.partitions))
+        changed.update(await self.elect_offline(self.partitions))
         if born:
-            self._send_update_metadata({b: now[b] for b in born}, self.partitions)
+            self.send_update_metadata({b: now[b] for b in born}, self.partitions)
             theirs = {tp: p for tp, p in self.partitions.items() if set(p.replicas) & born}
-            self._send_leader_and_isr(theirs, is_new=False, only=born)
-        self._send_leader_and_isr(changed, is_new=False)
-        self._send_update_metadata(self.live, changed)
+            self.send_leader_and_isr(theirs, is_new=False, only=born)
+        self.send_leader_and_isr(changed, is_new=False)
+        self.send_update_metadata(self.live, changed)
         if born:
             self.deletions.brokers_started(born)
             await self.reassignments.check()
 
     async def _topics_changed(self) -> None:
-        names = await self._zk(self.zk.topics, watch=self._watch(self._topics_changed))
+        names = await self.zk_call(self.zk.topics, watch=self.watch(self._topics_changed))
         if not self.is_active:
             return
         added = await self._load_topics(names)
         if not added:
             return
         new = {tp: self.partitions[tp] for tp in added}
-        changed = await self._elect_offline(new)
-        self._send_leader_and_isr(changed, is_new=True)
-        self._send_update_metadata(self.live, changed)
+        changed = await self.elect_offline(new)
+        self.send_leader_and_isr(changed, is_new=True)
+        self.send_update_metadata(self.live, changed)
 
     def _assignment_event(self, topic: str) -> Callable[[], Any]:
         async def assignment_changed() -> None:
@@ -451,20 +449,20 @@ class Controller:
 
     async def _assignment_changed(self, topic: str) -> None:
         """Partitions added to a topic (CreatePartitions): elected and announced like a new topic's."""
-        watch = self._watch(self._assignment_event(topic))
-        assignment = await self._zk(self.zk.topic_assignment, topic, watch)
+        watch = self.watch(self._assignment_event(topic))
+        assignment = await self.zk_call(self.zk.topic_assignment, topic, watch)
         if not self.is_active or assignment is None or topic not in self.topics:
             return
         self.topics[topic] = assignment
-        new: dict[TopicPartition, _Partition] = {}
+        new: dict[TopicPartition, PartitionEntry] = {}
         for partition, replicas in sorted(assignment.partitions.items()):
             tp = TopicPartition(topic, partition)
             if tp not in self.partitions:
-                new[tp] = self.partitions[tp] = _Partition(replicas)
+                new[tp] = self.partitions[tp] = PartitionEntry(replicas)
         if new:
-            changed = await self._elect_offline(new)
-            self._send_leader_and_isr(changed, is_new=True)
-            self._send_update_metadata(self.live, changed)
+            changed = await self.elect_offline(new)
+            self.send_leader_and_isr(changed, is_new=True)
+            self.send_update_metadata(self.live, changed)
 
     async def _log_dir_events_changed(self) -> None:
         """Log dir events (``/log_dir_event_notification``): the brokers they name give up their leaderships to
@@ -472,19 +470,21 @@ class Controller:
         controller only (a watch set before it resigned leaves them to its successor)."""
         if not self.is_active:
             return
-        brokers = await self._zk(self.zk.take_log_dir_events, watch=self._watch(self._log_dir_events_changed))
+        brokers = await self.zk_call(
+            self.zk.take_log_dir_events, watch=self.watch(self._log_dir_events_changed)
+        )
         if brokers:
             await self.elections.log_dir_failed(set(brokers))
 
     async def _deletions_changed(self) -> None:
         """Topics asked to be deleted (``/admin/delete_topics``): see :mod:`.topic_deletion`."""
-        names = await self._zk(self.zk.topics_to_delete, watch=self._watch(self._deletions_changed))
+        names = await self.zk_call(self.zk.topics_to_delete, watch=self.watch(self._deletions_changed))
         if self.is_active:
             await self.deletions.requested(names)
 
-    async def _on_brokers_failed(self, dead: set[int]) -> dict[TopicPartition, _Partition]:
+    async def _on_brokers_failed(self, dead: set[int]) -> dict[TopicPartition, PartitionEntry]:
         """Move leadership off dead brokers and take them out of ISRs (each change bumps the leader epoch)."""
-        changed: dict[TopicPartition, _Partition] = {}
+        changed: dict[TopicPartition, PartitionEntry] = {}
         for tp, entry in self.partitions.items():
             state = entry.state
             if state is None or not (dead & (set(state.isr) | {state.leader})):
@@ -498,18 +498,16 @@ class Controller:
                 isr = eligible_isr
             else:  # no live ISR member: offline; the last ISR member is never removed
                 leader, isr = NO_LEADER, state.isr if len(state.isr) <= 1 else (state.isr[0],)
-            await self._write_state(
-                tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, self.epoch)
-            )
+            await self.write_state(tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, self.epoch))
             changed[tp] = entry
         return changed
 
-    async def _elect_offline(
-        self, partitions: dict[TopicPartition, _Partition]
-    ) -> dict[TopicPartition, _Partition]:
+    async def elect_offline(
+        self, partitions: dict[TopicPartition, PartitionEntry]
+    ) -> dict[TopicPartition, PartitionEntry]:
         """Elect a leader for each partition that has none alive: a new partition from its live replicas, an
         offline one from its live ISR (clean election)."""
-        changed: dict[TopicPartition, _Partition] = {}
+        changed: dict[TopicPartition, PartitionEntry] = {}
         for tp, entry in partitions.items():
             state = entry.state
             live_replicas = tuple(r for r in entry.replicas if self.elections.eligible(r))
@@ -529,23 +527,23 @@ class Controller:
                     if unclean is None:
                         continue
                     new = unclean
-            await self._write_state(tp, entry, new)
+            await self.write_state(tp, entry, new)
             changed[tp] = entry
         return changed
 
-    async def _write_state(self, tp: TopicPartition, entry: _Partition, state: PartitionState) -> None:
+    async def write_state(self, tp: TopicPartition, entry: PartitionEntry, state: PartitionState) -> None:
         assert self.fence is not None
         expected = entry.partition_epoch if entry.state is not None else None
         try:
-            version = await self._zk(
+            version = await self.zk_call(
                 self.zk.write_partition_state, self.fence, tp.topic, tp.partition, state, expected
             )
         except BadVersionError:  # changed under us (an earlier controller's late write): re-read, then retry
-            found = await self._zk(self.zk.partition_state, tp.topic, tp.partition)
+            found = await self.zk_call(self.zk.partition_state, tp.topic, tp.partition)
             if found is None:
                 raise
             entry.state, entry.partition_epoch = found
-            version = await self._zk(
+            version = await self.zk_call(
                 self.zk.write_partition_state,
                 self.fence,
                 tp.topic,
@@ -570,7 +568,7 @@ class Controller:
                 raise
 
         event.__name__ = "alter_partition"
-        self._put(event)
+        self.put_event(event)
         return await done
 
     async def _alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
@@ -580,7 +578,7 @@ class Controller:
         if known is None or (request.broker_epoch != -1 and request.broker_epoch != known[1]):
             return AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
         topics = []
-        changed: dict[TopicPartition, _Partition] = {}
+        changed: dict[TopicPartition, PartitionEntry] = {}
         for topic in request.topics:
             name = topic.topic_name or self._topic_by_id(topic.topic_id)
             answers = []
@@ -601,7 +599,7 @@ class Controller:
                     topic_name=topic.topic_name, topic_id=topic.topic_id, partitions=answers
                 )
             )
-        self._send_update_metadata(self.live, changed)
+        self.send_update_metadata(self.live, changed)
         await self.reassignments.check(changed)
         return AlterPartitionResponse(topics=topics)
 
@@ -644,7 +642,7 @@ class Controller:
             or leader not in new_isr
         ):
             return answer(ErrorCode.INELIGIBLE_REPLICA)
-        await self._write_state(
+        await self.write_state(
             tp, entry, PartitionState(state.leader, state.leader_epoch, new_isr, self.epoch)
         )
         return answer(ErrorCode.NONE)
@@ -666,16 +664,16 @@ class Controller:
         broker_id: int,
         build: Callable[[int], Any],
         api_key: int,
-        on_answer: _OnAnswer = None,
+        on_answer: OnAnswer = None,
         after: Sequence[asyncio.Future[None]] = (),
     ) -> None:
         channel = self._channels.get(broker_id)
         if channel is not None:
             channel.send(build, api_key, on_answer, after)
 
-    def _leader_answer(self) -> _OnAnswer:
+    def _leader_answer(self) -> OnAnswer:
         """The ``on_answer`` of a LeaderAndIsr naming its broker leader: it marks done a future the next
-        UpdateMetadata waits for (``_send_update_metadata``)."""
+        UpdateMetadata waits for (``send_update_metadata``)."""
         answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def on_answer(_: Any) -> None:
@@ -685,8 +683,8 @@ class Controller:
         self._leader_answers.append(answered)
         return on_answer
 
-    def _send_leader_and_isr(
-        self, partitions: dict[TopicPartition, _Partition], *, is_new: bool, only: set[int] | None = None
+    def send_leader_and_isr(
+        self, partitions: dict[TopicPartition, PartitionEntry], *, is_new: bool, only: set[int] | None = None
     ) -> None:
         """LeaderAndIsr to each live replica of each partition (``only``: to those brokers)."""
         per_broker: dict[int, dict[str, list[LeaderAndIsrPartitionState]]] = {}
@@ -738,14 +736,14 @@ class Controller:
         )
         return endpoint.host, endpoint.port
 
-    def _send_stop_replica(
+    def send_stop_replica(
         self,
-        partitions: dict[TopicPartition, _Partition],
+        partitions: dict[TopicPartition, PartitionEntry],
         *,
         to: set[int] | None = None,
         delete: bool = True,
         leader_epoch: int | None = None,
-        on_answer: _OnAnswer = None,
+        on_answer: OnAnswer = None,
     ) -> None:
         """StopReplica to every live replica of ``partitions`` (``to``: to those brokers); with ``delete`` they
         delete their logs, without it their fetchers only stop."""
@@ -771,8 +769,8 @@ class Controller:
             )
             self._send(broker_id, _at_least(request, MIN_STOP_REPLICA_VERSION), STOP_REPLICA, on_answer)
 
-    def _send_update_metadata(
-        self, to: dict[int, tuple[BrokerRegistration, int]], partitions: dict[TopicPartition, _Partition]
+    def send_update_metadata(
+        self, to: dict[int, tuple[BrokerRegistration, int]], partitions: dict[TopicPartition, PartitionEntry]
     ) -> None:
         """UpdateMetadata with every live broker and the given partitions' states to each broker in ``to``.
 

@@ -44,7 +44,7 @@ from .metadata_cache import NO_LEADER
 from .znodes import PartitionState
 
 if TYPE_CHECKING:
-    from .controller import Controller, _Partition
+    from .controller_context import ControllerContext, PartitionEntry
 
 __all__ = [
     "ElectionConfig",
@@ -149,7 +149,7 @@ class Elections:
     """The election logic of one controller (module doc). Event-loop thread only; state changes run as
     controller events."""
 
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: ControllerContext) -> None:
         self.controller = controller
         self.config = ElectionConfig()
         self.shutting_down: dict[int, int] = {}  # broker id -> broker epoch of the registration shutting down
@@ -183,10 +183,12 @@ class Elections:
                 done.set_result(result)
 
         event.__name__ = name
-        self.controller._put(event)
+        self.controller.put_event(event)
         return await done
 
-    async def _write_states(self, changes: dict[TopicPartition, tuple[_Partition, PartitionState]]) -> None:
+    async def _write_states(
+        self, changes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]]
+    ) -> None:
         """Write many partitions' new states: in transactions of ``WRITE_BATCH`` (one ZooKeeper round trip
         each), or one by one when a partition moved on under the controller."""
         controller = self.controller
@@ -195,10 +197,12 @@ class Elections:
         for start in range(0, len(items), WRITE_BATCH):
             chunk = items[start : start + WRITE_BATCH]
             updates = [(tp.topic, tp.partition, new, entry.partition_epoch) for tp, (entry, new) in chunk]
-            versions = await controller._zk(controller.zk.write_partition_states, controller.fence, updates)
+            versions = await controller.zk_call(
+                controller.zk.write_partition_states, controller.fence, updates
+            )
             if versions is None:
                 for tp, (entry, new) in chunk:
-                    await controller._write_state(tp, entry, new)
+                    await controller.write_state(tp, entry, new)
                 continue
             for (_, (entry, new)), version in zip(chunk, versions, strict=True):
                 entry.state, entry.partition_epoch = new, version
@@ -207,13 +211,13 @@ class Elections:
 
     async def unclean_allowed(self, topic: str) -> bool:
         """The topic's ``unclean.leader.election.enable``, else this controller's broker default."""
-        overrides = await self.controller._zk(self.controller.zk.topic_config, topic)
+        overrides = await self.controller.zk_call(self.controller.zk.topic_config, topic)
         value = overrides.get("unclean.leader.election.enable")
         if value is None:
             return self.config.unclean_leader_election_enable
         return value.strip().lower() == "true"
 
-    async def elect_unclean(self, tp: TopicPartition, entry: _Partition) -> PartitionState | None:
+    async def elect_unclean(self, tp: TopicPartition, entry: PartitionEntry) -> PartitionState | None:
         """The state of an offline partition with no eligible ISR member when unclean election is allowed (and
         an eligible replica exists), else None. Logs the loss."""
         state = entry.state
@@ -224,7 +228,7 @@ class Elections:
         return self._unclean_state(tp, entry, state)
 
     def _unclean_state(
-        self, tp: TopicPartition, entry: _Partition, state: PartitionState
+        self, tp: TopicPartition, entry: PartitionEntry, state: PartitionState
     ) -> PartitionState | None:
         chosen = offline_leader(entry.replicas, (), self.eligible, unclean=True)
         if chosen is None:
@@ -252,9 +256,9 @@ class Elections:
             if not controller.is_active:
                 return
             mine = {tp: e for tp, e in controller.partitions.items() if tp.topic == topic}
-            changed = await controller._elect_offline(mine)
-            controller._send_leader_and_isr(changed, is_new=False)
-            controller._send_update_metadata(controller.live, changed)
+            changed = await controller.elect_offline(mine)
+            controller.send_leader_and_isr(changed, is_new=False)
+            controller.send_update_metadata(controller.live, changed)
 
         if self.controller.is_active:
             await self._queued("topic_config_changed", work)
@@ -282,20 +286,20 @@ class Elections:
             return ErrorCode.STALE_BROKER_EPOCH, []
         started = time.monotonic()
         self.shutting_down[broker_id] = known[1]
-        led: dict[TopicPartition, _Partition] = {}
-        followed: dict[TopicPartition, _Partition] = {}
+        led: dict[TopicPartition, PartitionEntry] = {}
+        followed: dict[TopicPartition, PartitionEntry] = {}
         for tp, entry in controller.partitions.items():
             state = entry.state
             if state is None or len(entry.replicas) <= 1 or broker_id not in entry.replicas:
                 continue
             (led if state.leader == broker_id else followed)[tp] = entry
         moved = await self._move_leaders(led, [b for b in controller.live if self.is_shutting_down(b)])
-        controller._send_leader_and_isr(moved, is_new=False)
-        controller._send_update_metadata(controller.live, moved)
+        controller.send_leader_and_isr(moved, is_new=False)
+        controller.send_update_metadata(controller.live, moved)
         self._stop_replicas(broker_id, followed)
         shrunk = await self._remove_from_isr(broker_id, followed)
-        controller._send_leader_and_isr(shrunk, is_new=False)
-        controller._send_update_metadata(controller.live, shrunk)
+        controller.send_leader_and_isr(shrunk, is_new=False)
+        controller.send_update_metadata(controller.live, shrunk)
         remaining = sorted(
             tp
             for tp, entry in controller.partitions.items()
@@ -313,12 +317,12 @@ class Elections:
         return ErrorCode.NONE, remaining
 
     async def _move_leaders(
-        self, led: dict[TopicPartition, _Partition], leaving: Iterable[int]
-    ) -> dict[TopicPartition, _Partition]:
+        self, led: dict[TopicPartition, PartitionEntry], leaving: Iterable[int]
+    ) -> dict[TopicPartition, PartitionEntry]:
         """The controlled-shutdown election for the partitions ``led`` by brokers ``leaving``: the partitions
         whose leadership moved (their new states written)."""
         controller = self.controller
-        changes: dict[TopicPartition, tuple[_Partition, PartitionState]] = {}
+        changes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]] = {}
         leaving = tuple(leaving)
         for tp, entry in led.items():
             state = entry.state
@@ -331,12 +335,12 @@ class Elections:
         return {tp: entry for tp, (entry, _) in changes.items()}
 
     async def _remove_from_isr(
-        self, broker_id: int, followed: dict[TopicPartition, _Partition]
-    ) -> dict[TopicPartition, _Partition]:
+        self, broker_id: int, followed: dict[TopicPartition, PartitionEntry]
+    ) -> dict[TopicPartition, PartitionEntry]:
         """OfflineReplica for ``broker_id`` on partitions it follows: out of the ISR (unless the last member),
         leader epoch + 1."""
         controller = self.controller
-        changes: dict[TopicPartition, tuple[_Partition, PartitionState]] = {}
+        changes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]] = {}
         for tp, entry in followed.items():
             state = entry.state
             assert state is not None
@@ -349,9 +353,9 @@ class Elections:
         await self._write_states(changes)
         return {tp: entry for tp, (entry, _) in changes.items()}
 
-    def _stop_replicas(self, broker_id: int, partitions: dict[TopicPartition, _Partition]) -> None:
+    def _stop_replicas(self, broker_id: int, partitions: dict[TopicPartition, PartitionEntry]) -> None:
         """StopReplica without delete to ``broker_id`` for ``partitions`` (its fetchers stop)."""
-        self.controller._send_stop_replica(partitions, to={broker_id}, delete=False)
+        self.controller.send_stop_replica(partitions, to={broker_id}, delete=False)
 
     # --- a broker's full disk -----------------------------------------------------------------------------
 
@@ -367,8 +371,8 @@ class Elections:
             if entry.state is not None and entry.state.leader in brokers and len(entry.replicas) > 1
         }
         moved = await self._move_leaders(led, brokers)
-        controller._send_leader_and_isr(moved, is_new=False)
-        controller._send_update_metadata(controller.live, moved)
+        controller.send_leader_and_isr(moved, is_new=False)
+        controller.send_update_metadata(controller.live, moved)
         log.warning(
             "controller: a log dir of broker(s) %s is full: %d leaderships moved to in-sync followers, %d kept "
             "(no other replica in sync)",
@@ -394,7 +398,7 @@ class Elections:
         if not controller.is_active:
             return {tp: (ErrorCode.NOT_CONTROLLER, NO_LEADER) for tp in asked}
         answers: dict[TopicPartition, tuple[ErrorCode, int]] = {}
-        changes: dict[TopicPartition, tuple[_Partition, PartitionState]] = {}
+        changes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]] = {}
         for tp in asked:
             entry = controller.partitions.get(tp)
             if entry is None or entry.state is None:
@@ -411,13 +415,13 @@ class Elections:
                 answers[tp] = (error, NO_LEADER)
         await self._write_states(changes)
         changed = {tp: entry for tp, (entry, _) in changes.items()}
-        controller._send_leader_and_isr(changed, is_new=False)
-        controller._send_update_metadata(controller.live, changed)
+        controller.send_leader_and_isr(changed, is_new=False)
+        controller.send_update_metadata(controller.live, changed)
         if changed:
             log.info("controller: %s election moved %d leaderships", election_type.name.lower(), len(changed))
         return answers
 
-    def _preferred(self, entry: _Partition) -> tuple[ErrorCode, PartitionState | None]:
+    def _preferred(self, entry: PartitionEntry) -> tuple[ErrorCode, PartitionState | None]:
         state = entry.state
         assert state is not None
         if entry.replicas and state.leader == entry.replicas[0]:
@@ -429,7 +433,7 @@ class Elections:
             leader, state.leader_epoch + 1, state.isr, self.controller.epoch
         )
 
-    def _unclean(self, tp: TopicPartition, entry: _Partition) -> tuple[ErrorCode, PartitionState | None]:
+    def _unclean(self, tp: TopicPartition, entry: PartitionEntry) -> tuple[ErrorCode, PartitionState | None]:
         state = entry.state
         assert state is not None
         if self.eligible(state.leader):

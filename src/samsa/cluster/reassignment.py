@@ -65,7 +65,7 @@ from .zk_client import ControllerMovedError
 from .znodes import ADMIN_REASSIGN_PARTITIONS, PartitionState, TopicAssignment, ZNodeFormatError
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from .controller_context import ControllerContext
 
 __all__ = ["Reassignments", "ReplicaSets", "replica_sets"]
 
@@ -109,8 +109,9 @@ class Reassignments:
     ZooKeeper holds them; the only state of its own is which moves came from the legacy znode, re-read at
     failover. Event-loop thread only."""
 
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: ControllerContext, is_deleting: Callable[[str], bool]) -> None:
         self.controller = controller
+        self._is_deleting = is_deleting  # whether a topic is being deleted (``TopicDeletions.is_deleting``)
         self.from_zk: set[TopicPartition] = set()  # the moves listed in /admin/reassign_partitions
 
     def resigned(self) -> None:
@@ -130,7 +131,7 @@ class Reassignments:
                 raise
 
         event.__name__ = name
-        self.controller._put(event)
+        self.controller.put_event(event)
         return await done
 
     async def alter(self, request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
@@ -139,7 +140,7 @@ class Reassignments:
             return AlterPartitionReassignmentsResponse(
                 error_code=ErrorCode.NOT_CONTROLLER, error_message="This broker is not the controller."
             )
-        deleting = set(await self.controller._zk(self.controller.zk.topics_to_delete))
+        deleting = set(await self.controller.zk_call(self.controller.zk.topics_to_delete))
         responses = []
         for topic in request.topics:
             answers = []
@@ -191,11 +192,10 @@ class Reassignments:
 
     def moving(self) -> list[TopicPartition]:
         """The partitions being moved (a topic being deleted no longer moves: its replicas are going)."""
-        deletions = self.controller.deletions
         return [
             TopicPartition(topic, p)
             for topic, a in self.controller.topics.items()
-            if not deletions.is_deleting(topic)
+            if not self._is_deleting(topic)
             for p in sorted({*a.adding_replicas, *a.removing_replicas})
             if p in a.partitions
         ]
@@ -212,7 +212,7 @@ class Reassignments:
         if sets.removing:
             removing[tp.partition] = sets.removing
         new = TopicAssignment({**old.partitions, tp.partition: sets.replicas}, old.topic_id, adding, removing)
-        await controller._zk(controller.zk.write_topic_assignment, controller.fence, tp.topic, new)
+        await controller.zk_call(controller.zk.write_topic_assignment, controller.fence, tp.topic, new)
         controller.topics[tp.topic] = new
         controller.partitions[tp].replicas = sets.replicas
 
@@ -245,7 +245,7 @@ class Reassignments:
         await self._write_sets(tp, new)
         if dropped:
             await self._drop_from_isr(tp, dropped)
-            controller._send_stop_replica({tp: entry}, to=set(dropped))
+            controller.send_stop_replica({tp: entry}, to=set(dropped))
         await self._advance(tp, started=True)
         return ErrorCode.NONE, None
 
@@ -275,7 +275,7 @@ class Reassignments:
     async def _advance(self, tp: TopicPartition, *, started: bool) -> None:
         controller = self.controller
         entry = controller.partitions[tp]
-        found = await controller._zk(controller.zk.partition_state, tp.topic, tp.partition)
+        found = await controller.zk_call(controller.zk.partition_state, tp.topic, tp.partition)
         if found is not None:
             entry.state, entry.partition_epoch = found
         sets = self.sets(tp)
@@ -285,11 +285,11 @@ class Reassignments:
         if all(r in state.isr for r in sets.target):
             await self._finish(tp, sets)
         elif started:
-            await controller._write_state(
+            await controller.write_state(
                 tp, entry, PartitionState(state.leader, state.leader_epoch + 1, state.isr, controller.epoch)
             )
-            controller._send_leader_and_isr({tp: entry}, is_new=False)
-            controller._send_update_metadata(controller.live, {tp: entry})
+            controller.send_leader_and_isr({tp: entry}, is_new=False)
+            controller.send_update_metadata(controller.live, {tp: entry})
 
     async def _finish(self, tp: TopicPartition, sets: ReplicaSets) -> None:
         controller = self.controller
@@ -302,14 +302,14 @@ class Reassignments:
         if leader not in target or leader not in controller.live:
             leader = next((r for r in target if r in isr and r in controller.live), NO_LEADER)
         removed = set(sets.removing)
-        await controller._write_state(  # a new epoch, so the replicas take the new replica set
+        await controller.write_state(  # a new epoch, so the replicas take the new replica set
             tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)
         )
         await self._write_sets(tp, ReplicaSets(target, (), ()))
-        controller._send_leader_and_isr({tp: entry}, is_new=False)
+        controller.send_leader_and_isr({tp: entry}, is_new=False)
         if removed:
-            controller._send_stop_replica({tp: entry}, to=removed)
-        controller._send_update_metadata(controller.live, {tp: entry})
+            controller.send_stop_replica({tp: entry}, to=removed)
+        controller.send_update_metadata(controller.live, {tp: entry})
         log.info("controller: reassignment of %s done, replicas %s, leader %d", tp, list(target), leader)
         if tp in self.from_zk:
             await self._remove_from_zk([tp])
@@ -327,7 +327,7 @@ class Reassignments:
             if state.leader in isr
             else next((r for r in entry.replicas if r in isr and r in controller.live), NO_LEADER)
         )
-        await controller._write_state(
+        await controller.write_state(
             tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)
         )
 
@@ -340,8 +340,8 @@ class Reassignments:
         if not controller.is_active:
             return
         try:
-            found = await controller._zk(
-                controller.zk.reassign_partitions, controller._watch(self.zk_requested)
+            found = await controller.zk_call(
+                controller.zk.reassign_partitions, controller.watch(self.zk_requested)
             )
         except ZNodeFormatError as exc:
             log.warning("controller: deleting %s, not a reassignment: %s", ADMIN_REASSIGN_PARTITIONS, exc)
@@ -350,7 +350,7 @@ class Reassignments:
         if found is None:
             self.from_zk.clear()
             return
-        deleting = set(await controller._zk(controller.zk.topics_to_delete))
+        deleting = set(await controller.zk_call(controller.zk.topics_to_delete))
         leaving = []
         for tp, target in sorted(found.partitions.items()):
             if await self._start_from_zk(tp, target, deleting):
@@ -394,4 +394,4 @@ class Reassignments:
             self.from_zk.clear()
         else:
             self.from_zk.difference_update(partitions)
-        await controller._zk(controller.zk.remove_reassignments, controller.fence, partitions)
+        await controller.zk_call(controller.zk.remove_reassignments, controller.fence, partitions)

@@ -20,7 +20,7 @@ channels' answers come back as events.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol import ErrorCode
@@ -30,7 +30,7 @@ from .metadata_cache import LEADER_DELETED
 from .znodes import PartitionState
 
 if TYPE_CHECKING:
-    from .controller import Controller
+    from .controller_context import ControllerContext
 
 __all__ = ["DELETION_EPOCH", "TopicDeletions"]
 
@@ -43,8 +43,9 @@ class TopicDeletions:
     """The topics being deleted and, per topic, the (broker, partition) replicas that have not answered yet
     (module doc). Event-loop thread only."""
 
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: ControllerContext, deleted: Callable[[str], Awaitable[None]]) -> None:
         self.controller = controller
+        self._deleted = deleted  # told each topic whose deletion completed (its moves leave the legacy znode)
         self.pending: dict[str, set[tuple[int, int]]] = {}
 
     def is_deleting(self, topic: str) -> bool:
@@ -68,7 +69,7 @@ class TopicDeletions:
             for entry in doomed.values():
                 epoch = entry.state.leader_epoch if entry.state is not None else -1
                 entry.state = PartitionState(LEADER_DELETED, epoch, (), controller.epoch)
-            controller._send_update_metadata(controller.live, doomed)
+            controller.send_update_metadata(controller.live, doomed)
             log.info("controller: deleting topic %s (%d replicas)", topic, len(self.pending[topic]))
             self._stop(topic, set(controller.live))
             if not self.pending[topic]:
@@ -87,7 +88,7 @@ class TopicDeletions:
             if broker in brokers and broker in controller.live:
                 by_broker.setdefault(broker, []).append(partition)
         for broker, partitions in by_broker.items():
-            controller._send_stop_replica(
+            controller.send_stop_replica(
                 {
                     TopicPartition(topic, p): controller.partitions[TopicPartition(topic, p)]
                     for p in partitions
@@ -102,7 +103,7 @@ class TopicDeletions:
             async def stop_replica_answered() -> None:
                 await self._answered(topic, broker, response)
 
-            self.controller._put(stop_replica_answered)
+            self.controller.put_event(stop_replica_answered)
 
         return on_answer
 
@@ -119,11 +120,11 @@ class TopicDeletions:
     async def _complete(self, topic: str) -> None:
         controller = self.controller
         assert controller.fence is not None
-        await controller._zk(controller.zk.delete_topic_znodes, controller.fence, topic)
+        await controller.zk_call(controller.zk.delete_topic_znodes, controller.fence, topic)
         doomed = [tp for tp in controller.partitions if tp.topic == topic]
         for tp in doomed:
             del controller.partitions[tp]
         controller.topics.pop(topic, None)
         self.pending.pop(topic, None)
-        await controller.reassignments.topic_deleted(topic)
+        await self._deleted(topic)
         log.info("controller: topic %s deleted (%d partitions)", topic, len(doomed))
