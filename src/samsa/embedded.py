@@ -249,7 +249,9 @@ class Broker:
         from samsa.new_topic import NewTopic  # start-up time: first use
 
         topic = NewTopic(name, partitions, 1, dict(config or {}))
-        result = self._call(lambda: _create_topic(self.core, topic))
+        result = self._call(
+            lambda: _create_topic(self.core.config, self.core.log_manager, self.core.replica_manager, topic)
+        )
         if not result.ok:
             raise BrokerControlError(result.error, result.message or f"cannot create topic {name!r}")
 

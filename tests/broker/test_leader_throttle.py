@@ -43,9 +43,8 @@ def test_bytes_to_in_sync_followers_count_and_only_followers_catching_up_wait(tm
         broker = KafkaServer(KafkaConfig.from_properties(props), ManualClock())
         await broker.start()
         try:
-            assert create_topic(
-                broker, NewTopic(TP.topic, 1, 1, {"leader.replication.throttled.replicas": "*"})
-            ).ok
+            throttled = NewTopic(TP.topic, 1, 1, {"leader.replication.throttled.replicas": "*"})
+            assert create_topic(broker.config, broker.log_manager, broker.replica_manager, throttled).ok
             manager = broker.replica_manager
             partition = manager.partition(TP)
             assert partition is not None

@@ -50,6 +50,15 @@ def test_the_untouched_copy_keeps_every_contract(tmp_path: Path) -> None:
         ("spark/sink", "samsa.spark.source", "spark's source above its sink"),  # the cycle that was
         ("client", "samsa.storage.topic", "the client talks to brokers through the protocol only"),
         ("records", "asyncio", "records and protocol are sans-IO"),
+        # the three cycles there were: the server as a service locator, the controller's helpers, the cleaner
+        ("broker/context", "samsa.broker.broker", "no import cycle inside broker, cluster or storage"),
+        ("broker/zk_broker", "samsa.broker.broker", "no import cycle inside broker, cluster or storage"),
+        (
+            "cluster/elections",
+            "samsa.cluster.controller",
+            "no import cycle inside broker, cluster or storage",
+        ),
+        ("storage/cleaning", "samsa.storage.cleaner", "no import cycle inside broker, cluster or storage"),
     ],
 )
 def test_an_import_against_the_contracts_breaks_them(
@@ -64,6 +73,28 @@ def test_an_import_against_the_contracts_breaks_them(
     assert result.returncode != 0, result.stdout
     verdict = _verdict(result.stdout, contract)
     assert verdict == "BROKEN", result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "imported"),
+    [
+        ("broker/metadata_store", "samsa.broker.broker"),
+        ("cluster/topic_deletion", "samsa.cluster.controller"),
+    ],
+)
+def test_an_import_for_type_checking_only_counts_as_a_cycle_too(
+    tmp_path: Path, module: str, imported: str
+) -> None:
+    """A module that names its caller's type in an annotation still depends on it: the seams are protocols of the
+    lower module (``services``, ``controller_context``), not ``if TYPE_CHECKING`` imports of the higher one."""
+    project = _copy(tmp_path)
+    with open(project / "src" / "samsa" / f"{module}.py", "a", encoding="utf-8") as handle:
+        handle.write(f"\nif TYPE_CHECKING:\n    import {imported}  # noqa\n")
+    result = _lint(project)
+    assert result.returncode != 0, result.stdout
+    assert _verdict(result.stdout, "no import cycle inside broker, cluster or storage") == "BROKEN", (
+        result.stdout
+    )
 
 
 def _verdict(report: str, contract: str) -> str:

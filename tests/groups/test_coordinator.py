@@ -36,7 +36,9 @@ async def broker_with_orders(log_dir: Path, clock: ManualClock) -> KafkaServer:
 
     broker = make_broker(log_dir, clock)
     await broker.start()
-    assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
+    assert create_topic(
+        broker.config, broker.log_manager, broker.replica_manager, NewTopic("orders", 1, 1, {})
+    ).ok
     return broker
 
 
@@ -67,7 +69,9 @@ def test_commits_and_groups_survive_a_restart(tmp_path: Path) -> None:
             from samsa.broker.topic_admin import create_topic
             from samsa.new_topic import NewTopic
 
-            assert create_topic(broker, NewTopic("orders", 2, 1, {})).ok
+            assert create_topic(
+                broker.config, broker.log_manager, broker.replica_manager, NewTopic("orders", 2, 1, {})
+            ).ok
             member = await stable_member(broker, "g1")
             errors = await broker.group_coordinator.commit_offsets(
                 "g1", member, 1, None, {TP: OffsetAndMetadata(42, 3, "meta", clock.milliseconds())}
@@ -154,7 +158,9 @@ def test_session_expiry_and_offset_retention_with_an_injected_clock(tmp_path: Pa
             from samsa.broker.topic_admin import create_topic
             from samsa.new_topic import NewTopic
 
-            assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
+            assert create_topic(
+                broker.config, broker.log_manager, broker.replica_manager, NewTopic("orders", 1, 1, {})
+            ).ok
             coordinator = broker.group_coordinator
             member = await stable_member(broker, "g")
             await coordinator.commit_offsets(
@@ -212,7 +218,9 @@ def test_a_commit_shows_only_once_the_isr_has_it(tmp_path: Path) -> None:
             from samsa.broker.topic_admin import create_topic
             from samsa.new_topic import NewTopic
 
-            assert create_topic(broker, NewTopic("orders", 1, 1, {})).ok
+            assert create_topic(
+                broker.config, broker.log_manager, broker.replica_manager, NewTopic("orders", 1, 1, {})
+            ).ok
             coordinator = broker.group_coordinator
             member = await stable_member(broker, "g")
             assert await coordinator.commit_offsets("g", member, 1, None, {TP: OffsetAndMetadata(5)}) == {

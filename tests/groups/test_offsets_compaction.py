@@ -51,7 +51,9 @@ def test_consumer_offsets_shrinks_and_offsets_survive_a_restart(tmp_path: Path) 
             from samsa.broker.topic_admin import create_topic
             from samsa.new_topic import NewTopic
 
-            assert create_topic(broker, NewTopic("orders", 2, 1, {})).ok
+            assert create_topic(
+                broker.config, broker.log_manager, broker.replica_manager, NewTopic("orders", 2, 1, {})
+            ).ok
             coordinator = broker.group_coordinator
             for i in range(COMMITS):
                 commit = {tp: OffsetAndMetadata(i * 10 + tp.partition) for tp in TPS}
@@ -95,7 +97,12 @@ def test_a_compacted_topic_refuses_records_without_key(tmp_path: Path) -> None:
             from samsa.broker.topic_admin import create_topic
             from samsa.new_topic import NewTopic
 
-            assert create_topic(broker, NewTopic("table", 1, 1, {"cleanup.policy": "compact"})).ok
+            assert create_topic(
+                broker.config,
+                broker.log_manager,
+                broker.replica_manager,
+                NewTopic("table", 1, 1, {"cleanup.policy": "compact"}),
+            ).ok
             tp = TopicPartition("table", 0)
             keyless = bytearray(build_batch([Record(0, 1, b"k", b"v"), Record(1, 1, None, b"v")]))
             result = broker.replica_manager.append(tp, memoryview(keyless), acks=-1)

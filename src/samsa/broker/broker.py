@@ -33,6 +33,7 @@ from .network import ConnectionLimits, Server
 from .offsets_log import ReplicaOffsetsLog
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .services import BrokerServices, Lazy, LazyGroupCoordinator
 
 if TYPE_CHECKING:
     from samsa.coordinator import CoordinatorConfig, GroupCoordinator
@@ -46,7 +47,9 @@ SCHEDULER_TICK_S = 1.0
 
 
 class KafkaServer:
-    """A broker: the log manager, the replica manager, the request dispatcher and one server per listener."""
+    """A broker: the log manager, the replica manager, the request dispatcher and one server per listener. It
+    builds the services the handlers use (``services.BrokerServices``) and hands each its collaborators by name;
+    nothing below it sees it."""
 
     def __init__(self, config: KafkaConfig, clock: Clock = SYSTEM_CLOCK) -> None:
         self.config = config
@@ -61,8 +64,30 @@ class KafkaServer:
             replica_lag_time_max_ms=int(config.get("replica.lag.time.max.ms")),
         )
         self.producer_ids = ProducerIdManager([Path(d) for d in config.log_dirs], self._highest_producer_id)
-        self._group_coordinator: GroupCoordinator | None = None
-        self.dispatcher = RequestDispatcher(self)
+        self._group_coordinator = LazyGroupCoordinator(self._create_group_coordinator)
+        self.zk_broker: ZkBroker | None = None
+        if config.get("zookeeper.connect"):
+            from .zk_broker import ZkBroker  # cluster mode only: the single broker never imports kazoo
+
+            self.zk_broker = ZkBroker(
+                config,
+                self.replica_manager,
+                self.log_manager,
+                self.registered_addresses,
+                self.partitions_changed,
+            )
+        self._metadata_store: Lazy[MetadataStore] = Lazy(self._create_metadata_store)
+        self.services = BrokerServices(
+            node_id=self.node_id,
+            config=config,
+            clock=clock,
+            replica_manager=self.replica_manager,
+            log_manager=self.log_manager,
+            zk_support=self.zk_broker,
+            group_coordinator_provider=self._group_coordinator,
+            metadata_store_provider=self._metadata_store,
+        )
+        self.dispatcher = RequestDispatcher(self.services)
         self._servers: list[Server] = []
         self._limits = ConnectionLimits(
             max_idle_ms=int(config.get("connections.max.idle.ms")),
@@ -77,12 +102,6 @@ class KafkaServer:
         self._scheduler: asyncio.Task[None] | None = None
         self._started = False
         self._coordinator_failures = LogThrottle(TASK_FAILURE_LOG_INTERVAL_MS)
-        self.zk_broker: ZkBroker | None = None
-        self._metadata_store: MetadataStore | None = None
-        if config.get("zookeeper.connect"):
-            from .zk_broker import ZkBroker  # cluster mode only: the single broker never imports kazoo
-
-            self.zk_broker = ZkBroker(self)
 
     async def start(self) -> None:
         if self.zk_broker is not None:
@@ -95,10 +114,8 @@ class KafkaServer:
         self._started = True
         if self.zk_broker is None:
             self.replica_manager.startup()  # alone: lead every partition on disk; in a cluster the controller says
-        if self._group_coordinator is None and self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC):
-            self._group_coordinator = self._create_group_coordinator()  # to rebuild the groups stored there
-        if self._group_coordinator is not None:
-            self._group_coordinator.startup()
+        # made now when __consumer_offsets exists, to rebuild the groups stored there
+        self._group_coordinator.start(needed=bool(self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC)))
         max_request = int(self.config.get("socket.request.max.bytes"))
         for name, host, port in self.config.listener_addresses:
             server = Server(
@@ -122,32 +139,37 @@ class KafkaServer:
     def metadata_store(self) -> MetadataStore:
         """The catalog handlers answer from: ZooKeeper's in cluster mode, this broker's own alone (made at the
         first request that needs it)."""
-        if self._metadata_store is None:
-            from .metadata_store import LocalMetadataStore, ZkMetadataStore
+        return self._metadata_store()
 
-            self._metadata_store = (
-                ZkMetadataStore(self, self.zk_broker)
-                if self.zk_broker is not None
-                else LocalMetadataStore(self)
+    def _create_metadata_store(self) -> MetadataStore:
+        from .metadata_store import LocalMetadataStore, ZkMetadataStore
+
+        if self.zk_broker is not None:
+            return ZkMetadataStore(
+                self.zk_broker, self.config, self.log_manager, self.clock, self.registered_addresses
             )
-        return self._metadata_store
+        return LocalMetadataStore(
+            self.cluster_id,
+            self.config,
+            self.advertised,
+            self.replica_manager,
+            self.log_manager,
+            self.producer_ids,
+            self._group_coordinator,
+        )
 
     def partitions_changed(self) -> None:
         """Leadership of hosted partitions changed (cluster mode): the group coordinator loads the groups of the
         ``__consumer_offsets`` partitions this broker now leads and drops the others'."""
-        if self._group_coordinator is not None:
-            self._group_coordinator.leadership_changed()
+        if self._group_coordinator.made is not None:
+            self._group_coordinator.made.leadership_changed()
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
         """The group coordinator, created (and ``samsa.coordinator`` imported) when first needed: at start when
         ``__consumer_offsets`` exists, else at the first group request, so a broker without groups never pays
         for it. Started at once when the broker is running."""
-        if self._group_coordinator is None:
-            self._group_coordinator = self._create_group_coordinator()
-            if self._started:
-                self._group_coordinator.startup()
-        return self._group_coordinator
+        return self._group_coordinator()
 
     def _create_group_coordinator(self) -> GroupCoordinator:
         from samsa.coordinator import GroupCoordinator
@@ -194,8 +216,8 @@ class KafkaServer:
             except Exception as exc:  # a lost ZooKeeper must not keep the logs from closing cleanly
                 log.warning("leaving ZooKeeper failed: %s", exc)
         try:
-            if self._group_coordinator is not None:
-                self._group_coordinator.shutdown()
+            if self._group_coordinator.made is not None:
+                self._group_coordinator.made.shutdown()
         except (StorageError, OSError) as exc:
             problems.append(f"group coordinator: {exc}")
         for server in self._servers:
@@ -204,6 +226,7 @@ class KafkaServer:
         if self._started:
             problems += self.log_manager.shutdown()
             self._started = False
+            self._group_coordinator.running = False
         return problems
 
     async def _run_scheduler(self) -> None:
@@ -211,8 +234,8 @@ class KafkaServer:
             await asyncio.sleep(SCHEDULER_TICK_S)
             self.log_manager.schedule_due(self.clock.milliseconds())  # logs its own I/O failures
             try:
-                if self._group_coordinator is not None:
-                    self._group_coordinator.schedule_due(self.clock.milliseconds())
+                if self._group_coordinator.made is not None:
+                    self._group_coordinator.made.schedule_due(self.clock.milliseconds())
             except (StorageError, OSError) as exc:
                 if self._coordinator_failures.due(self.clock.milliseconds()) is not None:
                     log.warning("group maintenance failed: %s (retried on schedule)", exc)

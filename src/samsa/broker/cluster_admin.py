@@ -33,7 +33,10 @@ from .topic_admin import (
 )
 
 if TYPE_CHECKING:
-    from .broker import KafkaServer
+    from samsa.clock import Clock
+    from samsa.storage.log_manager import LogManager
+
+    from .config import KafkaConfig
     from .zk_broker import ZkBroker
 
 WAIT_STEP_S = 0.02
@@ -44,10 +47,17 @@ ZOOKEEPER_AWAY = AdminResult(ErrorCode.REQUEST_TIMED_OUT, "ZooKeeper is not reac
 
 
 async def create_topic(
-    broker: KafkaServer, zk_broker: ZkBroker, topic: NewTopic, *, validate_only: bool = False
+    zk_broker: ZkBroker,
+    config: KafkaConfig,
+    log_manager: LogManager,
+    clock: Clock,
+    topic: NewTopic,
+    *,
+    validate_only: bool = False,
 ) -> AdminResult:
     """Write ``topic`` to ZooKeeper with Kafka's placement (or the request's own), or say why not (Kafka's error
-    codes)."""
+    codes, checked against ``config``'s and ``log_manager``'s defaults); ``clock`` draws the placement and the
+    topic id."""
     if zk_broker.metadata.partitions_of(topic.name):
         return already_exists(topic.name)
     alive = {node.broker_id: node.rack for node in zk_broker.metadata.alive_brokers()}
@@ -55,18 +65,18 @@ async def create_topic(
     # replication factor is checked against the brokers it names, which are its own
     named = {b for replicas in (topic.assignments or {}).values() for b in replicas}
     checked, partitions, replication_factor = check_new_topic(
-        broker, topic, brokers=len(alive) if topic.assignments is None else len(named)
+        config, log_manager, topic, brokers=len(alive) if topic.assignments is None else len(named)
     )
     if not checked.ok:
         return checked
-    placement = _placement(broker, topic, alive, partitions, replication_factor)
+    placement = _placement(clock, topic, alive, partitions, replication_factor)
     if isinstance(placement, AdminResult):
         return placement
     if validate_only:
         return OK
     if not zk_broker.zk.connected:
         return ZOOKEEPER_AWAY
-    topic_id = base64.urlsafe_b64encode(uuid.UUID(int=broker.clock.random().getrandbits(128)).bytes)
+    topic_id = base64.urlsafe_b64encode(uuid.UUID(int=clock.random().getrandbits(128)).bytes)
     assignment = TopicAssignment(
         {p: tuple(replicas) for p, replicas in placement.items()}, topic_id.decode().rstrip("=")
     )
@@ -84,7 +94,7 @@ async def create_topic(
 
 
 def _placement(
-    broker: KafkaServer,
+    clock: Clock,
     topic: NewTopic,
     alive: Mapping[int, str | None],
     partitions: int,
@@ -98,13 +108,13 @@ def _placement(
             return AdminResult(ErrorCode.INVALID_REPLICA_ASSIGNMENT, wrong)
         return topic.assignments
     try:
-        return assign_replicas(alive, partitions, replication_factor, rng=broker.clock.random())
+        return assign_replicas(alive, partitions, replication_factor, rng=clock.random())
     except AssignmentError as exc:
         return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
 
 
 async def add_partitions(
-    broker: KafkaServer, zk_broker: ZkBroker, topic: str, total: int, *, validate_only: bool = False
+    zk_broker: ZkBroker, clock: Clock, topic: str, total: int, *, validate_only: bool = False
 ) -> AdminResult:
     """Grow ``topic`` to ``total`` partitions, the new ones placed as Kafka places them (start index: where the
     topic's partition 0 leads, numbering on from the existing partitions)."""
@@ -127,7 +137,7 @@ async def add_partitions(
             replication,
             start_index=start,
             first_partition=count,
-            rng=broker.clock.random(),
+            rng=clock.random(),
         )
     except AssignmentError as exc:
         return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
@@ -140,9 +150,9 @@ async def add_partitions(
     return OK
 
 
-async def delete_topic(broker: KafkaServer, zk_broker: ZkBroker, topic: str, timeout_ms: int) -> AdminResult:
+async def delete_topic(zk_broker: ZkBroker, config: KafkaConfig, topic: str, timeout_ms: int) -> AdminResult:
     """Ask the controller to delete ``topic``; wait up to ``timeout_ms`` for this broker to see it gone."""
-    checked = check_delete(broker, exists=bool(zk_broker.metadata.partitions_of(topic)))
+    checked = check_delete(config, exists=bool(zk_broker.metadata.partitions_of(topic)))
     if not checked.ok:
         return checked
     if not zk_broker.zk.connected:

@@ -40,7 +40,7 @@ from .handlers import HANDLERS
 from .network import ConnectionClosedByHandler, ConnectionInfo, FileRegion, ResponsePart
 
 if TYPE_CHECKING:
-    from .broker import KafkaServer
+    from .services import BrokerServices
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +79,8 @@ class FrameBuffer(bytearray):
 class RequestDispatcher:
     """Routes requests to handlers (see the module doc). Event-loop thread only."""
 
-    def __init__(self, broker: KafkaServer) -> None:
-        self.broker = broker
+    def __init__(self, services: BrokerServices) -> None:
+        self.services = services  # what the handlers use, by name
         # a test hook (samsa.embedded): consulted after decode; may delay, or return a response to answer with
         self.interceptor: Interceptor | None = None
 
@@ -123,7 +123,7 @@ class RequestDispatcher:
         if response is None:
             module = handler.module or handler.load()
             try:
-                response = await module.handle(RequestContext(header, connection, self.broker), request)
+                response = await module.handle(RequestContext(header, connection, self.services), request)
             except (StorageError, OSError) as exc:
                 response = _storage_failure(header, request, connection, exc)
         if response is None:

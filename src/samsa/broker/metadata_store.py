@@ -34,7 +34,15 @@ from . import topic_admin
 from .topic_admin import AdminResult
 
 if TYPE_CHECKING:
-    from .broker import KafkaServer
+    from collections.abc import Callable
+
+    from samsa.clock import Clock
+    from samsa.coordinator import GroupCoordinator
+    from samsa.storage.log_manager import LogManager
+
+    from .config import KafkaConfig
+    from .producer_ids import ProducerIdManager
+    from .replica_manager import ReplicaManager
     from .zk_broker import ZkBroker
 
 __all__ = ["LocalMetadataStore", "MetadataStore", "Node", "ZkMetadataStore"]
@@ -52,6 +60,10 @@ class Node:
 
 class MetadataStore(Protocol):
     """The catalog and its changes (module doc)."""
+
+    def cluster_id(self) -> str:
+        """The cluster's id (cluster mode: the one ZooKeeper holds)."""
+        ...
 
     def controller_id(self) -> int: ...
 
@@ -105,29 +117,50 @@ class MetadataStore(Protocol):
 
 
 class LocalMetadataStore:
-    """The single-broker default's catalog: this broker's own partitions (module doc)."""
+    """The single-broker default's catalog: this broker's own partitions (module doc). ``advertised()`` is the
+    host and port clients are told; ``group_coordinator()`` provides the group coordinator, made at its first
+    use."""
 
-    def __init__(self, server: KafkaServer) -> None:
-        self._server = server
+    def __init__(
+        self,
+        cluster_id: str,
+        config: KafkaConfig,
+        advertised: Callable[[], tuple[str, int]],
+        replica_manager: ReplicaManager,
+        log_manager: LogManager,
+        producer_ids: ProducerIdManager,
+        group_coordinator: Callable[[], GroupCoordinator],
+    ) -> None:
+        self._cluster_id = cluster_id
+        self._node_id = config.node_id
+        self._config = config
+        self._advertised = advertised
+        self._replica_manager = replica_manager
+        self._log_manager = log_manager
+        self._producer_ids = producer_ids
+        self._group_coordinator = group_coordinator
+
+    def cluster_id(self) -> str:
+        return self._cluster_id
 
     def controller_id(self) -> int:
-        return self._server.node_id
+        return self._node_id
 
     def catalog_known(self) -> bool:
         return True
 
     def alive_brokers(self, listener: str) -> list[Node]:
-        host, port = self._server.advertised()
-        return [Node(self._server.node_id, host, port, self._server.config.get("broker.rack"))]
+        host, port = self._advertised()
+        return [Node(self._node_id, host, port, self._config.get("broker.rack"))]
 
     def is_alive(self, broker_id: int) -> bool:
-        return broker_id == self._server.node_id
+        return broker_id == self._node_id
 
     def topics(self) -> set[str]:
-        return self._server.replica_manager.topics()
+        return self._replica_manager.topics()
 
     def partitions_of(self, topic: str) -> list[PartitionInfo]:
-        manager = self._server.replica_manager
+        manager = self._replica_manager
         infos = []
         for tp in manager.partitions_of(topic):
             partition = manager.partition(tp)
@@ -149,37 +182,57 @@ class LocalMetadataStore:
     async def create_topic(
         self, topic: NewTopic, *, validate_only: bool = False, timeout_ms: int = 30_000
     ) -> AdminResult:
-        return topic_admin.create_topic(self._server, topic, validate_only=validate_only)
+        return topic_admin.create_topic(
+            self._config, self._log_manager, self._replica_manager, topic, validate_only=validate_only
+        )
 
     async def auto_create_topic(self, topic: str) -> AdminResult:
-        return topic_admin.auto_create_topic(self._server, topic)
+        return topic_admin.auto_create_topic(self._config, self._log_manager, self._replica_manager, topic)
 
     async def create_partitions(self, topic: str, total: int, *, validate_only: bool = False) -> AdminResult:
-        return topic_admin.add_partitions(self._server, topic, total, validate_only=validate_only)
+        return topic_admin.add_partitions(
+            self._log_manager, self._replica_manager, topic, total, validate_only=validate_only
+        )
 
     async def delete_topic(self, topic: str, timeout_ms: int) -> AdminResult:
-        return topic_admin.delete_topic(self._server, topic)
+        return topic_admin.delete_topic(self._config, self._log_manager, self._replica_manager, topic)
 
     async def next_producer_id(self) -> int:
-        return self._server.producer_ids.next_id()
+        return self._producer_ids.next_id()
 
     async def ensure_offsets_topic(self) -> ErrorCode:
-        return self._server.group_coordinator.ensure_offsets_topic()
+        return self._group_coordinator().ensure_offsets_topic()
 
     async def topic_overrides(self, topic: str) -> dict[str, str]:
-        return self._server.log_manager.topic_overrides(topic)
+        return self._log_manager.topic_overrides(topic)
 
     async def set_topic_overrides(self, topic: str, overrides: dict[str, str]) -> None:
-        self._server.log_manager.update_topic_config(topic, overrides)
+        self._log_manager.update_topic_config(topic, overrides)
 
 
 class ZkMetadataStore:
-    """Cluster mode's catalog: the controller-fed metadata cache, changes through ZooKeeper (module doc)."""
+    """Cluster mode's catalog: the controller-fed metadata cache, changes through ZooKeeper (module doc).
+    ``registered_addresses()`` are this broker's (listener, host, port) as other brokers and clients are told;
+    ``config`` and ``log_manager`` give the defaults a new topic is checked against, ``clock`` draws its
+    placement and id."""
 
-    def __init__(self, server: KafkaServer, zk_broker: ZkBroker) -> None:
-        self._server = server
+    def __init__(
+        self,
+        zk_broker: ZkBroker,
+        config: KafkaConfig,
+        log_manager: LogManager,
+        clock: Clock,
+        registered_addresses: Callable[[], list[tuple[str, str, int]]],
+    ) -> None:
         self._zk_broker = zk_broker
         self._cache = zk_broker.metadata
+        self._config = config
+        self._log_manager = log_manager
+        self._clock = clock
+        self._registered_addresses = registered_addresses
+
+    def cluster_id(self) -> str:
+        return self._zk_broker.cluster_id
 
     def controller_id(self) -> int:
         controller = self._cache.controller_id
@@ -192,10 +245,10 @@ class ZkMetadataStore:
         if self._cache.known:
             known = self._cache.alive_brokers()
         else:  # the brokers registered in ZooKeeper, this one as it listens now (its old registration may linger)
-            me = self._server.node_id
-            here = {name: (host, port) for name, host, port in self._server.registered_addresses()}
+            me = self._config.node_id
+            here = {name: (host, port) for name, host, port in self._registered_addresses()}
             known = [b for b in self._cache.provisional_brokers if b.broker_id != me]
-            known.append(BrokerNode(me, here, self._server.config.get("broker.rack")))
+            known.append(BrokerNode(me, here, self._config.get("broker.rack")))
             known.sort(key=lambda b: b.broker_id)
         nodes = []
         for node in known:
@@ -222,7 +275,7 @@ class ZkMetadataStore:
         from . import cluster_admin
 
         outcome = await cluster_admin.create_topic(
-            self._server, self._zk_broker, topic, validate_only=validate_only
+            self._zk_broker, self._config, self._log_manager, self._clock, topic, validate_only=validate_only
         )
         waited = outcome.ok and not validate_only
         if waited and not await cluster_admin.wait_for_leaders(self._zk_broker, topic.name, timeout_ms):
@@ -232,9 +285,11 @@ class ZkMetadataStore:
     async def auto_create_topic(self, topic: str) -> AdminResult:
         from . import cluster_admin
 
-        if not self._server.config.get("auto.create.topics.enable") or is_internal(topic):
+        if not self._config.get("auto.create.topics.enable") or is_internal(topic):
             return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        created = await cluster_admin.create_topic(self._server, self._zk_broker, NewTopic(topic))
+        created = await cluster_admin.create_topic(
+            self._zk_broker, self._config, self._log_manager, self._clock, NewTopic(topic)
+        )
         if created.error in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
             return AdminResult(ErrorCode.LEADER_NOT_AVAILABLE)  # until the controller elected its leaders
         return created
@@ -243,13 +298,13 @@ class ZkMetadataStore:
         from . import cluster_admin
 
         return await cluster_admin.add_partitions(
-            self._server, self._zk_broker, topic, total, validate_only=validate_only
+            self._zk_broker, self._clock, topic, total, validate_only=validate_only
         )
 
     async def delete_topic(self, topic: str, timeout_ms: int) -> AdminResult:
         from . import cluster_admin
 
-        return await cluster_admin.delete_topic(self._server, self._zk_broker, topic, timeout_ms)
+        return await cluster_admin.delete_topic(self._zk_broker, self._config, topic, timeout_ms)
 
     async def next_producer_id(self) -> int:
         return await self._zk_broker.next_producer_id()
@@ -269,7 +324,7 @@ class ZkMetadataStore:
             return ErrorCode.NONE
         if not self._cache.known:  # it may well exist: the controller has not said yet
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        config = self._server.config
+        config = self._config
         offsets_topic = NewTopic(
             CONSUMER_OFFSETS_TOPIC,
             int(config.get("offsets.topic.num.partitions")),
@@ -280,7 +335,9 @@ class ZkMetadataStore:
                 "segment.bytes": str(config.get("offsets.topic.segment.bytes")),
             },
         )
-        await cluster_admin.create_topic(self._server, self._zk_broker, offsets_topic)
+        await cluster_admin.create_topic(
+            self._zk_broker, self._config, self._log_manager, self._clock, offsets_topic
+        )
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 

@@ -21,7 +21,10 @@ from samsa.storage.topic import InvalidTopicError, TopicPartition, is_internal, 
 if TYPE_CHECKING:
     import uuid
 
-    from .broker import KafkaServer
+    from samsa.storage.log_manager import LogManager
+
+    from .config import KafkaConfig
+    from .replica_manager import ReplicaManager
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,18 +46,21 @@ def topic_id(topic: str) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_URL, "samsa-topic:" + topic)
 
 
-def check_new_topic(broker: KafkaServer, topic: NewTopic, brokers: int) -> tuple[AdminResult, int, int]:
-    """Kafka's checks of a CreateTopics entry against ``brokers`` live brokers: the result (OK when it may be
-    created) with the partition count and replication factor after defaults (-1) are applied."""
+def check_new_topic(
+    config: KafkaConfig, log_manager: LogManager, topic: NewTopic, brokers: int
+) -> tuple[AdminResult, int, int]:
+    """Kafka's checks of a CreateTopics entry against ``brokers`` live brokers, the broker's defaults
+    (``config``) and the topic-level ones (``log_manager``): the result (OK when it may be created) with the
+    partition count and replication factor after defaults (-1) are applied."""
     partitions, replication_factor = topic.num_partitions, topic.replication_factor
     try:
         validate_topic(topic.name)
     except InvalidTopicError as exc:
         return AdminResult(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc)), partitions, replication_factor
     if partitions == -1:
-        partitions = int(broker.config.get("num.partitions"))
+        partitions = int(config.get("num.partitions"))
     if replication_factor == -1:
-        replication_factor = int(broker.config.get("default.replication.factor"))
+        replication_factor = int(config.get("default.replication.factor"))
     if partitions < 1:
         result = AdminResult(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
     elif replication_factor < 1:
@@ -69,7 +75,7 @@ def check_new_topic(broker: KafkaServer, topic: NewTopic, brokers: int) -> tuple
         )
     else:
         try:
-            broker.log_manager.default_config.with_overrides(topic.configs)
+            log_manager.default_config.with_overrides(topic.configs)
             result = OK
         except InvalidConfigError as exc:
             result = AdminResult(ErrorCode.INVALID_CONFIG, str(exc))
@@ -91,13 +97,13 @@ def check_partition_count(topic: str, current: int, total: int) -> AdminResult:
     return OK
 
 
-def check_delete(broker: KafkaServer, exists: bool) -> AdminResult:
+def check_delete(config: KafkaConfig, exists: bool) -> AdminResult:
     """Kafka's checks of a DeleteTopics entry: the topic exists and ``delete.topic.enable`` allows it."""
     if not exists:
         return AdminResult(
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         )
-    if not broker.config.get("delete.topic.enable"):
+    if not config.get("delete.topic.enable"):
         return AdminResult(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
     return OK
 
@@ -106,11 +112,17 @@ def already_exists(topic: str) -> AdminResult:
     return AdminResult(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic}' already exists.")
 
 
-def create_topic(broker: KafkaServer, topic: NewTopic, *, validate_only: bool = False) -> AdminResult:
-    manager = broker.log_manager
+def create_topic(
+    config: KafkaConfig,
+    manager: LogManager,
+    replicas: ReplicaManager,
+    topic: NewTopic,
+    *,
+    validate_only: bool = False,
+) -> AdminResult:
     if manager.partitions_of(topic.name):
         return already_exists(topic.name)
-    checked, partitions, _ = check_new_topic(broker, topic, brokers=1)
+    checked, partitions, _ = check_new_topic(config, manager, topic, brokers=1)
     if not checked.ok or validate_only:
         return checked
     try:
@@ -120,24 +132,25 @@ def create_topic(broker: KafkaServer, topic: NewTopic, *, validate_only: bool = 
     except InvalidTopicError as exc:
         return AdminResult(ErrorCode.INVALID_TOPIC_EXCEPTION, str(exc))
     for index, partition_log in enumerate(logs):
-        broker.replica_manager.become_leader(TopicPartition(topic.name, index), partition_log)
+        replicas.become_leader(TopicPartition(topic.name, index), partition_log)
     return OK
 
 
-def auto_create_topic(broker: KafkaServer, topic: str) -> AdminResult:
+def auto_create_topic(
+    config: KafkaConfig, manager: LogManager, replicas: ReplicaManager, topic: str
+) -> AdminResult:
     """Create a topic on first use with the broker's defaults, when auto.create.topics.enable allows it."""
-    if not broker.config.get("auto.create.topics.enable") or is_internal(topic):
+    if not config.get("auto.create.topics.enable") or is_internal(topic):
         return AdminResult(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    result = create_topic(broker, NewTopic(topic))
+    result = create_topic(config, manager, replicas, NewTopic(topic))
     if result.error is ErrorCode.TOPIC_ALREADY_EXISTS:
         return OK
     return result
 
 
 def add_partitions(
-    broker: KafkaServer, topic: str, total: int, *, validate_only: bool = False
+    manager: LogManager, replicas: ReplicaManager, topic: str, total: int, *, validate_only: bool = False
 ) -> AdminResult:
-    manager = broker.log_manager
     current = len(manager.partitions_of(topic))
     checked = check_partition_count(topic, current, total)
     if not checked.ok or validate_only:
@@ -147,17 +160,18 @@ def add_partitions(
     except (InvalidPartitionsError, UnknownTopicError) as exc:
         return AdminResult(ErrorCode.INVALID_PARTITIONS, str(exc))
     for offset, partition_log in enumerate(logs):
-        broker.replica_manager.become_leader(TopicPartition(topic, current + offset), partition_log)
+        replicas.become_leader(TopicPartition(topic, current + offset), partition_log)
     return OK
 
 
-def delete_topic(broker: KafkaServer, topic: str) -> AdminResult:
-    manager = broker.log_manager
+def delete_topic(
+    config: KafkaConfig, manager: LogManager, replicas: ReplicaManager, topic: str
+) -> AdminResult:
     partitions = manager.partitions_of(topic)
-    checked = check_delete(broker, exists=bool(partitions))
+    checked = check_delete(config, exists=bool(partitions))
     if not checked.ok:
         return checked
     for tp in partitions:
-        broker.replica_manager.remove(tp)
+        replicas.remove(tp)
     manager.delete_topic(topic)
     return OK

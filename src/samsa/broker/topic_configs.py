@@ -21,7 +21,7 @@ from samsa.storage.errors import InvalidConfigError
 from .config import BROKER_KEYS, ConfigType
 
 if TYPE_CHECKING:
-    from .broker import KafkaServer
+    from .services import BrokerServices
 
 
 class ConfigSource(IntEnum):
@@ -59,30 +59,30 @@ BROKER_KEY_FOR_TOPIC_KEY.update(
 )
 
 
-async def topic_overrides(broker: KafkaServer, topic: str) -> dict[str, str] | None:
+async def topic_overrides(services: BrokerServices, topic: str) -> dict[str, str] | None:
     """The topic's own overrides; None when there is no such topic."""
-    store = broker.metadata_store
+    store = services.metadata_store
     if not store.partitions_of(topic):
         return None
     return await store.topic_overrides(topic)
 
 
-def effective_config(broker: KafkaServer, overrides: Mapping[str, str]) -> dict[str, str]:
+def effective_config(services: BrokerServices, overrides: Mapping[str, str]) -> dict[str, str]:
     """Every topic-level key's value for a topic with these overrides."""
-    manager = broker.log_manager
+    manager = services.log_manager
     config = manager.default_config.with_overrides(overrides) if overrides else manager.default_config
     return config.to_properties()
 
 
 def describe_topic(
-    broker: KafkaServer, overrides: Mapping[str, str]
+    services: BrokerServices, overrides: Mapping[str, str]
 ) -> list[tuple[str, str | None, ConfigSource]]:
     """(key, value, source) for every topic-level key of a topic with these overrides, sorted by key."""
     rows: list[tuple[str, str | None, ConfigSource]] = []
-    for key, value in sorted(effective_config(broker, overrides).items()):
+    for key, value in sorted(effective_config(services, overrides).items()):
         if key in overrides:
             source = ConfigSource.DYNAMIC_TOPIC_CONFIG
-        elif broker.config.is_explicit(BROKER_KEY_FOR_TOPIC_KEY.get(key, "")):
+        elif services.config.is_explicit(BROKER_KEY_FOR_TOPIC_KEY.get(key, "")):
             source = ConfigSource.STATIC_BROKER_CONFIG
         else:
             source = ConfigSource.DEFAULT_CONFIG
@@ -90,29 +90,29 @@ def describe_topic(
     return rows
 
 
-def describe_broker(broker: KafkaServer) -> list[tuple[str, str | None, ConfigSource]]:
+def describe_broker(services: BrokerServices) -> list[tuple[str, str | None, ConfigSource]]:
     rows: list[tuple[str, str | None, ConfigSource]] = []
     for key in BROKER_KEYS:
         source = (
             ConfigSource.STATIC_BROKER_CONFIG
-            if broker.config.is_explicit(key.name)
+            if services.config.is_explicit(key.name)
             else ConfigSource.DEFAULT_CONFIG
         )
-        rows.append((key.name, key.render(broker.config.get(key.name)), source))
+        rows.append((key.name, key.render(services.config.get(key.name)), source))
     return rows
 
 
 async def replace_topic_overrides(
-    broker: KafkaServer, topic: str, overrides: Mapping[str, str], *, validate_only: bool
+    services: BrokerServices, topic: str, overrides: Mapping[str, str], *, validate_only: bool
 ) -> tuple[ErrorCode, str | None]:
-    if await topic_overrides(broker, topic) is None:
+    if await topic_overrides(services, topic) is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist."
-    manager = broker.log_manager
+    manager = services.log_manager
     try:
         manager.default_config.with_overrides(overrides)
     except InvalidConfigError as exc:
         return ErrorCode.INVALID_CONFIG, str(exc)
     if validate_only:
         return ErrorCode.NONE, None
-    await broker.metadata_store.set_topic_overrides(topic, dict(overrides))
+    await services.metadata_store.set_topic_overrides(topic, dict(overrides))
     return ErrorCode.NONE, None

@@ -67,7 +67,8 @@ from .producer_ids import ProducerIdsUnavailableError
 from .replica_manager import Partition, ReplicaManager, ReplicaState
 
 if TYPE_CHECKING:
-    from .broker import KafkaServer
+    from samsa.storage.log_manager import LogManager
+
     from .config import KafkaConfig
 
 log = logging.getLogger(__name__)
@@ -100,11 +101,26 @@ class InconsistentClusterIdError(RuntimeError):
 
 
 class ZkBroker:
-    """Cluster mode of one ``KafkaServer`` (module doc). Event-loop thread only."""
+    """Cluster mode of one broker (module doc), with its collaborators by name: the broker's config, its replica
+    manager and log manager, ``registered_addresses()`` (the listeners' (name, host, port) other brokers and
+    clients are told, once bound) and ``partitions_changed()`` (called when leadership of hosted partitions
+    changed: the group coordinator follows). Event-loop thread only."""
 
-    def __init__(self, server: KafkaServer) -> None:
-        config = server.config
-        self.server = server
+    def __init__(
+        self,
+        config: KafkaConfig,
+        replica_manager: ReplicaManager,
+        log_manager: LogManager,
+        registered_addresses: Callable[[], list[tuple[str, str, int]]],
+        partitions_changed: Callable[[], None],
+    ) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.replica_manager = replica_manager
+        self.log_manager = log_manager
+        self._registered_addresses = registered_addresses
+        self._partitions_changed = partitions_changed
+        self.cluster_id = ""  # the one ZooKeeper holds, from ``connect``
         session_timeout_ms = int(config.get("zookeeper.session.timeout.ms"))
         self._session_timeout_ms = session_timeout_ms
         self._waited_for_old_session = False
@@ -116,7 +132,7 @@ class ZkBroker:
             config.get("inter.broker.listener.name") or config.listener_addresses[0][0]
         )
         self.metadata = MetadataCache()
-        self.controller = Controller(self.zk, server.node_id, self.inter_broker_listener)
+        self.controller = Controller(self.zk, self.node_id, self.inter_broker_listener)
         self.controller.elections.config = ElectionConfig(
             auto_leader_rebalance_enable=bool(config.get("auto.leader.rebalance.enable")),
             leader_imbalance_per_broker_percentage=int(config.get("leader.imbalance.per.broker.percentage")),
@@ -147,15 +163,15 @@ class ZkBroker:
         self._prefetch: asyncio.Task[None] | None = None
         self._producer_block_lock = asyncio.Lock()
         self.highest_controller_epoch = -1
-        self.fetchers = ReplicaFetcherManager(server.replica_manager, server.node_id, _fetcher_config(config))
+        self.fetchers = ReplicaFetcherManager(self.replica_manager, self.node_id, _fetcher_config(config))
         self.isr_channel = IsrChannel(
-            server.node_id,
+            self.node_id,
             lambda: self.broker_epoch,
             self._controller_address,
             self.metadata.topic_ids.get,
-            server.replica_manager.isr_change_answered,
+            self.replica_manager.isr_change_answered,
         )
-        self._attach(server.replica_manager, config)
+        self._attach(self.replica_manager, config)
 
     def _attach(self, replicas: ReplicaManager, config: KafkaConfig) -> None:
         """Give the replica manager what a cluster broker has: the live brokers and known partitions of the
@@ -177,10 +193,10 @@ class ZkBroker:
         log.warning(
             "broker %d: the disk of %s is full: asking the controller to move this broker's leaderships to "
             "in-sync followers",
-            self.server.node_id,
+            self.node_id,
             tp,
         )
-        self._spawn(asyncio.to_thread(self.zk.notify_log_dir_event, self.server.node_id))
+        self._spawn(asyncio.to_thread(self.zk.notify_log_dir_event, self.node_id))
 
     async def connect(self, stored_cluster_id: str | None, proposed_cluster_id: str) -> str:
         """Open the session; the cluster's id (InconsistentClusterIdError when the log dirs hold another)."""
@@ -194,6 +210,7 @@ class ZkBroker:
                 f"the log dirs belong to cluster {stored_cluster_id}, but ZooKeeper at {self.zk.connect} holds "
                 f"cluster {cluster_id}: wrong zookeeper.connect, or log dirs of another cluster"
             )
+        self.cluster_id = cluster_id
         await self._read_provisional_catalog()
         return cluster_id
 
@@ -211,9 +228,7 @@ class ZkBroker:
                 lambda: (self.zk.live_brokers(watch=changed), self.zk.topics())
             )
         except Exception as exc:  # a hint only (kazoo's errors, a malformed registration)
-            log.warning(
-                "broker %d: could not read the registered brokers and topics: %s", self.server.node_id, exc
-            )
+            log.warning("broker %d: could not read the registered brokers and topics: %s", self.node_id, exc)
             return
         self.metadata.set_provisional(
             [
@@ -236,12 +251,8 @@ class ZkBroker:
 
     async def register(self) -> None:
         """Register this broker's listeners (after they are bound) and join the controller election."""
-        endpoints = tuple(
-            Endpoint(name, host, port) for name, host, port in self.server.registered_addresses()
-        )
-        self._registration = BrokerRegistration(
-            self.server.node_id, endpoints, self.server.config.get("broker.rack")
-        )
+        endpoints = tuple(Endpoint(name, host, port) for name, host, port in self._registered_addresses())
+        self._registration = BrokerRegistration(self.node_id, endpoints, self.config.get("broker.rack"))
         await self._register()
         loop = asyncio.get_running_loop()
 
@@ -277,7 +288,7 @@ class ZkBroker:
                     raise
                 if not interrupted:
                     interrupted = True
-                    log.warning("broker %d: %s; registering again", self.server.node_id, exc)
+                    log.warning("broker %d: %s; registering again", self.node_id, exc)
                 await asyncio.sleep(0.5)
             except BrokerAlreadyRegisteredError:
                 if loop.time() >= deadline:
@@ -287,12 +298,10 @@ class ZkBroker:
                     log.warning(
                         "broker.id %d is still registered by an earlier session (a restart within "
                         "zookeeper.session.timeout.ms?): waiting for it to expire",
-                        self.server.node_id,
+                        self.node_id,
                     )
                 await asyncio.sleep(0.5)
-        log.info(
-            "broker %d registered in ZooKeeper (broker epoch %d)", self.server.node_id, self.broker_epoch
-        )
+        log.info("broker %d registered in ZooKeeper (broker epoch %d)", self.node_id, self.broker_epoch)
 
     def _session_state(self, state: str) -> None:
         """The session's state changes, on the event loop: lost (expired), suspended (disconnected), connected."""
@@ -300,11 +309,11 @@ class ZkBroker:
             return
         self._zk_connected = state == "connected"
         if state == "lost":
-            log.warning("ZooKeeper session of broker %d expired", self.server.node_id)
+            log.warning("ZooKeeper session of broker %d expired", self.node_id)
             self._session_lost = True
             self.controller.session_lost()
         elif state == "suspended":
-            log.warning("ZooKeeper connection of broker %d lost; reconnecting", self.server.node_id)
+            log.warning("ZooKeeper connection of broker %d lost; reconnecting", self.node_id)
         elif state == "connected" and self._session_lost:
             self._session_lost = False
             self._spawn(self._rejoin())
@@ -313,7 +322,7 @@ class ZkBroker:
         try:
             await self._register()
         except Exception:
-            log.exception("broker %d could not register again after its session expired", self.server.node_id)
+            log.exception("broker %d could not register again after its session expired", self.node_id)
             return
         self.controller.session_renewed()
         await self._config_changed()  # the watch went with the old session
@@ -342,7 +351,7 @@ class ZkBroker:
                 self._apply_overrides(topic, await self.topic_overrides(topic))
                 if self.controller.is_active:  # unclean election may be allowed now
                     self._spawn(self.controller.elections.topic_config_changed(topic))
-            elif entity in (f"brokers/{self.server.node_id}", f"brokers/{DEFAULT_BROKER}"):
+            elif entity in (f"brokers/{self.node_id}", f"brokers/{DEFAULT_BROKER}"):
                 await self._apply_broker_config()
 
     async def broker_config(self, broker: str) -> dict[str, str]:
@@ -359,20 +368,20 @@ class ZkBroker:
         follower's (:mod:`samsa.cluster.replication_quota`)."""
         config = {
             **await self.broker_config(DEFAULT_BROKER),
-            **await self.broker_config(str(self.server.node_id)),
+            **await self.broker_config(str(self.node_id)),
         }
         leader, follower = config.get(LEADER_THROTTLED_RATE), config.get(FOLLOWER_THROTTLED_RATE)
-        self.server.replica_manager.leader_quota.rate = int(leader) if leader else None
+        self.replica_manager.leader_quota.rate = int(leader) if leader else None
         self.fetchers.quota.rate = int(follower) if follower else None
         log.info(
             "broker %d: replication throttle as leader %s, as follower %s",
-            self.server.node_id,
+            self.node_id,
             f"{leader} B/s" if leader else "off",
             f"{follower} B/s" if follower else "off",
         )
 
     def _apply_overrides(self, topic: str, overrides: dict[str, str]) -> None:
-        manager = self.server.log_manager
+        manager = self.log_manager
         if manager.partitions_of(topic):
             manager.update_topic_config(topic, overrides)
 
@@ -391,12 +400,12 @@ class ZkBroker:
         if self._session_lost or not self._zk_connected:
             log.warning(
                 "broker %d: %s stopped with the ZooKeeper session away (%s); it runs again with the next session",
-                self.server.node_id,
+                self.node_id,
                 getattr(task.get_coro(), "__name__", task.get_name()),
                 type(exc).__name__,
             )
         else:
-            log.error("broker %d: %s failed", self.server.node_id, task.get_name(), exc_info=exc)
+            log.error("broker %d: %s failed", self.node_id, task.get_name(), exc_info=exc)
 
     async def next_producer_id(self) -> int:
         """A producer id no other broker of the cluster hands out. The next block is fetched in the background
@@ -426,13 +435,13 @@ class ZkBroker:
         self._producer_block_end = block.block_end
 
     async def _fetch_block(self) -> None:
-        self._prefetched = await asyncio.to_thread(self.zk.allocate_producer_ids, self.server.node_id)
+        self._prefetched = await asyncio.to_thread(self.zk.allocate_producer_ids, self.node_id)
 
     async def controlled_shutdown(self) -> bool:
         """Ask the controller to move this broker's leaderships away before it stops (Kafka's controlled
         shutdown): up to ``controlled.shutdown.max.retries`` attempts, ``controlled.shutdown.retry.backoff.ms``
         apart, until the controller answers that this broker leads nothing more. True when it did."""
-        config = self.server.config
+        config = self.config
         if not config.get("controlled.shutdown.enable") or self.broker_epoch < 0:
             return False  # disabled, or never registered: nothing to move
         if self._session_lost or not self._zk_connected:
@@ -445,25 +454,25 @@ class ZkBroker:
                 await asyncio.sleep(backoff_s)
             remaining = await self._ask_controlled_shutdown()
             if remaining is not None and not remaining:
-                log.info("broker %d: controlled shutdown succeeded", self.server.node_id)
+                log.info("broker %d: controlled shutdown succeeded", self.node_id)
                 return True
             if remaining and not any(self._other_replica_alive(tp) for tp in remaining):
                 log.info(
                     "broker %d: controlled shutdown: no other replica of the %d partitions it leads is alive",
-                    self.server.node_id,
+                    self.node_id,
                     len(remaining),
                 )
                 return False  # a retry cannot help (Kafka would retry anyway)
         log.warning(
             "broker %d: controlled shutdown incomplete after %d attempts; stopping anyway",
-            self.server.node_id,
+            self.node_id,
             attempts,
         )
         return False
 
     def _other_replica_alive(self, tp: TopicPartition) -> bool:
         info = self.metadata.partition(tp)
-        node_id = self.server.node_id
+        node_id = self.node_id
         return info is None or any(r != node_id and r in self.metadata.brokers for r in info.replicas)
 
     async def _ask_controlled_shutdown(self) -> list[TopicPartition] | None:
@@ -471,23 +480,23 @@ class ZkBroker:
         or an error)."""
         controller = self._controller_address()
         if controller is None:
-            log.info("broker %d: controlled shutdown: no controller known", self.server.node_id)
+            log.info("broker %d: controlled shutdown: no controller known", self.node_id)
             return None
         controller_id, host, port = controller
         connection = BrokerConnection(
             host,
             port,
-            client_id=f"broker-{self.server.node_id}-controlled-shutdown",
-            request_timeout_ms=int(self.server.config.get("controller.socket.timeout.ms")),
+            client_id=f"broker-{self.node_id}-controlled-shutdown",
+            request_timeout_ms=int(self.config.get("controller.socket.timeout.ms")),
         )
-        request = ControlledShutdownRequest(broker_id=self.server.node_id, broker_epoch=self.broker_epoch)
+        request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch)
         try:
             await connection.open()
             response = await connection.request(request, CONTROLLED_SHUTDOWN)
         except KafkaError as exc:
             log.info(
                 "broker %d: controlled shutdown request to %d failed: %s",
-                self.server.node_id,
+                self.node_id,
                 controller_id,
                 exc,
             )
@@ -497,7 +506,7 @@ class ZkBroker:
         if response.error_code != ErrorCode.NONE:
             log.info(
                 "broker %d: controlled shutdown refused by %d: error %d",
-                self.server.node_id,
+                self.node_id,
                 controller_id,
                 response.error_code,
             )
@@ -508,7 +517,7 @@ class ZkBroker:
             )
             log.info(
                 "broker %d: controlled shutdown: still leading %d partitions (%s)",
-                self.server.node_id,
+                self.node_id,
                 len(response.remaining_partitions),
                 names,
             )
@@ -557,24 +566,24 @@ class ZkBroker:
             )
             for s in request.ungrouped_partition_states
         ]
-        self.server.partitions_changed()
+        self._partitions_changed()
         return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partition_errors=flat, topics=answers)
 
     async def _one_partition(
         self, topic: str, wire: LeaderAndIsrPartitionState, leaders: dict[int, tuple[str, int]]
     ) -> ErrorCode:
         tp = TopicPartition(topic, wire.partition_index)
-        replicas = self.server.replica_manager
+        replicas = self.replica_manager
         current = replicas.partition(tp)
         if current is not None and wire.leader_epoch <= current.leader_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH
-        node_id = self.server.node_id
+        node_id = self.node_id
         if node_id not in wire.replicas:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         state = ReplicaState(
             wire.leader, wire.leader_epoch, tuple(wire.isr), tuple(wire.replicas), wire.partition_epoch
         )
-        manager = self.server.log_manager
+        manager = self.log_manager
         try:
             plog = manager.get_log(tp)
             if plog is None:
@@ -603,17 +612,17 @@ class ZkBroker:
         full disk: the new leader epoch's checkpoint could not be written), unless a newer state came since."""
         while True:
             await asyncio.sleep(TRANSITION_RETRY_S)
-            replicas = self.server.replica_manager
+            replicas = self.replica_manager
             for tp, (wire, leaders) in list(self._unapplied.items()):
                 current = replicas.partition(tp)
                 if current is not None and wire.leader_epoch <= current.leader_epoch:
                     del self._unapplied[tp]  # a newer state was applied meanwhile
                 elif await self._one_partition(tp.topic, wire, leaders) == ErrorCode.NONE:
-                    self.server.partitions_changed()
+                    self._partitions_changed()
 
     def replica_stopped(self, tp: TopicPartition, deleted: bool) -> None:
         """A StopReplica was applied (the coordinators drop what they held of ``tp``)."""
-        self.server.partitions_changed()
+        self._partitions_changed()
 
     def log_storage_failure(self, tp: TopicPartition, exc: BaseException) -> None:
         since = self._storage_failures.due(asyncio.get_running_loop().time(), tp)
@@ -638,10 +647,10 @@ class ZkBroker:
         )
 
     async def _shrink_isr_periodically(self) -> None:
-        interval = max(self.server.replica_manager.replica_lag_time_max_ms / 2000, 0.05)
+        interval = max(self.replica_manager.replica_lag_time_max_ms / 2000, 0.05)
         while True:
             await asyncio.sleep(interval)
             try:
-                self.server.replica_manager.maybe_shrink_isr()
+                self.replica_manager.maybe_shrink_isr()
             except Exception:
                 log.exception("ISR check failed")

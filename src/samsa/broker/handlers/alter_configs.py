@@ -26,7 +26,7 @@ async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConf
         else:
             overrides = {c.name: c.value for c in resource.configs if c.value is not None}
             code, message = await replace_topic_overrides(
-                ctx.broker, resource.resource_name, overrides, validate_only=request.validate_only
+                ctx.services, resource.resource_name, overrides, validate_only=request.validate_only
             )
         responses.append(
             AlterConfigsResourceResponse(code, message, resource.resource_type, resource.resource_name)

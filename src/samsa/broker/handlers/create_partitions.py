@@ -14,7 +14,7 @@ from .create_topics import MAX_PARTITIONS_PER_REQUEST
 
 
 async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
-    store = ctx.broker.metadata_store
+    store = ctx.services.metadata_store
     existing = {t.name: len(store.partitions_of(t.name)) for t in request.topics}
     added = sum(max(t.count - existing[t.name], 0) for t in request.topics)
     if added > MAX_PARTITIONS_PER_REQUEST:

@@ -49,7 +49,7 @@ async def _create(
         replication = len(topic.assignments[0].broker_ids)
     configs = {c.name: c.value for c in topic.configs if c.value is not None}
     placement = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
-    store = ctx.broker.metadata_store
+    store = ctx.services.metadata_store
     outcome = await store.create_topic(
         NewTopic(topic.name, partitions, replication, configs, placement),
         validate_only=request.validate_only,
@@ -71,7 +71,7 @@ def _refused(name: str, code: ErrorCode, message: str) -> CreatableTopicResult:
 
 
 def _partitions_requested(ctx: RequestContext, request: CreateTopicsRequest) -> int:
-    default = int(ctx.broker.config.get("num.partitions"))
+    default = int(ctx.services.config.get("num.partitions"))
     total = 0
     for topic in request.topics:
         if topic.assignments:

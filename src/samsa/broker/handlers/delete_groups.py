@@ -15,7 +15,7 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    results = ctx.broker.group_coordinator.delete_groups(request.groups_names)
+    results = ctx.services.group_coordinator.delete_groups(request.groups_names)
     return DeleteGroupsResponse(
         results=[DeletableGroupResult(group_id=g, error_code=results[g]) for g in request.groups_names]
     )

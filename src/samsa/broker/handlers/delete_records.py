@@ -18,7 +18,7 @@ async def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRe
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
-            code, low = ctx.broker.replica_manager.delete_records(
+            code, low = ctx.services.replica_manager.delete_records(
                 TopicPartition(topic.name, p.partition_index), p.offset
             )
             partitions.append(DeleteRecordsPartitionResult(p.partition_index, low, code))

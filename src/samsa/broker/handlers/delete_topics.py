@@ -17,7 +17,7 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
-    store = ctx.broker.metadata_store
+    store = ctx.services.metadata_store
     results = []
     for name in request.topic_names:
         outcome = await store.delete_topic(name, request.timeout_ms)

@@ -13,11 +13,11 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
-    store = ctx.broker.metadata_store
+    store = ctx.services.metadata_store
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         endpoint_type=request.endpoint_type,
-        cluster_id=ctx.broker.cluster_id,
+        cluster_id=store.cluster_id(),
         controller_id=store.controller_id(),
         brokers=[
             DescribeClusterBroker(n.broker_id, n.host, n.port, n.rack)

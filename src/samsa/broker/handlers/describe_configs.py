@@ -56,15 +56,15 @@ async def _rows(ctx: RequestContext, resource: DescribeConfigsResource) -> Rows 
     """Every (name, value, source) of the topic or broker ``resource`` names; the error result when it cannot."""
     kind, name = resource.resource_type, resource.resource_name
     if kind == ResourceType.TOPIC:
-        overrides = await topic_overrides(ctx.broker, name)
+        overrides = await topic_overrides(ctx.services, name)
         if overrides is None:
             return _error(kind, name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
-        return describe_topic(ctx.broker, overrides)
+        return describe_topic(ctx.services, overrides)
     if kind == ResourceType.BROKER:
-        if name not in ("", str(ctx.broker.node_id)):
-            message = f"Unexpected broker id, expected {ctx.broker.node_id}"
+        if name not in ("", str(ctx.services.node_id)):
+            message = f"Unexpected broker id, expected {ctx.services.node_id}"
             return _error(kind, name, ErrorCode.INVALID_REQUEST, message)
-        return describe_broker(ctx.broker)
+        return describe_broker(ctx.services)
     return _error(kind, name, ErrorCode.INVALID_REQUEST, f"Unsupported resource type {kind}")
 
 

@@ -17,7 +17,7 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     return DescribeGroupsResponse(
         groups=[_describe(g, coordinator.describe_group(g)) for g in request.groups]
     )

@@ -23,7 +23,7 @@ from ..context import RequestContext
 async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
     results = []
-    for log_dir, sizes in ctx.broker.replica_manager.describe_log_dirs().items():
+    for log_dir, sizes in ctx.services.replica_manager.describe_log_dirs().items():
         by_topic: dict[str, list[DescribeLogDirsPartition]] = {}
         for tp, size in sizes.items():
             if wanted is None or (tp.topic, tp.partition) in wanted:
@@ -31,7 +31,7 @@ async def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> Descri
                     DescribeLogDirsPartition(tp.partition, size, 0, False)
                 )
         usage = shutil.disk_usage(log_dir)
-        failed = ctx.broker.replica_manager.log_dir_failed(log_dir)
+        failed = ctx.services.replica_manager.log_dir_failed(log_dir)
         results.append(
             DescribeLogDirsResult(
                 error_code=ErrorCode.KAFKA_STORAGE_ERROR if failed else ErrorCode.NONE,

@@ -32,17 +32,17 @@ async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLead
         if request.topic_partitions is None
         else [TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions]
     )
-    zk_broker = ctx.broker.zk_broker
-    if zk_broker is None or not zk_broker.controller.is_active:
+    zk_support = ctx.services.zk_support
+    if zk_support is None or not zk_support.controller.is_active:
         return _response({tp: ErrorCode.NOT_CONTROLLER for tp in asked or []}, ErrorCode.NONE)
     try:
         election_type = ElectionType(request.election_type)
     except ValueError:
         return _response({tp: ErrorCode.INVALID_REQUEST for tp in asked or []}, ErrorCode.INVALID_REQUEST)
-    answers = await zk_broker.controller.elections.elect_leaders(election_type, asked)
+    answers = await zk_support.controller.elections.elect_leaders(election_type, asked)
     elected = {tp: leader for tp, (error, leader) in answers.items() if error is ErrorCode.NONE}
     deadline = time.monotonic() + max(request.timeout_ms, 0) / 1000
-    metadata = zk_broker.metadata
+    metadata = zk_support.metadata
 
     def pending() -> list[TopicPartition]:
         return [

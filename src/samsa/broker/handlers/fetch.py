@@ -48,7 +48,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         for p in topic.partitions
     ]
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
-    results = await ctx.broker.replica_manager.fetch(
+    results = await ctx.services.replica_manager.fetch(
         wanted,
         max_wait_ms=request.max_wait_ms,
         min_bytes=request.min_bytes,

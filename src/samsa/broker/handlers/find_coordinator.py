@@ -55,7 +55,7 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
     invalid = _invalid(key_type, key)
     if invalid is not None:
         return invalid
-    store = ctx.broker.metadata_store
+    store = ctx.services.metadata_store
     error = await store.ensure_offsets_topic()
     partitions = store.partitions_of(CONSUMER_OFFSETS_TOPIC)
     if error is not ErrorCode.NONE or not partitions:

@@ -9,9 +9,9 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
-    if not ctx.broker.group_coordinator.coordinates(request.group_id):
+    if not ctx.services.group_coordinator.coordinates(request.group_id):
         return HeartbeatResponse(error_code=ErrorCode.NOT_COORDINATOR)
-    error = ctx.broker.group_coordinator.heartbeat(
+    error = ctx.services.group_coordinator.heartbeat(
         request.group_id, request.member_id, request.generation_id, request.group_instance_id
     )
     return HeartbeatResponse(error_code=error)

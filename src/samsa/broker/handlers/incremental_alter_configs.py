@@ -42,10 +42,10 @@ async def _alter(
         return await _alter_broker(ctx, topic, configs, validate_only)
     if resource_type != ResourceType.TOPIC:
         return ErrorCode.INVALID_REQUEST, "only topic and broker configurations can be altered on this broker"
-    overrides = await topic_overrides(ctx.broker, topic)
+    overrides = await topic_overrides(ctx.services, topic)
     if overrides is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist."
-    effective = effective_config(ctx.broker, overrides)
+    effective = effective_config(ctx.services, overrides)
     for config in configs:
         if config.config_operation == SET:
             if config.value is None:
@@ -65,7 +65,7 @@ async def _alter(
             overrides[config.name] = ",".join(current)
         else:
             return ErrorCode.INVALID_REQUEST, f"unknown config operation {config.config_operation}"
-    return await replace_topic_overrides(ctx.broker, topic, overrides, validate_only=validate_only)
+    return await replace_topic_overrides(ctx.services, topic, overrides, validate_only=validate_only)
 
 
 async def _alter_broker(
@@ -73,13 +73,13 @@ async def _alter_broker(
 ) -> tuple[ErrorCode, str | None]:
     """SET or DELETE of a broker's dynamic configs (the replication throttle rates), stored in ZooKeeper for the
     broker named (an id, or empty for every broker)."""
-    zk_broker = ctx.broker.zk_broker
-    if zk_broker is None:
+    zk_support = ctx.services.zk_support
+    if zk_support is None:
         return ErrorCode.INVALID_REQUEST, "dynamic broker configurations need a cluster (zookeeper.connect)"
     if broker and not broker.isdigit():
         return ErrorCode.INVALID_REQUEST, f"{broker!r} is not a broker id"
     entity = broker or DEFAULT_BROKER
-    config = await zk_broker.broker_config(entity)
+    config = await zk_support.broker_config(entity)
     for change in configs:
         if change.name not in DYNAMIC_BROKER_CONFIGS:
             return ErrorCode.INVALID_REQUEST, f"{change.name} cannot be altered while the broker runs"
@@ -92,5 +92,5 @@ async def _alter_broker(
         else:
             return ErrorCode.INVALID_REQUEST, f"{change.name} is not a list configuration"
     if not validate_only:
-        await zk_broker.set_broker_config(entity, config)
+        await zk_support.set_broker_config(entity, config)
     return ErrorCode.NONE, None

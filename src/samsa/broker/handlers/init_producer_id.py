@@ -22,7 +22,7 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitPro
     if request.transactional_id is not None:
         return InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     try:
-        producer_id = await ctx.broker.metadata_store.next_producer_id()
+        producer_id = await ctx.services.metadata_store.next_producer_id()
     except ProducerIdsUnavailableError:  # ZooKeeper away and the block used up: the producer retries
         return InitProducerIdResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
     return InitProducerIdResponse(error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0)

@@ -26,13 +26,13 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
         protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
         require_known_member_id=version >= 4,
     )
-    if not ctx.broker.group_coordinator.coordinates(request.group_id):
+    if not ctx.services.group_coordinator.coordinates(request.group_id):
         return JoinGroupResponse(
             error_code=ErrorCode.NOT_COORDINATOR,
             member_id=request.member_id,
             protocol_name=None if version >= 7 else "",
         )
-    result = await ctx.broker.group_coordinator.join_group(request.group_id, join)
+    result = await ctx.services.group_coordinator.join_group(request.group_id, join)
     protocol_name = result.protocol_name
     if protocol_name is None and version < 7:
         protocol_name = ""

@@ -18,7 +18,7 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-    zk_broker, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
-    if zk_broker is None or fenced is not ErrorCode.NONE:
+    zk_support, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
+    if zk_support is None or fenced is not ErrorCode.NONE:
         return LeaderAndIsrResponse(error_code=fenced)
-    return await zk_broker.leader_and_isr(request)
+    return await zk_support.leader_and_isr(request)

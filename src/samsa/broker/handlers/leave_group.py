@@ -10,7 +10,7 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
-    coordinator = ctx.broker.group_coordinator
+    coordinator = ctx.services.group_coordinator
     if not coordinator.coordinates(request.group_id):
         return LeaveGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
     if ctx.api_version < 3:

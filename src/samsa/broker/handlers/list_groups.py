@@ -15,7 +15,7 @@ async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsR
     types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
     if types and GROUP_TYPE not in types:
         return ListGroupsResponse(error_code=ErrorCode.NONE)
-    groups = sorted(ctx.broker.group_coordinator.list_groups(states), key=lambda g: g.group_id)
+    groups = sorted(ctx.services.group_coordinator.list_groups(states), key=lambda g: g.group_id)
     return ListGroupsResponse(
         error_code=ErrorCode.NONE,
         groups=[

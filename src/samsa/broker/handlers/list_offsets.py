@@ -26,7 +26,7 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
         for p in topic.partitions:
             # below the special values (-1..-5) Kafka searches as for any timestamp: from the first record
             timestamp = p.timestamp if p.timestamp >= LOWEST_SPECIAL_TIMESTAMP else 0
-            result = ctx.broker.replica_manager.list_offset(
+            result = ctx.services.replica_manager.list_offset(
                 TopicPartition(topic.name, p.partition_index), timestamp, isolation
             )
             partitions.append(

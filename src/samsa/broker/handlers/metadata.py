@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
-    store = ctx.broker.metadata_store
+    store = ctx.services.metadata_store
     # every topic: v0 with an empty list, v1+ with null
     every = request.topics is None or (ctx.api_version == 0 and request.topics == [])
     names = sorted(store.topics()) if every else [t.name for t in request.topics or [] if t.name is not None]
@@ -48,7 +48,7 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
             MetadataResponseBroker(n.broker_id, n.host, n.port, n.rack)
             for n in store.alive_brokers(ctx.connection.listener)
         ],
-        cluster_id=ctx.broker.cluster_id,
+        cluster_id=store.cluster_id(),
         controller_id=store.controller_id(),
         topics=topics,
     )

@@ -23,7 +23,7 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
-    now = ctx.broker.clock.milliseconds()
+    now = ctx.services.clock.milliseconds()
     version = ctx.api_version
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
     for topic in request.topics:
@@ -39,10 +39,10 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
             )
     if request.group_id is None:
         errors = dict.fromkeys(offsets, ErrorCode.INVALID_GROUP_ID)
-    elif not ctx.broker.group_coordinator.coordinates(request.group_id):
+    elif not ctx.services.group_coordinator.coordinates(request.group_id):
         errors = dict.fromkeys(offsets, ErrorCode.NOT_COORDINATOR)
     else:
-        errors = await ctx.broker.group_coordinator.commit_offsets(
+        errors = await ctx.services.group_coordinator.commit_offsets(
             request.group_id,
             request.member_id if version >= 1 else "",
             request.generation_id_or_member_epoch if version >= 1 else -1,

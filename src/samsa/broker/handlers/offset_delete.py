@@ -20,7 +20,7 @@ from ..context import RequestContext
 
 async def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
     wanted = [TopicPartition(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    error, results = ctx.broker.group_coordinator.delete_offsets(request.group_id, wanted)
+    error, results = ctx.services.group_coordinator.delete_offsets(request.group_id, wanted)
     if error is not ErrorCode.NONE:
         return OffsetDeleteResponse(error_code=error)
     return OffsetDeleteResponse(

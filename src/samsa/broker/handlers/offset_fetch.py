@@ -40,7 +40,7 @@ class _RequestTopic(Protocol):
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     if ctx.api_version >= 8:
         return OffsetFetchResponse(groups=[_group(ctx, g) for g in request.groups])
-    if ctx.api_version >= 2 and not ctx.broker.group_coordinator.coordinates(request.group_id):
+    if ctx.api_version >= 2 and not ctx.services.group_coordinator.coordinates(request.group_id):
         # not this broker's group (a cluster's coordinator moved): the client looks it up again, rather than
         # reading "no committed offset" and resetting
         return OffsetFetchResponse(error_code=ErrorCode.NOT_COORDINATOR)
@@ -53,7 +53,7 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
 
 
 def _group(ctx: RequestContext, group: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
-    if not ctx.broker.group_coordinator.coordinates(group.group_id):
+    if not ctx.services.group_coordinator.coordinates(group.group_id):
         return OffsetFetchResponseGroup(group_id=group.group_id, error_code=ErrorCode.NOT_COORDINATOR)
     committed = _committed(ctx, group.group_id, group.topics)
     topics = [
@@ -70,7 +70,7 @@ def _committed(
     wanted = (
         None if topics is None else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
     )
-    return _by_topic(ctx.broker.group_coordinator.fetch_offsets(group_id, wanted))
+    return _by_topic(ctx.services.group_coordinator.fetch_offsets(group_id, wanted))
 
 
 def _partition(index: int, committed: OffsetAndMetadata | None) -> tuple[int, int, int, str]:

@@ -20,7 +20,7 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
-    manager = ctx.broker.replica_manager
+    manager = ctx.services.replica_manager
     topics = []
     for topic in request.topics:
         answers = []

@@ -80,7 +80,7 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     if acks not in _VALID_ACKS:
         return _all_failed(request, ErrorCode.INVALID_REQUIRED_ACKS)
     version = ctx.api_version
-    replicas = ctx.broker.replica_manager
+    replicas = ctx.services.replica_manager
     failed = False
     responses = []
     waiting: list[tuple[TopicPartition, int, list[PartitionProduceResponse], int]] = []

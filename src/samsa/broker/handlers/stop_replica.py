@@ -21,10 +21,10 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
-    zk_broker, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
-    if zk_broker is None or fenced is not ErrorCode.NONE:
+    zk_support, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
+    if zk_support is None or fenced is not ErrorCode.NONE:
         return StopReplicaResponse(error_code=fenced)
-    manager = ctx.broker.replica_manager
+    manager = ctx.services.replica_manager
     errors = []
     for topic in request.topic_states:
         for state in topic.partition_states:
@@ -36,9 +36,9 @@ async def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplic
             else:
                 try:
                     manager.stop_replica(tp, state.delete_partition)
-                    zk_broker.replica_stopped(tp, state.delete_partition)
+                    zk_support.replica_stopped(tp, state.delete_partition)
                 except (StorageError, OSError) as exc:
                     error = ErrorCode.KAFKA_STORAGE_ERROR
-                    zk_broker.log_storage_failure(tp, exc)
+                    zk_support.log_storage_failure(tp, exc)
             errors.append(StopReplicaPartitionError(tp.topic, tp.partition, error))
     return StopReplicaResponse(error_code=ErrorCode.NONE, partition_errors=errors)

@@ -9,9 +9,9 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
-    if not ctx.broker.group_coordinator.coordinates(request.group_id):
+    if not ctx.services.group_coordinator.coordinates(request.group_id):
         return SyncGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
-    result = await ctx.broker.group_coordinator.sync_group(
+    result = await ctx.services.group_coordinator.sync_group(
         request.group_id,
         request.member_id,
         request.generation_id,

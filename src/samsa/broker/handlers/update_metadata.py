@@ -20,10 +20,10 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-    zk_broker, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
-    if zk_broker is None or fenced is not ErrorCode.NONE:
+    zk_support, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
+    if zk_support is None or fenced is not ErrorCode.NONE:
         return UpdateMetadataResponse(error_code=fenced)
-    cache = zk_broker.metadata
+    cache = zk_support.metadata
     cache.set_brokers(
         request.controller_id,
         request.controller_epoch,
