@@ -135,13 +135,9 @@ class KafkaServer:
             default=-1,
         )
 
-    @property
-    def metadata_store(self) -> MetadataStore:
-        """The catalog handlers answer from: ZooKeeper's in cluster mode, this broker's own alone (made at the
-        first request that needs it)."""
-        return self._metadata_store()
-
     def _create_metadata_store(self) -> MetadataStore:
+        """The catalog handlers answer from: ZooKeeper's in cluster mode, this broker's own alone (made at the
+        first request that needs it, through ``services.metadata_store``)."""
         from .metadata_store import LocalMetadataStore, ZkMetadataStore
 
         if self.zk_broker is not None:
