@@ -59,6 +59,11 @@ def test_the_untouched_copy_keeps_every_contract(tmp_path: Path) -> None:
             "no import cycle inside broker, cluster or storage",
         ),
         ("storage/cleaning", "samsa.storage.cleaner", "no import cycle inside broker, cluster or storage"),
+        (
+            "broker/handlers/metadata",
+            "samsa.broker.zk_broker",
+            "handlers see services by name, not the server",
+        ),
     ],
 )
 def test_an_import_against_the_contracts_breaks_them(
