@@ -43,7 +43,7 @@ import asyncio
 import base64
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from kazoo.exceptions import BadVersionError, SessionExpiredError
@@ -279,6 +279,25 @@ class Controller:
 
     def put_event(self, event: Callable[[], Any]) -> None:
         self._events.put_nowait(event)
+
+    async def run_event(self, name: str, work: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``work`` as one event named ``name``, behind those queued before it, and return its result (or
+        raise its error). The event does not fail for a caller that stopped waiting."""
+        done: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+
+        async def event() -> None:
+            try:
+                result = await work()
+            except BaseException as exc:
+                if not done.done():
+                    done.set_exception(exc)
+                raise
+            if not done.done():
+                done.set_result(result)
+
+        event.__name__ = name
+        self.put_event(event)
+        return await done
 
     def watch(self, event: Callable[[], Any]) -> Callable[[object], None]:
         """A kazoo watch (run on kazoo's thread) that queues ``event`` on the event loop."""

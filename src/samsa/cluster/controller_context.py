@@ -19,7 +19,7 @@ Event-loop thread only: every member is used from inside a controller event (the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -78,6 +78,10 @@ class ControllerContext(Protocol):
 
     def put_event(self, event: Callable[[], Any]) -> None:
         """Queue ``event`` (a coroutine function) behind the controller's other events."""
+        ...
+
+    async def run_event(self, name: str, work: Callable[[], Awaitable[_T]]) -> _T:
+        """Run ``work`` as one controller event named ``name`` and return its result (or raise its error)."""
         ...
 
     def watch(self, event: Callable[[], Any]) -> Callable[[object], None]:

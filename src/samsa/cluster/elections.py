@@ -32,10 +32,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode
 from samsa.topic_partition import TopicPartition
@@ -60,8 +60,6 @@ log = logging.getLogger(__name__)
 
 FIRST_REBALANCE_DELAY_S = 5.0
 WRITE_BATCH = 500  # partition states per ZooKeeper transaction
-
-_T = TypeVar("_T")
 
 
 class ElectionType(IntEnum):
@@ -168,24 +166,6 @@ class Elections:
 
     # --- events ---------------------------------------------------------------------------------------------
 
-    async def _queued(self, name: str, work: Callable[[], Awaitable[_T]]) -> _T:
-        """Run ``work`` as a controller event and return its result."""
-        done: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
-
-        async def event() -> None:
-            try:
-                result = await work()
-            except BaseException as exc:
-                if not done.done():
-                    done.set_exception(exc)
-                raise
-            if not done.done():
-                done.set_result(result)
-
-        event.__name__ = name
-        self.controller.put_event(event)
-        return await done
-
     async def _write_states(
         self, changes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]]
     ) -> None:
@@ -261,7 +241,7 @@ class Elections:
             controller.send_update_metadata(controller.live, changed)
 
         if self.controller.is_active:
-            await self._queued("topic_config_changed", work)
+            await self.controller.run_event("topic_config_changed", work)
 
     # --- controlled shutdown ------------------------------------------------------------------------------
 
@@ -269,7 +249,7 @@ class Elections:
         self, broker_id: int, broker_epoch: int
     ) -> tuple[ErrorCode, list[TopicPartition]]:
         """ControlledShutdown from ``broker_id``: the error and the partitions it still leads."""
-        return await self._queued(
+        return await self.controller.run_event(
             "controlled_shutdown", lambda: self._controlled_shutdown(broker_id, broker_epoch)
         )
 
@@ -388,7 +368,9 @@ class Elections:
     ) -> dict[TopicPartition, tuple[ErrorCode, int]]:
         """Elect as asked; per partition the error and the leader elected (-1 on error). ``partitions`` None:
         every partition, and ELECTION_NOT_NEEDED ones are left out."""
-        return await self._queued("elect_leaders", lambda: self._elect_leaders(election_type, partitions))
+        return await self.controller.run_event(
+            "elect_leaders", lambda: self._elect_leaders(election_type, partitions)
+        )
 
     async def _elect_leaders(
         self, election_type: ElectionType, partitions: list[TopicPartition] | None
@@ -467,7 +449,7 @@ class Elections:
         await asyncio.sleep(FIRST_REBALANCE_DELAY_S)
         while True:
             try:
-                await self._queued("auto_leader_rebalance", self._rebalance_once)
+                await self.controller.run_event("auto_leader_rebalance", self._rebalance_once)
             except asyncio.CancelledError:
                 raise
             except Exception:

@@ -39,11 +39,10 @@ Concurrency: every method runs as, or inside, an event of the controller's queue
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.alter_partition_reassignments import (
@@ -70,8 +69,6 @@ if TYPE_CHECKING:
 __all__ = ["Reassignments", "ReplicaSets", "replica_sets"]
 
 log = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,21 +115,6 @@ class Reassignments:
         self.from_zk.clear()
 
     # --- requests --------------------------------------------------------------------------------------------
-
-    async def run_event(self, name: str, work: Callable[[], Awaitable[_T]]) -> _T:
-        """Run ``work`` as one event of the controller's queue and return its result."""
-        done: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
-
-        async def event() -> None:
-            try:
-                done.set_result(await work())
-            except BaseException as exc:
-                done.set_exception(exc)
-                raise
-
-        event.__name__ = name
-        self.controller.put_event(event)
-        return await done
 
     async def alter(self, request: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
         """AlterPartitionReassignments: start, replace or cancel moves; the answer means *started*."""

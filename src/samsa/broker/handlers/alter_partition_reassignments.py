@@ -26,7 +26,7 @@ async def handle(
         )
     reassignments = controller.reassignments
     try:
-        return await reassignments.run_event(
+        return await controller.run_event(
             "alter_partition_reassignments", lambda: reassignments.alter(request)
         )
     except ControllerMovedError:  # fenced off midway: the client asks the next controller

@@ -28,4 +28,4 @@ async def handle(
     async def listed() -> ListPartitionReassignmentsResponse:
         return reassignments.listed(request)
 
-    return await reassignments.run_event("list_partition_reassignments", listed)
+    return await controller.run_event("list_partition_reassignments", listed)
