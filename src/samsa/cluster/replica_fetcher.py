@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
 from samsa.log_throttle import LogThrottle
-from samsa.protocol import ErrorCode
+from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.fetch import (
     FetchPartition,
     FetchRequest,
@@ -53,7 +53,6 @@ __all__ = ["FetcherConfig", "ReplicaFetcherManager"]
 
 log = logging.getLogger(__name__)
 
-FETCH = 1
 FETCH_VERSION = 12  # replica id in the body, LastFetchedEpoch and DivergingEpoch, topics by name
 # a partition that keeps failing to append what it fetched is said once a minute
 FAILURE_LOG_INTERVAL_S = 60.0
@@ -168,7 +167,7 @@ class ReplicaFetcherManager:
                             request_timeout_ms=self._config.socket_timeout_ms,
                         )
                         await connection.open()
-                    response = await connection.request(self._request(sent), FETCH, FETCH_VERSION)
+                    response = await connection.request(self._request(sent), ApiKey.FETCH, FETCH_VERSION)
                 except KafkaError as exc:
                     failures += 1
                     level = logging.INFO if failures == 1 else logging.DEBUG  # once per outage
