@@ -43,6 +43,7 @@ from samsa.protocol.messages.fetch import (
     FetchTopic,
     PartitionData,
 )
+from samsa.server_defaults import default
 from samsa.topic_partition import TopicPartition
 
 from .controller import stop_task
@@ -62,12 +63,12 @@ FAILURE_LOG_INTERVAL_S = 60.0
 class FetcherConfig:
     """Kafka's ``replica.fetch.*`` settings."""
 
-    max_bytes: int = 1_048_576
-    response_max_bytes: int = 10_485_760
-    wait_max_ms: int = 500
-    min_bytes: int = 1
-    backoff_ms: int = 1000
-    socket_timeout_ms: int = 30_000
+    max_bytes: int = default("replica.fetch.max.bytes")
+    response_max_bytes: int = default("replica.fetch.response.max.bytes")
+    wait_max_ms: int = default("replica.fetch.wait.max.ms")
+    min_bytes: int = default("replica.fetch.min.bytes")
+    backoff_ms: int = default("replica.fetch.backoff.ms")
+    socket_timeout_ms: int = default("replica.socket.timeout.ms")
 
 
 @dataclass(slots=True)
