@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from samsa.protocol import (
+    ApiKey,
     RequestHeader,
     ResponseHeader,
     decode_request,
@@ -62,7 +63,7 @@ def report(name: str, seconds: float) -> None:
 
 def main() -> None:
     for version in (7, 9):
-        header = RequestHeader(0, version, 1, "bench")
+        header = RequestHeader(ApiKey.PRODUCE, version, 1, "bench")
         request = produce_request()
         frame = encode_request(header, request)[4:]
         report(f"Produce v{version} request decode", best(lambda frame=frame: decode_request(frame)))

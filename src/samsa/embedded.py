@@ -50,7 +50,7 @@ from samsa.broker.broker import KafkaServer
 from samsa.broker.config import KafkaConfig
 from samsa.broker.error_response import error_response
 from samsa.clock import SYSTEM_CLOCK, Clock
-from samsa.protocol import ErrorCode, RequestHeader
+from samsa.protocol import ApiKey, ErrorCode, RequestHeader
 from samsa.protocol.messages._registry import APIS
 from samsa.storage.topic import TopicPartition
 
@@ -60,8 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["Broker", "BrokerControlError", "error_response"]
 
 T = TypeVar("T")
-
-PRODUCE_KEY = 0
 
 EMBEDDED_DEFAULTS: dict[str, str] = {
     "node.id": "1",
@@ -364,7 +362,7 @@ class Injections:
         delay = self.take(key, error=False)
         if delay is not None:
             await asyncio.sleep(delay.delay_s)
-        if key == PRODUCE_KEY and getattr(request, "acks", 1) == 0:
+        if key == ApiKey.PRODUCE and getattr(request, "acks", 1) == 0:
             return None
         injected = self.take(key, error=True)
         if injected is None or injected.error is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from samsa.protocol import ApiKey
 from samsa.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from tests.clients.harness import BrokerProcess
 
@@ -65,7 +66,9 @@ def assert_still_serving(broker: BrokerProcess, kept: Kept, seen: int = 0) -> No
     """The checks of the module doc; only broker log lines after ``seen`` are examined."""
     assert broker.process is not None and broker.process.poll() is None, "the broker process died"
     with wire.Connection(broker.port, client_id="after-check") as conn:
-        versions: ApiVersionsResponse = conn.request(18, 3, ApiVersionsRequest("after-check", "1"))
+        versions: ApiVersionsResponse = conn.request(
+            ApiKey.API_VERSIONS, 3, ApiVersionsRequest("after-check", "1")
+        )
         assert versions.error_code == 0 and {k.api_key for k in versions.api_keys} >= {0, 1, 3, 18}
         meta = wire.metadata(conn, kept.topic)
         assert [(t.name, t.error_code, len(t.partitions)) for t in meta.topics] == [(kept.topic, 0, 2)]

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from samsa.broker.handlers import HANDLERS
-from samsa.protocol import decode_response
+from samsa.protocol import ApiKey, decode_response
 from samsa.protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from samsa.protocol.messages.metadata import MetadataRequest
 from tests.clients.harness import BrokerProcess
@@ -39,14 +39,14 @@ def assert_closed(conn: wire.Connection) -> None:
 def test_truncated_frame_then_close(broker: BrokerProcess) -> None:
     """Half a frame, then EOF: nothing to answer; conftest checks the broker is unharmed and logged no error."""
     with wire.Connection(broker.port) as conn:
-        conn.send_raw(struct.pack(">i", 100) + header(3, 4)[:6])
+        conn.send_raw(struct.pack(">i", 100) + header(ApiKey.METADATA, 4)[:6])
     with wire.Connection(broker.port) as conn:
         conn.send_raw(struct.pack(">i", 100)[:2])
 
 
 def test_half_sent_frame_does_not_hold_up_other_connections(broker: BrokerProcess) -> None:
     with wire.Connection(broker.port) as slow, wire.Connection(broker.port) as other:
-        slow.send_raw(struct.pack(">i", 5000) + header(3, 4))
+        slow.send_raw(struct.pack(">i", 5000) + header(ApiKey.METADATA, 4))
         assert wire.metadata(other).brokers[0].port == broker.port
         slow.sock.settimeout(0.3)
         assert not slow.closed_by_broker(), "a frame still being received is not an error"
@@ -65,7 +65,7 @@ def test_frame_over_socket_request_max_bytes_closes_that_connection_only(broker:
     with wire.Connection(broker.port) as other:
         assert wire.metadata(other).topics == []
         with wire.Connection(broker.port) as conn:
-            conn.send_raw(struct.pack(">i", MAX_REQUEST + 1) + header(0, 7) + b"\0" * 1000)
+            conn.send_raw(struct.pack(">i", MAX_REQUEST + 1) + header(ApiKey.PRODUCE, 7) + b"\0" * 1000)
             assert_closed(conn)
         line = wait_for_output(broker, f"frame size {MAX_REQUEST + 1}")
         assert "socket.request.max.bytes" in line
@@ -75,7 +75,7 @@ def test_frame_over_socket_request_max_bytes_closes_that_connection_only(broker:
 def test_frame_of_exactly_the_limit_is_read_then_judged(broker: BrokerProcess) -> None:
     """The limit is inclusive: a frame of socket.request.max.bytes is read whole, then refused as malformed."""
     with wire.Connection(broker.port) as conn:
-        start = header(3, 4) + b"\x7f\xff\xff\xff"  # Metadata v4 claiming 2**31-1 topics
+        start = header(ApiKey.METADATA, 4) + b"\x7f\xff\xff\xff"  # Metadata v4 claiming 2**31-1 topics
         conn.send_raw(struct.pack(">i", MAX_REQUEST) + start + b"\x01" * (MAX_REQUEST - len(start)))
         assert_closed(conn)
     wait_for_output(broker, "malformed request")
@@ -87,13 +87,14 @@ def test_frame_of_exactly_the_limit_is_read_then_judged(broker: BrokerProcess) -
         b"",
         b"\x00",
         b"\x00\x03\x00",
-        header(3, 4)[:-1],
+        header(ApiKey.METADATA, 4)[:-1],
         b"\x00\x03\x00\x04garbagegarbage12",
-        header(3, 4) + b"\xff\xff\xff\x7f",  # Metadata v4: a topic array of 2**31-129 entries, then nothing
-        header(0, 7)
+        header(ApiKey.METADATA, 4)
+        + b"\xff\xff\xff\x7f",  # Metadata v4: a topic array of 2**31-129 entries, then nothing
+        header(ApiKey.PRODUCE, 7)
         + b"\xff\xff\x00\x01\x00\x00\x03\xe8\x00\x00\x00\x01\x00\x05",  # Produce v7 cut in a name
-        header(19, 5, client_id=b"\xc3\x28"),  # a client id that is not UTF-8
-        header(18, 3) + b"\x05x",  # ApiVersions v3: compact string longer than the frame
+        header(ApiKey.CREATE_TOPICS, 5, client_id=b"\xc3\x28"),  # a client id that is not UTF-8
+        header(ApiKey.API_VERSIONS, 3) + b"\x05x",  # ApiVersions v3: compact string longer than the frame
     ],
     ids=lambda b: b.hex()[:24] or "empty",
 )
@@ -106,7 +107,7 @@ def test_garbage_body_closes(broker: BrokerProcess, body: bytes) -> None:
 def test_answers_before_garbage_still_arrive(broker: BrokerProcess) -> None:
     """Pipelined: a good request, then garbage. The good one is answered, then the connection is closed."""
     with wire.Connection(broker.port) as conn:
-        good = header(18, 0, correlation=41)
+        good = header(ApiKey.API_VERSIONS, 0, correlation=41)
         conn.send_raw(framed(good) + framed(b"\x00\x12\x00\x00junk"))
         frame = conn.read_frame()
         assert frame is not None
@@ -162,7 +163,11 @@ def test_api_versions_of_an_unknown_version_answers_in_v0_form(broker: BrokerPro
     """KIP-511: error 35 with the supported ranges, in a v0 body, and the connection stays usable."""
     with wire.Connection(broker.port) as conn:
         # a flexible (v2) header with a tagged-field section and a body this broker cannot know the layout of
-        conn.send_raw(framed(header(18, version, correlation=1234) + b"\x00" + b"\x0bsome-client\x021\x00"))
+        conn.send_raw(
+            framed(
+                header(ApiKey.API_VERSIONS, version, correlation=1234) + b"\x00" + b"\x0bsome-client\x021\x00"
+            )
+        )
         frame = conn.read_frame()
         assert frame is not None
         response_header, response = decode_response(frame, 18, 0)
@@ -173,14 +178,14 @@ def test_api_versions_of_an_unknown_version_answers_in_v0_form(broker: BrokerPro
         assert ranges == {key: handler.versions for key, handler in HANDLERS.items()}
         assert ranges[18] == (0, 3)
         # the client retries with a version from the list, on the same connection
-        retry: ApiVersionsResponse = conn.request(18, 3, ApiVersionsRequest("retry", "1"))
+        retry: ApiVersionsResponse = conn.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("retry", "1"))
         assert retry.error_code == 0 and {k.api_key for k in retry.api_keys} == set(ranges)
 
 
 def test_every_served_version_of_metadata_still_answers_after_bad_neighbours(broker: BrokerProcess) -> None:
     with wire.Connection(broker.port) as conn:
         for version in range(HANDLERS[3].versions[0], HANDLERS[3].versions[1] + 1):
-            response = conn.request(3, version, MetadataRequest(topics=[]))
+            response = conn.request(ApiKey.METADATA, version, MetadataRequest(topics=[]))
             assert [b.port for b in response.brokers] == [broker.port]
 
 
@@ -199,7 +204,7 @@ def test_client_disconnects_mid_produce_request_writes_nothing(broker: BrokerPro
         timeout_ms=1000,
         topic_data=[TopicProduceData("half-produce", [PartitionProduceData(0, wire.batch(b"never" * 100))])],
     )
-    frame = encode_request(RequestHeader(0, 7, 1, "half"), request)
+    frame = encode_request(RequestHeader(ApiKey.PRODUCE, 7, 1, "half"), request)
     with wire.Connection(broker.port) as conn:
         conn.send_raw(frame[: len(frame) // 2])
     with wire.Connection(broker.port) as conn:
@@ -217,9 +222,11 @@ def test_client_disconnects_during_a_long_poll_fetch(broker: BrokerProcess) -> N
     with wire.Connection(broker.port) as conn:
         assert wire.create_topic(conn, "long-poll").topics[0].error_code == 0
     gone = wire.Connection(broker.port)
-    gone.send(1, 11, wire.fetch_request("long-poll", 0, 0, max_wait_ms=5000, min_bytes=1))
+    gone.send(ApiKey.FETCH, 11, wire.fetch_request("long-poll", 0, 0, max_wait_ms=5000, min_bytes=1))
     waiting = wire.Connection(broker.port)
-    correlation = waiting.send(1, 11, wire.fetch_request("long-poll", 0, 0, max_wait_ms=5000, min_bytes=1))
+    correlation = waiting.send(
+        ApiKey.FETCH, 11, wire.fetch_request("long-poll", 0, 0, max_wait_ms=5000, min_bytes=1)
+    )
     time.sleep(0.2)
     gone.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     gone.close()
@@ -242,7 +249,7 @@ def test_a_pipelining_client_does_not_starve_the_others(broker: BrokerProcess) -
     once its socket buffers are full."""
     import threading
 
-    request = framed(header(3, 4) + b"\xff\xff\xff\xff\x00")  # Metadata v4, all topics
+    request = framed(header(ApiKey.METADATA, 4) + b"\xff\xff\xff\xff\x00")  # Metadata v4, all topics
     with wire.Connection(broker.port) as greedy, wire.Connection(broker.port) as other:
         greedy.sock.settimeout(60)
         sender = threading.Thread(target=lambda: _send_ignoring_close(greedy, request * 50_000), daemon=True)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from samsa.protocol import ErrorCode
+from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.alter_configs import AlterableConfig, AlterConfigsRequest, AlterConfigsResource
 from samsa.protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsTopic
 from samsa.protocol.messages.create_topics import (
@@ -161,7 +161,7 @@ def test_acks_zero_with_a_corrupt_batch_closes_the_connection(broker: BrokerProc
             timeout_ms=1000,
             topic_data=[TopicProduceData(topic, [PartitionProduceData(0, corrupt(wire.batch(b"x")))])],
         )
-        conn.send(0, 7, request)
+        conn.send(ApiKey.PRODUCE, 7, request)
         conn.sock.settimeout(2.0)
         assert conn.closed_by_broker()
     with wire.Connection(broker.port) as conn:
@@ -190,7 +190,7 @@ def test_fetch_errors_are_per_partition(conn: wire.Connection) -> None:
             FetchTopic(topic="no-such-topic", partitions=[FetchPartition(0, partition_max_bytes=100)]),
         ],
     )
-    response = conn.request(1, 11, request)
+    response = conn.request(ApiKey.FETCH, 11, request)
     codes = [(t.topic, p.partition_index, p.error_code) for t in response.responses for p in t.partitions]
     assert codes == [
         (topic, 0, 0),
@@ -224,7 +224,7 @@ def test_bad_name_fails_its_topic_only(conn: wire.Connection) -> None:
             CreatableTopic("good-two", 2, 1),
         ]
     )
-    response: CreateTopicsResponse = conn.request(19, 7, request)
+    response: CreateTopicsResponse = conn.request(ApiKey.CREATE_TOPICS, 7, request)
     assert [(t.name, t.error_code) for t in response.topics] == [
         ("good-one", 0),
         ("bad/one", ErrorCode.INVALID_TOPIC_EXCEPTION),
@@ -255,7 +255,7 @@ def test_bad_config_is_invalid_config_with_a_message(
     name = f"cfg-{key}-{abs(hash(value)) % 10_000}-{validate_only}".replace(".", "-")
     topic = CreatableTopic(name, 1, 1, configs=[CreatableTopicConfig(key, value)])
     response: CreateTopicsResponse = conn.request(
-        19, 5, CreateTopicsRequest(topics=[topic], validate_only=validate_only)
+        ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest(topics=[topic], validate_only=validate_only)
     )
     (result,) = response.topics
     assert result.error_code == ErrorCode.INVALID_CONFIG
@@ -269,7 +269,7 @@ def test_excessive_partition_count_is_refused_quickly(conn: wire.Connection, cou
     """As Kafka's controller: more than 10,000 new partitions in one request is POLICY_VIOLATION for all."""
     started = time.monotonic()
     request = CreateTopicsRequest(topics=[CreatableTopic("huge", count, 1), CreatableTopic("tiny", 1, 1)])
-    response: CreateTopicsResponse = conn.request(19, 5, request)
+    response: CreateTopicsResponse = conn.request(ApiKey.CREATE_TOPICS, 5, request)
     assert time.monotonic() - started < 2
     assert [(t.name, t.error_code) for t in response.topics] == [
         ("huge", ErrorCode.POLICY_VIOLATION),
@@ -280,7 +280,9 @@ def test_excessive_partition_count_is_refused_quickly(conn: wire.Connection, cou
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     }
     topic = fresh_topic(conn, f"grow-{count}", 1)
-    grow = conn.request(37, 1, CreatePartitionsRequest(topics=[CreatePartitionsTopic(topic, count)]))
+    grow = conn.request(
+        ApiKey.CREATE_PARTITIONS, 1, CreatePartitionsRequest(topics=[CreatePartitionsTopic(topic, count)])
+    )
     assert [(r.name, r.error_code) for r in grow.results] == [(topic, ErrorCode.POLICY_VIOLATION)]
     assert len(wire.metadata(conn, topic).topics[0].partitions) == 1
     assert time.monotonic() - started < 4
@@ -288,7 +290,9 @@ def test_excessive_partition_count_is_refused_quickly(conn: wire.Connection, cou
 
 def topic_config(conn: wire.Connection, topic: str, key: str) -> str | None:
     response = conn.request(
-        32, 1, DescribeConfigsRequest(resources=[DescribeConfigsResource(TOPIC_RESOURCE, topic, [key])])
+        ApiKey.DESCRIBE_CONFIGS,
+        1,
+        DescribeConfigsRequest(resources=[DescribeConfigsResource(TOPIC_RESOURCE, topic, [key])]),
     )
     (result,) = response.results
     assert result.error_code == 0
@@ -307,7 +311,7 @@ def test_alter_configs_with_a_bad_value_changes_nothing(conn: wire.Connection) -
             )
         ]
     )
-    response = conn.request(33, 1, request)
+    response = conn.request(ApiKey.ALTER_CONFIGS, 1, request)
     assert [(r.resource_name, r.error_code) for r in response.responses] == [
         (topic, ErrorCode.INVALID_CONFIG)
     ]
@@ -325,7 +329,7 @@ def test_incremental_alter_configs_bad_operation_and_value(conn: wire.Connection
         request = IncrementalAlterConfigsRequest(
             resources=[IncrementalResource(TOPIC_RESOURCE, topic, [config])]
         )
-        response = conn.request(44, 1, request)
+        response = conn.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, request)
         assert [(r.resource_name, r.error_code) for r in response.responses] == [(topic, expected)]
         assert response.responses[0].error_message
     assert topic_config(conn, topic, "retention.ms") == "1234567"
@@ -336,7 +340,7 @@ def test_metadata_auto_create_with_a_bad_name_is_invalid_topic(conn: wire.Connec
         topics=[MetadataRequestTopic(name="bad/auto"), MetadataRequestTopic(name="")],
         allow_auto_topic_creation=True,
     )
-    response = conn.request(3, 4, request)
+    response = conn.request(ApiKey.METADATA, 4, request)
     assert [(t.name, t.error_code) for t in response.topics] == [
         ("bad/auto", ErrorCode.INVALID_TOPIC_EXCEPTION),
         ("", ErrorCode.INVALID_TOPIC_EXCEPTION),

@@ -25,7 +25,7 @@ from samsa.broker.broker import KafkaServer
 from samsa.broker.config import KafkaConfig
 from samsa.broker.handlers import HANDLERS
 from samsa.broker.network import ConnectionClosedByHandler, ConnectionInfo, ResponsePart
-from samsa.protocol import RequestHeader, api_schema, decode_response, encode_request
+from samsa.protocol import ApiKey, RequestHeader, api_schema, decode_response, encode_request
 from samsa.protocol.messages.api_versions import ApiVersionsRequest
 from samsa.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from tests.clients.harness import free_port
@@ -210,7 +210,7 @@ def test_broker_still_serves_after_the_fuzzing(running: Running) -> None:
 
     def talk() -> tuple[int, list[bytes | None]]:
         with wire.Connection(running.port) as conn:
-            versions = conn.request(18, 3, ApiVersionsRequest("after", "1"))
+            versions = conn.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("after", "1"))
             return versions.error_code, wire.fetch_values(conn, GUARD)
 
     error, values = running.run(over_socket())

@@ -10,7 +10,7 @@ import socket
 import struct
 from typing import Any
 
-from samsa.protocol import RequestHeader, api_schema, decode_response, encode_request
+from samsa.protocol import ApiKey, RequestHeader, api_schema, decode_response, encode_request
 from samsa.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest, CreateTopicsResponse
 from samsa.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from samsa.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic, MetadataResponse
@@ -120,7 +120,7 @@ def create_topic(conn: Connection, name: str, partitions: int = 1, **configs: st
         configs=[CreatableTopicConfig(k.replace("_", "."), v) for k, v in configs.items()],
     )
     response: CreateTopicsResponse = conn.request(
-        19, 5, CreateTopicsRequest(topics=[topic], timeout_ms=10_000)
+        ApiKey.CREATE_TOPICS, 5, CreateTopicsRequest(topics=[topic], timeout_ms=10_000)
     )
     return response
 
@@ -138,7 +138,7 @@ def produce(
             )
         ],
     )
-    response: ProduceResponse = conn.request(0, version, request)
+    response: ProduceResponse = conn.request(ApiKey.PRODUCE, version, request)
     assert [t.name for t in response.responses] == [topic]
     return {p.index: (p.error_code, p.base_offset) for p in response.responses[0].partition_responses}
 
@@ -155,7 +155,7 @@ def produce_response(
             )
         ],
     )
-    response: ProduceResponse = conn.request(0, version, request)
+    response: ProduceResponse = conn.request(ApiKey.PRODUCE, version, request)
     return response
 
 
@@ -177,7 +177,7 @@ def fetch_request(
 
 def fetch_records(conn: Connection, topic: str, partition: int = 0, offset: int = 0) -> tuple[int, bytes]:
     """(error code, the raw record bytes) of one partition, read from ``offset`` with Fetch v11."""
-    response: FetchResponse = conn.request(1, 11, fetch_request(topic, partition, offset))
+    response: FetchResponse = conn.request(ApiKey.FETCH, 11, fetch_request(topic, partition, offset))
     (topic_response,) = response.responses
     (data,) = topic_response.partitions
     return data.error_code, bytes(data.records or b"")
@@ -193,7 +193,7 @@ def metadata(conn: Connection, *topics: str, version: int = 4) -> MetadataRespon
     request = MetadataRequest(
         topics=[MetadataRequestTopic(name=t) for t in topics], allow_auto_topic_creation=False
     )
-    response: MetadataResponse = conn.request(3, version, request)
+    response: MetadataResponse = conn.request(ApiKey.METADATA, version, request)
     return response
 
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,52 @@ def test_unknown_keys_are_kept_not_fatal() -> None:
 def test_node_id_from_either_name() -> None:
     assert KafkaConfig.from_properties({"broker.id": "3"}).node_id == 3
     assert KafkaConfig.from_properties({"node.id": "4", "broker.id": "3"}).node_id == 4
+
+
+def test_each_layer_defaults_to_what_a_default_broker_gives_it() -> None:
+    """One statement of each Kafka default (``samsa.server_defaults``): every layer's settings, as a broker with
+    no keys set builds them, equal the layer's own defaults, key by key."""
+    from samsa.broker.broker import _coordinator_config
+    from samsa.broker.zk_broker import _fetcher_config
+    from samsa.cluster.elections import ElectionConfig
+    from samsa.cluster.replica_fetcher import FetcherConfig
+    from samsa.coordinator import CoordinatorConfig
+    from samsa.storage import log_manager
+    from samsa.storage.cleaner import CleanerConfig
+    from samsa.storage.config import LogConfig
+
+    config = KafkaConfig.from_properties({})
+    topic = LogConfig.from_properties(config.topic_defaults())
+    assert dataclasses.replace(topic, others=()) == LogConfig()  # others: keys the log does not read
+    assert _coordinator_config(config) == CoordinatorConfig()
+    assert _fetcher_config(config) == FetcherConfig()
+    read_inline = [  # what the broker reads key by key where it builds these
+        (CleanerConfig().enable, "log.cleaner.enable"),
+        (CleanerConfig().backoff_ms, "log.cleaner.backoff.ms"),
+        (CleanerConfig().dedupe_buffer_size, "log.cleaner.dedupe.buffer.size"),
+        (CleanerConfig().io_buffer_load_factor, "log.cleaner.io.buffer.load.factor"),
+        (ElectionConfig().auto_leader_rebalance_enable, "auto.leader.rebalance.enable"),
+        (ElectionConfig().leader_imbalance_per_broker_percentage, "leader.imbalance.per.broker.percentage"),
+        (ElectionConfig().leader_imbalance_check_interval_s, "leader.imbalance.check.interval.seconds"),
+        (ElectionConfig().unclean_leader_election_enable, "unclean.leader.election.enable"),
+        (log_manager.DEFAULT_RETENTION_CHECK_INTERVAL_MS, "log.retention.check.interval.ms"),
+        (log_manager.DEFAULT_FLUSH_CHECKPOINT_INTERVAL_MS, "log.flush.offset.checkpoint.interval.ms"),
+        (
+            log_manager.DEFAULT_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS,
+            "log.flush.start.offset.checkpoint.interval.ms",
+        ),
+        (
+            log_manager.DEFAULT_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS,
+            "replica.high.watermark.checkpoint.interval.ms",
+        ),
+    ]
+    assert [(key, layer) for layer, key in read_inline] == [(key, config.get(key)) for _, key in read_inline]
+
+
+def test_the_shared_defaults_are_broker_keys_with_those_defaults() -> None:
+    from samsa.broker.config import KEYS_BY_NAME
+    from samsa.server_defaults import SERVER_DEFAULTS
+
+    for name, value in SERVER_DEFAULTS.items():
+        default = KEYS_BY_NAME[name].default
+        assert (tuple(default) if isinstance(default, list) else default) == value, name

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import samsa
-from samsa.protocol import ErrorCode
+from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.api_versions import ApiVersionsRequest
 from tests.badinput.wire import Connection
 
@@ -23,7 +23,7 @@ def port_of(broker: samsa.Broker) -> int:
 
 def answers(conn: Connection) -> bool:
     try:
-        return bool(conn.request(18, 3, ApiVersionsRequest()).error_code == ErrorCode.NONE)
+        return bool(conn.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest()).error_code == ErrorCode.NONE)
     except (OSError, ConnectionError, AssertionError):
         return False
 

@@ -9,7 +9,7 @@ import pytest
 
 import samsa
 from samsa.clock import ManualClock
-from samsa.protocol import ErrorCode
+from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.api_versions import ApiVersionsRequest
 from samsa.protocol.messages.list_offsets import (
     ListOffsetsPartition,
@@ -21,8 +21,6 @@ from tests.clients.harness import Message, ck_produce
 from .wire import WireClient
 
 EARLIEST = -2
-API_VERSIONS = 18
-LIST_OFFSETS = 2
 
 
 @pytest.fixture
@@ -73,7 +71,7 @@ def test_non_retriable_produce_error_fails_delivery(broker: samsa.Broker) -> Non
 
 def test_error_count_is_honoured_and_responses_mirror_the_request(broker: samsa.Broker) -> None:
     broker.create_topic("listed", partitions=3)
-    broker.inject_error(LIST_OFFSETS, ErrorCode.LEADER_NOT_AVAILABLE, count=2)
+    broker.inject_error(ApiKey.LIST_OFFSETS, ErrorCode.LEADER_NOT_AVAILABLE, count=2)
     request = ListOffsetsRequest(
         replica_id=-1,
         topics=[
@@ -84,7 +82,7 @@ def test_error_count_is_honoured_and_responses_mirror_the_request(broker: samsa.
         ],
     )
     with WireClient(broker.bootstrap_servers) as client:
-        answers = [client.call(LIST_OFFSETS, 7, request) for _ in range(3)]
+        answers = [client.call(ApiKey.LIST_OFFSETS, 7, request) for _ in range(3)]
     for answer in answers[:2]:
         (topic,) = answer.topics
         assert topic.name == "listed"
@@ -102,9 +100,9 @@ def test_injected_delay_holds_the_answer_back(broker: samsa.Broker) -> None:
     broker.inject_delay("ApiVersions", 0.5, count=1)
     with WireClient(broker.bootstrap_servers) as client:
         started = time.monotonic()
-        first = client.call(API_VERSIONS, 3, ApiVersionsRequest("t", "1"))
+        first = client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("t", "1"))
         delayed = time.monotonic() - started
-        second = client.call(API_VERSIONS, 3, ApiVersionsRequest("t", "1"))
+        second = client.call(ApiKey.API_VERSIONS, 3, ApiVersionsRequest("t", "1"))
     assert delayed >= 0.5
     assert first.error_code == second.error_code == 0 and first.api_keys == second.api_keys
     assert broker.injections.pending() == [], "the delay was used up"
@@ -131,7 +129,7 @@ def test_advanced_log_start_offset_is_what_consumers_see(broker: samsa.Broker) -
         request = ListOffsetsRequest(
             replica_id=-1, topics=[ListOffsetsTopic("trimmed", [ListOffsetsPartition(0, timestamp=EARLIEST)])]
         )
-        answer = client.call(LIST_OFFSETS, 7, request)
+        answer = client.call(ApiKey.LIST_OFFSETS, 7, request)
     assert answer.topics[0].partitions[0].offset == 6
 
     consumer = Consumer(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import samsa
-from samsa.protocol import ErrorCode
+from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.api_versions import ApiVersionsRequest
 from samsa.protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from samsa.protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -54,7 +54,7 @@ def test_an_offline_partition_answers_storage_errors_and_the_others_keep_serving
         assert fetch_records(conn, "doomed")[0] == ErrorCode.KAFKA_STORAGE_ERROR
         assert produce(conn, "healthy", {0: batch(b"fine")}) == {0: (0, 0)}
         assert fetch_records(conn, "healthy")[0] == ErrorCode.NONE
-        dirs = conn.request(35, 4, DescribeLogDirsRequest(topics=None))
+        dirs = conn.request(ApiKey.DESCRIBE_LOG_DIRS, 4, DescribeLogDirsRequest(topics=None))
         assert [d.error_code for d in dirs.results] == [ErrorCode.KAFKA_STORAGE_ERROR]
         assert {t.name for t in dirs.results[0].topics} >= {"doomed", "healthy"}
     tool = subprocess.run(
@@ -80,23 +80,32 @@ def test_a_full_disk_answers_coordinator_lookups_and_producer_ids_with_error_cod
         fill(disk / "ballast")
         port = int(broker.bootstrap_servers.rsplit(":", 1)[1])
         with Connection(port) as conn:
-            found = conn.request(10, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0))
+            found = conn.request(
+                ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0)
+            )
             assert found.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
             pid = conn.request(
-                22, 2, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000)
+                ApiKey.INIT_PRODUCER_ID,
+                2,
+                InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000),
             )
             assert pid.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
-            assert conn.request(18, 3, ApiVersionsRequest()).error_code == ErrorCode.NONE
+            assert conn.request(ApiKey.API_VERSIONS, 3, ApiVersionsRequest()).error_code == ErrorCode.NONE
             (disk / "ballast").unlink()
             # once the disk has room, a retry finds the coordinator (clients retry; the broker waits a
             # moment after a failed creation before it tries again)
             deadline = time.monotonic() + 10
             while True:
-                found = conn.request(10, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0))
+                found = conn.request(
+                    ApiKey.FIND_COORDINATOR, 3, FindCoordinatorRequest(key="group-on-a-full-disk", key_type=0)
+                )
                 if found.error_code != ErrorCode.COORDINATOR_NOT_AVAILABLE or time.monotonic() > deadline:
                     break
                 time.sleep(0.2)
             assert found.error_code == ErrorCode.NONE
             assert (
-                conn.request(22, 2, InitProducerIdRequest(transactional_id=None)).error_code == ErrorCode.NONE
+                conn.request(
+                    ApiKey.INIT_PRODUCER_ID, 2, InitProducerIdRequest(transactional_id=None)
+                ).error_code
+                == ErrorCode.NONE
             )

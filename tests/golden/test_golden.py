@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from samsa.broker.handlers import HANDLERS
-from samsa.protocol import RequestHeader, decode_request, decode_response, response_header_version
+from samsa.protocol import ApiKey, RequestHeader, decode_request, decode_response, response_header_version
 from samsa.protocol.schema import in_range
 from samsa.records.iterate import iter_records
 from samsa.records.view import iter_batches
@@ -26,8 +26,6 @@ from .capture import REQUEST, CaptureProxy
 from .record_frames import client_requests, proxied_broker, read_frames
 
 pytestmark = [pytest.mark.clients, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
-
-PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PRODUCER_ID = 0, 1, 2, 3, 18, 22
 
 
 def record_values(raw: Any) -> list[bytes | None]:
@@ -49,10 +47,10 @@ def check_requests(client: str, requests: list[tuple[int, bytes]]) -> list[tuple
     assert len(connections) >= 2  # a producer and a consumer at least
     for connection in connections:
         first = next(h for c, h, _ in decoded if c == connection)
-        assert first.request_api_key == API_VERSIONS, "every connection opens with ApiVersions"
+        assert first.request_api_key == ApiKey.API_VERSIONS, "every connection opens with ApiVersions"
     opening = []
     for connection, header, _ in decoded:
-        if connection != connections[0] or header.request_api_key != API_VERSIONS:
+        if connection != connections[0] or header.request_api_key != ApiKey.API_VERSIONS:
             break
         opening.append(header.request_api_version)
     assert tuple(opening) == expect.api_versions_first
@@ -60,18 +58,18 @@ def check_requests(client: str, requests: list[tuple[int, bytes]]) -> list[tuple
     by_key: dict[int, list[Any]] = {}
     for _, header, message in decoded:
         by_key.setdefault(header.request_api_key, []).append(message)
-    assert {PRODUCE, FETCH, METADATA, API_VERSIONS} <= set(by_key)
+    assert {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA, ApiKey.API_VERSIONS} <= set(by_key)
     produced: list[bytes | None] = []
-    for produce in by_key[PRODUCE]:
+    for produce in by_key[ApiKey.PRODUCE]:
         assert produce.acks == expect.acks
         assert [t.name for t in produce.topic_data] == [topic]
         for partition in produce.topic_data[0].partition_data:
             assert partition.index == 0
             produced += record_values(partition.records)
     assert produced == scenarios.values(client)
-    for fetch in by_key[FETCH]:
+    for fetch in by_key[ApiKey.FETCH]:
         assert [(t.topic, [p.partition for p in t.partitions]) for t in fetch.topics] == [(topic, [0])]
-    named = {t.name for m in by_key[METADATA] for t in (m.topics or [])}
+    named = {t.name for m in by_key[ApiKey.METADATA] for t in (m.topics or [])}
     assert topic in named
     return decoded
 
@@ -90,12 +88,12 @@ def kafka_python_request_classes() -> dict[int, Any]:
     from kafka.protocol.producer.transaction import InitProducerIdRequest
 
     return {
-        PRODUCE: ProduceRequest,
-        FETCH: FetchRequest,
-        LIST_OFFSETS: ListOffsetsRequest,
-        METADATA: MetadataRequest,
-        API_VERSIONS: ApiVersionsRequest,
-        INIT_PRODUCER_ID: InitProducerIdRequest,
+        ApiKey.PRODUCE: ProduceRequest,
+        ApiKey.FETCH: FetchRequest,
+        ApiKey.LIST_OFFSETS: ListOffsetsRequest,
+        ApiKey.METADATA: MetadataRequest,
+        ApiKey.API_VERSIONS: ApiVersionsRequest,
+        ApiKey.INIT_PRODUCER_ID: InitProducerIdRequest,
     }
 
 
@@ -142,7 +140,7 @@ def test_stored_frames_decode_the_same_in_kafka_python(client: str) -> None:
         )
         assert_same_fields(ours, theirs, header.request_api_version, kp_class.__name__)
         compared.add(header.request_api_key)
-    assert {API_VERSIONS, METADATA, PRODUCE, FETCH} <= compared
+    assert {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH} <= compared
 
 
 # --- live ---------------------------------------------------------------------------------------------------------
@@ -163,12 +161,12 @@ def kafka_python_classes() -> dict[int, Any]:
     from kafka.protocol.producer.transaction import InitProducerIdResponse
 
     return {
-        PRODUCE: ProduceResponse,
-        FETCH: FetchResponse,
-        LIST_OFFSETS: ListOffsetsResponse,
-        METADATA: MetadataResponse,
-        API_VERSIONS: ApiVersionsResponse,
-        INIT_PRODUCER_ID: InitProducerIdResponse,
+        ApiKey.PRODUCE: ProduceResponse,
+        ApiKey.FETCH: FetchResponse,
+        ApiKey.LIST_OFFSETS: ListOffsetsResponse,
+        ApiKey.METADATA: MetadataResponse,
+        ApiKey.API_VERSIONS: ApiVersionsResponse,
+        ApiKey.INIT_PRODUCER_ID: InitProducerIdResponse,
     }
 
 
@@ -181,7 +179,7 @@ def pair_responses(proxy: CaptureProxy, connections: set[int]) -> list[tuple[Req
             continue
         if item.direction == REQUEST:
             header, message = decode_request(item.frame, allow_trailing=True)
-            if not (header.request_api_key == PRODUCE and message.acks == 0):
+            if not (header.request_api_key == ApiKey.PRODUCE and message.acks == 0):
                 waiting.setdefault(item.connection, []).append(header)
         else:
             pairs.append((waiting[item.connection].pop(0), item.frame))
@@ -192,7 +190,7 @@ def check_response(client: str, header: RequestHeader, frame: bytes, port: int) 
     key, version = header.request_api_key, header.request_api_version
     topic = scenarios.topic(client)
     served = {k: h.versions for k, h in HANDLERS.items()}
-    ours_version = 0 if key == API_VERSIONS and version > served[API_VERSIONS][1] else version
+    ours_version = 0 if key == ApiKey.API_VERSIONS and version > served[ApiKey.API_VERSIONS][1] else version
     decode_response(frame, key, ours_version)  # strict: no trailing bytes
     kp_class = kafka_python_classes().get(key)
     if kp_class is None:
@@ -202,21 +200,21 @@ def check_response(client: str, header: RequestHeader, frame: bytes, port: int) 
     body = frame[4 if response_header_version(key, version) == 0 else 5 :]  # our headers carry no tags
     plain = kp_class.decode(body, version=version)
     assert bytes(plain.encode()) == body  # byte for byte what kafka-python would send
-    if key == API_VERSIONS:
-        assert theirs.error_code == (35 if version > served[API_VERSIONS][1] else 0)
+    if key == ApiKey.API_VERSIONS:
+        assert theirs.error_code == (35 if version > served[ApiKey.API_VERSIONS][1] else 0)
         assert {k.api_key: (k.min_version, k.max_version) for k in theirs.api_keys} == served
-    elif key == METADATA:
+    elif key == ApiKey.METADATA:
         assert [(b.node_id, b.host, b.port) for b in theirs.brokers] == [(1, "127.0.0.1", port)]
         assert theirs.controller_id == 1
         for t in theirs.topics:
             assert (t.name, t.error_code) == (topic, 0)
             assert [(p.partition_index, p.leader_id, p.error_code) for p in t.partitions] == [(0, 1, 0)]
-    elif key == PRODUCE:
+    elif key == ApiKey.PRODUCE:
         (t,) = theirs.responses
         (p,) = t.partition_responses
         assert (t.name, p.index, p.error_code) == (topic, 0, 0)
         assert 0 <= p.base_offset < len(scenarios.values(client))
-    elif key == FETCH:
+    elif key == ApiKey.FETCH:
         assert theirs.error_code == 0
         (t,) = theirs.responses
         (p,) = t.partitions
@@ -226,11 +224,11 @@ def check_response(client: str, header: RequestHeader, frame: bytes, port: int) 
         if values:
             start = expected.index(values[0])
             assert values == expected[start : start + len(values)]
-    elif key == LIST_OFFSETS:
+    elif key == ApiKey.LIST_OFFSETS:
         (t,) = theirs.topics
         (p,) = t.partitions
         assert (t.name, p.partition_index, p.error_code, p.offset) == (topic, 0, 0, 0)
-    elif key == INIT_PRODUCER_ID:
+    elif key == ApiKey.INIT_PRODUCER_ID:
         assert theirs.error_code == 0 and theirs.producer_id >= 0 and theirs.producer_epoch >= 0
 
 
@@ -243,7 +241,7 @@ def test_live_capture(proxied: CaptureProxy, client: str) -> None:
     check_requests(client, requests)
     pairs = pair_responses(proxied, _proxy_connections(proxied, scenarios.EXPECT[client].client_id))
     keys = {h.request_api_key for h, _ in pairs}
-    assert {API_VERSIONS, METADATA, PRODUCE, FETCH} <= keys
+    assert {ApiKey.API_VERSIONS, ApiKey.METADATA, ApiKey.PRODUCE, ApiKey.FETCH} <= keys
     for header, frame in pairs:
         check_response(client, header, frame, proxied.port)
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 import samsa
+from samsa.protocol import ApiKey
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.messages.delete_groups import DeleteGroupsRequest
 from samsa.protocol.messages.describe_groups import DescribeGroupsRequest
@@ -59,19 +60,21 @@ def join(wire: WireClient, version: int, group: str, member_id: str = "") -> obj
         protocol_type="consumer",
         protocols=[JoinGroupRequestProtocol("range", b"\x00\x00\x00\x00\x00\x01\x00\x01t\xff\xff\xff\xff")],
     )
-    return wire.call(11, version, request)
+    return wire.call(ApiKey.JOIN_GROUP, version, request)
 
 
 @pytest.mark.parametrize("version", range(0, 5))
 def test_find_coordinator_names_this_broker(broker: samsa.Broker, wire: WireClient, version: int) -> None:
     if version >= 4:
-        response = wire.call(10, version, FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"]))
+        response = wire.call(
+            ApiKey.FIND_COORDINATOR, version, FindCoordinatorRequest(key_type=0, coordinator_keys=["a", "b"])
+        )
         assert [(c.key, c.node_id, c.port, c.error_code) for c in response.coordinators] == [
             ("a", 1, broker.port, 0),
             ("b", 1, broker.port, 0),
         ]
     else:
-        response = wire.call(10, version, FindCoordinatorRequest(key="a"))
+        response = wire.call(ApiKey.FIND_COORDINATOR, version, FindCoordinatorRequest(key="a"))
         assert (response.error_code, response.port) == (ErrorCode.NONE, broker.port)
 
 
@@ -87,7 +90,7 @@ def test_join_sync_heartbeat_leave_at_every_version(wire: WireClient, version: i
     assert first.leader == member_id and generation == 1  # type: ignore[attr-defined]
     sync_version = min(version, 5)
     synced = wire.call(
-        14,
+        ApiKey.SYNC_GROUP,
         sync_version,
         SyncGroupRequest(
             group_id=group,
@@ -101,11 +104,17 @@ def test_join_sync_heartbeat_leave_at_every_version(wire: WireClient, version: i
     assert (synced.error_code, synced.assignment) == (ErrorCode.NONE, b"assignment")
     hb_version = min(version, 4)
     ok = wire.call(
-        12, hb_version, HeartbeatRequest(group_id=group, generation_id=generation, member_id=member_id)
+        ApiKey.HEARTBEAT,
+        hb_version,
+        HeartbeatRequest(group_id=group, generation_id=generation, member_id=member_id),
     )
-    stale = wire.call(12, hb_version, HeartbeatRequest(group_id=group, generation_id=0, member_id=member_id))
+    stale = wire.call(
+        ApiKey.HEARTBEAT, hb_version, HeartbeatRequest(group_id=group, generation_id=0, member_id=member_id)
+    )
     unknown = wire.call(
-        12, hb_version, HeartbeatRequest(group_id=group, generation_id=generation, member_id="x")
+        ApiKey.HEARTBEAT,
+        hb_version,
+        HeartbeatRequest(group_id=group, generation_id=generation, member_id="x"),
     )
     assert (ok.error_code, stale.error_code, unknown.error_code) == (
         ErrorCode.NONE,
@@ -115,16 +124,18 @@ def test_join_sync_heartbeat_leave_at_every_version(wire: WireClient, version: i
     leave_version = min(version, 5)
     if leave_version >= 3:
         left = wire.call(
-            13,
+            ApiKey.LEAVE_GROUP,
             leave_version,
             LeaveGroupRequest(group_id=group, members=[MemberIdentity(member_id), MemberIdentity("ghost")]),
         )
         assert left.error_code == ErrorCode.NONE
         assert [m.error_code for m in left.members] == [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID]
     else:
-        left = wire.call(13, leave_version, LeaveGroupRequest(group_id=group, member_id=member_id))
+        left = wire.call(
+            ApiKey.LEAVE_GROUP, leave_version, LeaveGroupRequest(group_id=group, member_id=member_id)
+        )
         assert left.error_code == ErrorCode.NONE
-    described = wire.call(15, min(version, 5), DescribeGroupsRequest(groups=[group]))
+    described = wire.call(ApiKey.DESCRIBE_GROUPS, min(version, 5), DescribeGroupsRequest(groups=[group]))
     assert described.groups[0].group_state == "Empty"
 
 
@@ -136,7 +147,9 @@ def test_commit_and_fetch_at_every_version(wire: WireClient, version: int) -> No
         OffsetCommitRequestPartition(9, 1),
     ]
     commit = wire.call(
-        8, version, OffsetCommitRequest(group_id=group, topics=[OffsetCommitRequestTopic("t", partitions)])
+        ApiKey.OFFSET_COMMIT,
+        version,
+        OffsetCommitRequest(group_id=group, topics=[OffsetCommitRequestTopic("t", partitions)]),
     )
     assert [p.error_code for p in commit.topics[0].partitions] == [
         ErrorCode.NONE,
@@ -144,7 +157,7 @@ def test_commit_and_fetch_at_every_version(wire: WireClient, version: int) -> No
     ]
     if version >= 8:
         fetched = wire.call(
-            9,
+            ApiKey.OFFSET_FETCH,
             version,
             OffsetFetchRequest(
                 groups=[
@@ -155,7 +168,9 @@ def test_commit_and_fetch_at_every_version(wire: WireClient, version: int) -> No
         parts = fetched.groups[0].topics[0].partitions
     else:
         fetched = wire.call(
-            9, version, OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequestTopic("t", [0, 1])])
+            ApiKey.OFFSET_FETCH,
+            version,
+            OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequestTopic("t", [0, 1])]),
         )
         parts = fetched.topics[0].partitions
     assert [(p.partition_index, p.committed_offset, p.metadata, p.error_code) for p in parts] == [
@@ -167,7 +182,7 @@ def test_commit_and_fetch_at_every_version(wire: WireClient, version: int) -> No
 def test_bad_commits_and_admin_errors(wire: WireClient) -> None:
     topics = [OffsetCommitRequestTopic("t", [OffsetCommitRequestPartition(0, 5)])]
     stranger = wire.call(
-        8,
+        ApiKey.OFFSET_COMMIT,
         8,
         OffsetCommitRequest(
             group_id="nobody-home", generation_id_or_member_epoch=3, member_id="m", topics=topics
@@ -176,17 +191,17 @@ def test_bad_commits_and_admin_errors(wire: WireClient) -> None:
     assert stranger.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_MEMBER_ID
     empty_join = join(wire, 5, "")
     assert empty_join.error_code == ErrorCode.INVALID_GROUP_ID  # type: ignore[attr-defined]
-    deleted = wire.call(42, 2, DeleteGroupsRequest(groups_names=["never-seen"]))
+    deleted = wire.call(ApiKey.DELETE_GROUPS, 2, DeleteGroupsRequest(groups_names=["never-seen"]))
     assert deleted.results[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
     gone = wire.call(
-        47,
+        ApiKey.OFFSET_DELETE,
         0,
         OffsetDeleteRequest(
             group_id="never-seen", topics=[OffsetDeleteRequestTopic("t", [OffsetDeleteRequestPartition(0)])]
         ),
     )
     assert gone.error_code == ErrorCode.GROUP_ID_NOT_FOUND
-    described = wire.call(15, 5, DescribeGroupsRequest(groups=["never-seen"]))
+    described = wire.call(ApiKey.DESCRIBE_GROUPS, 5, DescribeGroupsRequest(groups=["never-seen"]))
     assert (described.groups[0].error_code, described.groups[0].group_state) == (ErrorCode.NONE, "Dead")
 
 
@@ -196,14 +211,16 @@ def test_list_delete_and_offset_delete(wire: WireClient) -> None:
             "t", [OffsetCommitRequestPartition(0, 5), OffsetCommitRequestPartition(1, 6)]
         )
     ]
-    wire.call(8, 8, OffsetCommitRequest(group_id="to-delete", topics=topics))
+    wire.call(ApiKey.OFFSET_COMMIT, 8, OffsetCommitRequest(group_id="to-delete", topics=topics))
     for version in range(0, 6):
-        listed = wire.call(16, version, ListGroupsRequest(states_filter=["Empty"] if version >= 4 else []))
+        listed = wire.call(
+            ApiKey.LIST_GROUPS, version, ListGroupsRequest(states_filter=["Empty"] if version >= 4 else [])
+        )
         assert "to-delete" in [g.group_id for g in listed.groups]
-    stable_only = wire.call(16, 4, ListGroupsRequest(states_filter=["Stable"]))
+    stable_only = wire.call(ApiKey.LIST_GROUPS, 4, ListGroupsRequest(states_filter=["Stable"]))
     assert "to-delete" not in [g.group_id for g in stable_only.groups]
     removed = wire.call(
-        47,
+        ApiKey.OFFSET_DELETE,
         0,
         OffsetDeleteRequest(
             group_id="to-delete", topics=[OffsetDeleteRequestTopic("t", [OffsetDeleteRequestPartition(1)])]
@@ -213,12 +230,12 @@ def test_list_delete_and_offset_delete(wire: WireClient) -> None:
         ErrorCode.NONE,
         ErrorCode.NONE,
     )
-    fetched = wire.call(9, 7, OffsetFetchRequest(group_id="to-delete", topics=None))
+    fetched = wire.call(ApiKey.OFFSET_FETCH, 7, OffsetFetchRequest(group_id="to-delete", topics=None))
     assert [(p.partition_index, p.committed_offset) for t in fetched.topics for p in t.partitions] == [(0, 5)]
     for version in range(0, 3):
         group = f"del-{version}"
-        wire.call(8, 8, OffsetCommitRequest(group_id=group, topics=topics))
-        result = wire.call(42, version, DeleteGroupsRequest(groups_names=[group]))
+        wire.call(ApiKey.OFFSET_COMMIT, 8, OffsetCommitRequest(group_id=group, topics=topics))
+        result = wire.call(ApiKey.DELETE_GROUPS, version, DeleteGroupsRequest(groups_names=[group]))
         assert result.results[0].error_code == ErrorCode.NONE
-        after = wire.call(9, 7, OffsetFetchRequest(group_id=group, topics=None))
+        after = wire.call(ApiKey.OFFSET_FETCH, 7, OffsetFetchRequest(group_id=group, topics=None))
         assert after.topics == []

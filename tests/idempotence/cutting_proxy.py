@@ -15,7 +15,7 @@ import threading
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
-PRODUCE = 0
+from samsa.protocol import ApiKey
 
 
 @dataclass
@@ -94,7 +94,7 @@ class CuttingProxy:
                 return
             api_key, _, correlation_id = struct.unpack_from(">hhi", frame, 4)
             api_keys[correlation_id] = api_key
-            if api_key == PRODUCE:
+            if api_key == ApiKey.PRODUCE:
                 self.stats.produce_requests += 1
                 if self.stats.produce_requests in self.cut_requests:
                     self.stats.cut_requests.append(self.stats.produce_requests)
@@ -112,7 +112,7 @@ class CuttingProxy:
             if frame is None:
                 return
             (correlation_id,) = struct.unpack_from(">i", frame, 4)
-            if api_keys.pop(correlation_id, None) == PRODUCE:
+            if api_keys.pop(correlation_id, None) == ApiKey.PRODUCE:
                 self.stats.produce_responses += 1
                 if self.stats.produce_responses in self.cut_responses:
                     self.stats.cut_responses.append(self.stats.produce_responses)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from samsa.protocol import ApiKey
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from samsa.protocol.messages.init_producer_id import InitProducerIdRequest
@@ -17,8 +18,6 @@ from samsa.protocol.messages.produce import PartitionProduceData, ProduceRequest
 from samsa.records import build_batch
 from tests.clients.harness import BrokerProcess, ck_consume
 from tests.embedded.wire import WireClient
-
-PRODUCE, CREATE_TOPICS, INIT_PRODUCER_ID = 0, 19, 22
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +30,15 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 def create_topic(wire: WireClient, name: str) -> None:
     request = CreateTopicsRequest(topics=[CreatableTopic(name=name, num_partitions=1, replication_factor=1)])
-    response = wire.call(CREATE_TOPICS, 5, request)
+    response = wire.call(ApiKey.CREATE_TOPICS, 5, request)
     assert response.topics[0].error_code == ErrorCode.NONE
 
 
 def init_producer_id(wire: WireClient, version: int = 4) -> tuple[int, int]:
     response = wire.call(
-        INIT_PRODUCER_ID, version, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
+        ApiKey.INIT_PRODUCER_ID,
+        version,
+        InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000),
     )
     assert response.error_code == ErrorCode.NONE
     return response.producer_id, response.producer_epoch
@@ -57,7 +58,7 @@ def produce(wire: WireClient, topic: str, pid: int, epoch: int, seq: int, count:
             TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=0, records=batch)])
         ],
     )
-    response = wire.call(PRODUCE, 9, request)
+    response = wire.call(ApiKey.PRODUCE, 9, request)
     partition = response.responses[0].partition_responses[0]
     return partition.error_code, partition.base_offset
 

@@ -8,6 +8,7 @@ import pytest
 from tests.vectors import VECTORS
 
 from samsa.protocol import (
+    ApiKey,
     RequestHeader,
     ResponseHeader,
     UnsupportedVersionError,
@@ -34,14 +35,14 @@ def framed(frame: bytes) -> bytes:
 
 def test_librdkafka_api_versions_v3_request() -> None:
     header, request = decode_request(LIBRDKAFKA_API_VERSIONS_V3)
-    assert header == RequestHeader(18, 3, 1, "rdkafka")
+    assert header == RequestHeader(ApiKey.API_VERSIONS, 3, 1, "rdkafka")
     assert request == ApiVersionsRequest(client_software_name="librdkafka", client_software_version="2.16.0")
     assert encode_request(header, request) == framed(LIBRDKAFKA_API_VERSIONS_V3)
 
 
 def test_api_versions_v0_request() -> None:
     header, request = decode_request(API_VERSIONS_V0)
-    assert header == RequestHeader(18, 0, 2, "rdkafka")
+    assert header == RequestHeader(ApiKey.API_VERSIONS, 0, 2, "rdkafka")
     assert request == ApiVersionsRequest()
     assert encode_request(header, request) == framed(API_VERSIONS_V0)
 
@@ -93,7 +94,7 @@ def test_produce_v3_with_the_69_byte_batch_decodes_records_zero_copy() -> None:
     assert len(batch) == 69
     frame = produce_v3_frame(batch)
     header, request = decode_request(frame)
-    assert header == RequestHeader(0, 3, 42, "producer")
+    assert header == RequestHeader(ApiKey.PRODUCE, 3, 42, "producer")
     records = request.topic_data[0].partition_data[0].records
     assert isinstance(records, memoryview)
     assert records.obj is frame  # a slice of the frame, not a copy
@@ -112,7 +113,7 @@ def test_produce_records_round_trip_from_bytes_at_every_modern_version(version: 
             TopicProduceData(name="t", partition_data=[PartitionProduceData(index=3, records=batch)])
         ],
     )
-    header = RequestHeader(0, version, 9, "c")
+    header = RequestHeader(ApiKey.PRODUCE, version, 9, "c")
     frame = encode_request(header, request)
     assert frame.endswith(batch + (b"\x00\x00\x00" if version >= 9 else b""))
     decoded_header, decoded = decode_request(frame[4:])

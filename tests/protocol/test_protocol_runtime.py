@@ -59,7 +59,7 @@ def test_error_codes_carry_names_and_retriable_flags() -> None:
 
 
 def test_decode_errors_are_remote_and_carry_values() -> None:
-    frame = encode_request(RequestHeader(3, 4, 5, "c"), MetadataRequest(topics=None))[4:]
+    frame = encode_request(RequestHeader(ApiKey.METADATA, 4, 5, "c"), MetadataRequest(topics=None))[4:]
     with pytest.raises(InvalidRequestError) as info:
         decode_request(frame + b"\x00")
     assert (info.value.api_key, info.value.api_version, info.value.offset) == (3, 4, len(frame))
@@ -74,13 +74,13 @@ def test_decode_errors_are_remote_and_carry_values() -> None:
 
 def test_encode_errors_are_local() -> None:
     with pytest.raises(EncodeError, match="TransactionalId"):
-        encode_request(RequestHeader(0, 2, 1, "c"), ProduceRequest(transactional_id="tx"))
+        encode_request(RequestHeader(ApiKey.PRODUCE, 2, 1, "c"), ProduceRequest(transactional_id="tx"))
     with pytest.raises(LocalProtocolError):
-        encode_request(RequestHeader(0, 3, 1, "c"), MetadataRequest())
+        encode_request(RequestHeader(ApiKey.PRODUCE, 3, 1, "c"), MetadataRequest())
     with pytest.raises(LocalProtocolError):
-        encode_request(RequestHeader(0, 99, 1, "c"), ProduceRequest())
+        encode_request(RequestHeader(ApiKey.PRODUCE, 99, 1, "c"), ProduceRequest())
     with pytest.raises(EncodeError):
-        encode_request(RequestHeader(0, 3, 1, "c"), ProduceRequest(acks=1 << 20))
+        encode_request(RequestHeader(ApiKey.PRODUCE, 3, 1, "c"), ProduceRequest(acks=1 << 20))
     with pytest.raises(EncodeError):
         encode_response(ResponseHeader(1), 1, 4, FetchResponse(responses=None))  # type: ignore[arg-type]
 

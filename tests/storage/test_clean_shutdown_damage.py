@@ -190,3 +190,19 @@ def _entries(index: Path) -> list[tuple[int, int]]:
 
 def _first_offset_with_timestamp(logs: list[Path], timestamp: int) -> int:
     return next(r.offset for path in logs for r in decode_all(path.read_bytes()) if r.timestamp >= timestamp)
+
+
+def test_a_time_index_that_goes_back_is_rebuilt(
+    pristine: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory, logs, expected = fresh(pristine, tmp_path)
+    time_index = sorted(directory.glob("*.timeindex"))[-1]
+    data = time_index.read_bytes()
+    assert len(data) >= 24
+    time_index.write_bytes(data[12:24] + data[:12] + data[24:])  # the first two entries swapped
+    with caplog.at_level(logging.WARNING):
+        log = reopen(directory)
+    assert any("goes back from" in m and time_index.name in m for m in caplog.messages)
+    found = log.fetch_offset_by_timestamp(5059)
+    assert found is not None and found.offset == _first_offset_with_timestamp(logs, 5059)
+    assert_serves(log, expected, end_of(expected))

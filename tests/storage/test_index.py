@@ -354,3 +354,28 @@ def test_time_is_full_last_entry_resize(tmp_path: Path) -> None:
     assert index.entry_size == 12
     raw = (tmp_path / "a.timeindex").read_bytes()[:12]
     assert struct.unpack(">qi", raw) == (1, 1)
+
+
+# --- all entries at once ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reopened", [False, True], ids=["written", "read-only reopen"])
+def test_all_entries_at_once_are_the_entries_one_by_one(tmp_path: Path, reopened: bool) -> None:
+    index, tindex = offset_index(tmp_path), time_index(tmp_path)
+    for n in range(20):
+        index.append(BASE + 3 * n, 100 * n)
+        tindex.maybe_append(1_000 + 7 * n, BASE + 3 * n)
+    if reopened:
+        for written in (index, tindex):
+            written.close()  # writes what is pending, trims the file
+        index = OffsetIndex(index.path, BASE, writable=False)
+        tindex = TimeIndex(tindex.path, BASE, writable=False)
+    assert index.offset_positions() == [
+        (e.offset, e.position) for e in map(index.entry, range(index.entries))
+    ]
+    assert index.offset_positions()[-1] == (BASE + 57, 1900)
+    assert tindex.timestamp_offsets() == [
+        (e.timestamp, e.offset) for e in map(tindex.entry, range(tindex.entries))
+    ]
+    assert tindex.timestamp_offsets()[0] == (1_000, BASE) and len(tindex.timestamp_offsets()) == 20
+    assert OffsetIndex(tmp_path / "none.index", BASE, writable=False).offset_positions() == []

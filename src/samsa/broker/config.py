@@ -1,5 +1,9 @@
 """Broker configuration: Kafka's ``server.properties`` keys, types and defaults.
 
+A key that a layer below the broker also reads (the log, the cleaner, fetchers, groups, elections) takes its
+default from ``samsa.server_defaults``, the one statement of it, which those layers read too; the others state
+theirs here.
+
 ``KafkaConfig.from_properties`` validates every key it knows (a clear ``ConfigError`` naming the key, the value and
 what was expected); unknown keys are kept and reported by ``unknown_keys`` (Kafka logs them and carries on).
 ``topic_defaults()`` turns the broker's ``log.*`` keys into the topic-level defaults (``segment.bytes`` from
@@ -13,8 +17,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-LONG_MAX = 2**63 - 1
-INT_MAX = 2**31 - 1
+from samsa.server_defaults import INT_MAX, LONG_MAX, SERVER_DEFAULTS
+
+_SERVER_DEFAULT: Any = object()
+"""A ``ConfigKey``'s default when none is given: the key's entry in ``SERVER_DEFAULTS``."""
 
 
 class ConfigError(ValueError):
@@ -35,11 +41,16 @@ class ConfigType(Enum):
 class ConfigKey:
     name: str
     type: ConfigType
-    default: Any
+    default: Any = _SERVER_DEFAULT
     minimum: float | None = None
     choices: tuple[str, ...] | None = None
     doc: str = ""
     topic_key: str | None = None  # the topic-level key this broker key sets the default of
+
+    def __post_init__(self) -> None:
+        if self.default is _SERVER_DEFAULT:
+            value = SERVER_DEFAULTS[self.name]
+            object.__setattr__(self, "default", list(value) if self.type is ConfigType.LIST else value)
 
     def parse(self, raw: str) -> Any:
         """Parse and validate a raw string value; raise ConfigError naming this key."""
@@ -131,7 +142,7 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("auto.create.topics.enable", B, True),
     ConfigKey("default.replication.factor", INT, 1, minimum=1),
     ConfigKey("delete.topic.enable", B, True),
-    ConfigKey("message.max.bytes", INT, 1048588, minimum=0, topic_key="max.message.bytes"),
+    ConfigKey("message.max.bytes", INT, minimum=0, topic_key="max.message.bytes"),
     ConfigKey("socket.request.max.bytes", INT, 104857600, minimum=1),
     ConfigKey("connections.max.idle.ms", L, 600000, minimum=1),
     ConfigKey("socket.listen.backlog.size", INT, 50, minimum=1),
@@ -156,78 +167,74 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
         doc="the listener brokers reach each other on (default: the first)",
     ),
     ConfigKey("replica.lag.time.max.ms", L, 30000, minimum=1),
-    ConfigKey("replica.fetch.max.bytes", INT, 1048576, minimum=0),
-    ConfigKey("replica.fetch.response.max.bytes", INT, 10485760, minimum=0),
-    ConfigKey("replica.fetch.wait.max.ms", INT, 500, minimum=0),
-    ConfigKey("replica.fetch.min.bytes", INT, 1, minimum=1),
-    ConfigKey("replica.fetch.backoff.ms", INT, 1000, minimum=0),
-    ConfigKey("replica.socket.timeout.ms", INT, 30000, minimum=1),
+    ConfigKey("replica.fetch.max.bytes", INT, minimum=0),
+    ConfigKey("replica.fetch.response.max.bytes", INT, minimum=0),
+    ConfigKey("replica.fetch.wait.max.ms", INT, minimum=0),
+    ConfigKey("replica.fetch.min.bytes", INT, minimum=1),
+    ConfigKey("replica.fetch.backoff.ms", INT, minimum=0),
+    ConfigKey("replica.socket.timeout.ms", INT, minimum=1),
     ConfigKey("controlled.shutdown.enable", B, True),
     ConfigKey("controlled.shutdown.max.retries", INT, 3, minimum=0),
     ConfigKey("controlled.shutdown.retry.backoff.ms", L, 5000, minimum=0),
     ConfigKey("controller.socket.timeout.ms", INT, 30000, minimum=0),
-    ConfigKey("auto.leader.rebalance.enable", B, True),
-    ConfigKey("leader.imbalance.per.broker.percentage", INT, 10, minimum=0),
-    ConfigKey("leader.imbalance.check.interval.seconds", L, 300, minimum=1),
-    ConfigKey("log.segment.bytes", INT, 1073741824, minimum=14, topic_key="segment.bytes"),
+    ConfigKey("auto.leader.rebalance.enable", B),
+    ConfigKey("leader.imbalance.per.broker.percentage", INT, minimum=0),
+    ConfigKey("leader.imbalance.check.interval.seconds", L, minimum=1),
+    ConfigKey("log.segment.bytes", INT, minimum=14, topic_key="segment.bytes"),
     ConfigKey("log.roll.ms", L, None, minimum=1),
-    ConfigKey("log.roll.hours", INT, 168, minimum=1),
+    ConfigKey("log.roll.hours", INT, minimum=1),
     ConfigKey("log.roll.jitter.ms", L, None, minimum=0),
-    ConfigKey("log.roll.jitter.hours", INT, 0, minimum=0),
-    ConfigKey("log.index.size.max.bytes", INT, 10485760, minimum=4, topic_key="segment.index.bytes"),
-    ConfigKey("log.index.interval.bytes", INT, 4096, minimum=0, topic_key="index.interval.bytes"),
+    ConfigKey("log.roll.jitter.hours", INT, minimum=0),
+    ConfigKey("log.index.size.max.bytes", INT, minimum=4, topic_key="segment.index.bytes"),
+    ConfigKey("log.index.interval.bytes", INT, minimum=0, topic_key="index.interval.bytes"),
     ConfigKey("log.retention.ms", L, None),
     ConfigKey("log.retention.minutes", INT, None),
-    ConfigKey("log.retention.hours", INT, 168),
-    ConfigKey("log.retention.bytes", L, -1, topic_key="retention.bytes"),
-    ConfigKey("log.retention.check.interval.ms", L, 300000, minimum=1),
-    ConfigKey(
-        "log.cleanup.policy", LS, ["delete"], choices=("delete", "compact"), topic_key="cleanup.policy"
-    ),
-    ConfigKey("log.segment.delete.delay.ms", L, 60000, minimum=0, topic_key="file.delete.delay.ms"),
-    ConfigKey("log.flush.interval.messages", L, LONG_MAX, minimum=1, topic_key="flush.messages"),
+    ConfigKey("log.retention.hours", INT),
+    ConfigKey("log.retention.bytes", L, topic_key="retention.bytes"),
+    ConfigKey("log.retention.check.interval.ms", L, minimum=1),
+    ConfigKey("log.cleanup.policy", LS, choices=("delete", "compact"), topic_key="cleanup.policy"),
+    ConfigKey("log.segment.delete.delay.ms", L, minimum=0, topic_key="file.delete.delay.ms"),
+    ConfigKey("log.flush.interval.messages", L, minimum=1, topic_key="flush.messages"),
     ConfigKey("log.flush.interval.ms", L, None),
-    ConfigKey("log.flush.scheduler.interval.ms", L, LONG_MAX),
-    ConfigKey("log.flush.offset.checkpoint.interval.ms", INT, 60000, minimum=0),
-    ConfigKey("log.flush.start.offset.checkpoint.interval.ms", INT, 60000, minimum=0),
-    ConfigKey("replica.high.watermark.checkpoint.interval.ms", L, 5000),
-    ConfigKey("log.preallocate", B, False, topic_key="preallocate"),
-    ConfigKey("log.cleaner.enable", B, True),
+    ConfigKey("log.flush.scheduler.interval.ms", L),
+    ConfigKey("log.flush.offset.checkpoint.interval.ms", INT, minimum=0),
+    ConfigKey("log.flush.start.offset.checkpoint.interval.ms", INT, minimum=0),
+    ConfigKey("replica.high.watermark.checkpoint.interval.ms", L),
+    ConfigKey("log.preallocate", B, topic_key="preallocate"),
+    ConfigKey("log.cleaner.enable", B),
     ConfigKey("log.cleaner.threads", INT, 1, minimum=0),
-    ConfigKey("log.cleaner.backoff.ms", L, 15000, minimum=0),
-    ConfigKey("log.cleaner.dedupe.buffer.size", L, 134217728),
-    ConfigKey("log.cleaner.io.buffer.load.factor", ConfigType.DOUBLE, 0.9),
-    ConfigKey("log.cleaner.delete.retention.ms", L, 86400000, minimum=0, topic_key="delete.retention.ms"),
-    ConfigKey("log.cleaner.min.compaction.lag.ms", L, 0, minimum=0, topic_key="min.compaction.lag.ms"),
-    ConfigKey("log.cleaner.max.compaction.lag.ms", L, LONG_MAX, minimum=1, topic_key="max.compaction.lag.ms"),
+    ConfigKey("log.cleaner.backoff.ms", L, minimum=0),
+    ConfigKey("log.cleaner.dedupe.buffer.size", L),
+    ConfigKey("log.cleaner.io.buffer.load.factor", ConfigType.DOUBLE),
+    ConfigKey("log.cleaner.delete.retention.ms", L, minimum=0, topic_key="delete.retention.ms"),
+    ConfigKey("log.cleaner.min.compaction.lag.ms", L, minimum=0, topic_key="min.compaction.lag.ms"),
+    ConfigKey("log.cleaner.max.compaction.lag.ms", L, minimum=1, topic_key="max.compaction.lag.ms"),
     ConfigKey(
         "log.cleaner.min.cleanable.ratio",
         ConfigType.DOUBLE,
-        0.5,
         minimum=0,
         topic_key="min.cleanable.dirty.ratio",
     ),
     ConfigKey(
         "log.message.timestamp.type",
         S,
-        "CreateTime",
         choices=("CreateTime", "LogAppendTime"),
         topic_key="message.timestamp.type",
     ),
-    ConfigKey("min.insync.replicas", INT, 1, minimum=1, topic_key="min.insync.replicas"),
-    ConfigKey("unclean.leader.election.enable", B, False, topic_key="unclean.leader.election.enable"),
-    ConfigKey("compression.type", S, "producer", topic_key="compression.type"),
-    ConfigKey("offsets.topic.num.partitions", INT, 50, minimum=1),
+    ConfigKey("min.insync.replicas", INT, minimum=1, topic_key="min.insync.replicas"),
+    ConfigKey("unclean.leader.election.enable", B, topic_key="unclean.leader.election.enable"),
+    ConfigKey("compression.type", S, topic_key="compression.type"),
+    ConfigKey("offsets.topic.num.partitions", INT, minimum=1),
     ConfigKey("offsets.topic.replication.factor", INT, 3, minimum=1),
-    ConfigKey("offsets.topic.segment.bytes", INT, 104857600, minimum=1),
-    ConfigKey("offsets.retention.minutes", INT, 10080, minimum=1),
-    ConfigKey("offsets.retention.check.interval.ms", L, 600000, minimum=1),
-    ConfigKey("offsets.commit.timeout.ms", INT, 5000, minimum=1),
-    ConfigKey("group.initial.rebalance.delay.ms", INT, 3000, minimum=0),
-    ConfigKey("group.min.session.timeout.ms", INT, 6000),
-    ConfigKey("group.max.session.timeout.ms", INT, 1800000),
-    ConfigKey("group.max.size", INT, INT_MAX, minimum=1),
-    ConfigKey("offset.metadata.max.bytes", INT, 4096, minimum=0),
+    ConfigKey("offsets.topic.segment.bytes", INT, minimum=1),
+    ConfigKey("offsets.retention.minutes", INT, minimum=1),
+    ConfigKey("offsets.retention.check.interval.ms", L, minimum=1),
+    ConfigKey("offsets.commit.timeout.ms", INT, minimum=1),
+    ConfigKey("group.initial.rebalance.delay.ms", INT, minimum=0),
+    ConfigKey("group.min.session.timeout.ms", INT),
+    ConfigKey("group.max.session.timeout.ms", INT),
+    ConfigKey("group.max.size", INT, minimum=1),
+    ConfigKey("offset.metadata.max.bytes", INT, minimum=0),
     ConfigKey("transactional.id.expiration.ms", INT, 604800000, minimum=1),
     ConfigKey("producer.id.expiration.ms", INT, 86400000, minimum=1),
     ConfigKey("transaction.state.log.num.partitions", INT, 50, minimum=1),

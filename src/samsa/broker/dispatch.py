@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol import (
+    ApiKey,
     ErrorCode,
     InvalidRequestError,
     RemoteProtocolError,
@@ -43,9 +44,6 @@ if TYPE_CHECKING:
     from .services import BrokerServices
 
 log = logging.getLogger(__name__)
-
-API_VERSIONS_KEY = 18
-PRODUCE_KEY = 0
 
 Interceptor = Callable[[RequestHeader, Any], Awaitable[Any]]
 """``(header, request) -> response or None``: None lets the request's handler answer it."""
@@ -88,16 +86,16 @@ class RequestDispatcher:
         unserved = _unserved(frame)
         if unserved is not None:  # decided from the header's fixed start: the body is never parsed
             api_key, version, correlation_id = unserved
-            if api_key == API_VERSIONS_KEY:
-                return encode(correlation_id, API_VERSIONS_KEY, 0, _unsupported_api_versions())
+            if api_key == ApiKey.API_VERSIONS:
+                return encode(correlation_id, ApiKey.API_VERSIONS, 0, _unsupported_api_versions())
             raise CloseConnection(
                 f"api key {api_key} version {version} is not served (from {connection.client_host})"
             )
         try:
             header, request = decode_request(frame, allow_trailing=True)
         except UnsupportedVersionError as exc:
-            if exc.api_key == API_VERSIONS_KEY and exc.correlation_id is not None:
-                return encode(exc.correlation_id, API_VERSIONS_KEY, 0, _unsupported_api_versions())
+            if exc.api_key == ApiKey.API_VERSIONS and exc.correlation_id is not None:
+                return encode(exc.correlation_id, ApiKey.API_VERSIONS, 0, _unsupported_api_versions())
             raise CloseConnection(f"unsupported request from {connection.client_host}: {exc}") from exc
         except InvalidRequestError as exc:
             raise CloseConnection(
@@ -108,8 +106,8 @@ class RequestDispatcher:
         handler = HANDLERS.get(header.request_api_key)
         version = header.request_api_version
         if handler is None or not handler.versions[0] <= version <= handler.versions[1]:
-            if header.request_api_key == API_VERSIONS_KEY:
-                return encode(header.correlation_id, API_VERSIONS_KEY, 0, _unsupported_api_versions())
+            if header.request_api_key == ApiKey.API_VERSIONS:
+                return encode(header.correlation_id, ApiKey.API_VERSIONS, 0, _unsupported_api_versions())
             raise CloseConnection(
                 f"api key {header.request_api_key} version {version} is not served (client {header.client_id!r})"
             )
@@ -133,13 +131,24 @@ class RequestDispatcher:
         )
 
 
-GROUP_APIS = frozenset({8, 9, 11, 12, 13, 14, 15, 16, 42, 47})
-"""OffsetCommit, OffsetFetch, JoinGroup, Heartbeat, LeaveGroup, SyncGroup, DescribeGroups, ListGroups,
-DeleteGroups, OffsetDelete: a storage failure under them is NOT_COORDINATOR, as Kafka's group coordinator maps it
-(the client looks the coordinator up again and retries)."""
-COORDINATOR_LOOKUPS = frozenset({10, 22})
-"""FindCoordinator, InitProducerId: COORDINATOR_NOT_AVAILABLE (retriable) when the offsets topic or the producer
-id block cannot be written."""
+GROUP_APIS = frozenset(
+    {
+        ApiKey.OFFSET_COMMIT,
+        ApiKey.OFFSET_FETCH,
+        ApiKey.JOIN_GROUP,
+        ApiKey.HEARTBEAT,
+        ApiKey.LEAVE_GROUP,
+        ApiKey.SYNC_GROUP,
+        ApiKey.DESCRIBE_GROUPS,
+        ApiKey.LIST_GROUPS,
+        ApiKey.DELETE_GROUPS,
+        ApiKey.OFFSET_DELETE,
+    }
+)
+"""A storage failure under a group API is NOT_COORDINATOR, as Kafka's group coordinator maps it (the client looks
+the coordinator up again and retries)."""
+COORDINATOR_LOOKUPS = frozenset({ApiKey.FIND_COORDINATOR, ApiKey.INIT_PRODUCER_ID})
+"""COORDINATOR_NOT_AVAILABLE (retriable) when the offsets topic or the producer id block cannot be written."""
 
 
 def _storage_failure(header: RequestHeader, request: Any, connection: ConnectionInfo, exc: Exception) -> Any:
@@ -153,7 +162,7 @@ def _storage_failure(header: RequestHeader, request: Any, connection: Connection
         connection.client_host,
         exc,
     )
-    if key == PRODUCE_KEY and getattr(request, "acks", -1) == 0:
+    if key == ApiKey.PRODUCE and getattr(request, "acks", -1) == 0:
         raise CloseConnection(f"acks=0 produce failed on storage: {exc}") from exc
     if key in GROUP_APIS:
         error = ErrorCode.NOT_COORDINATOR
@@ -181,7 +190,7 @@ def _unserved(frame: memoryview) -> tuple[int, int, int] | None:
 
 
 def _unsupported_api_versions() -> Any:
-    return HANDLERS[API_VERSIONS_KEY].load().unsupported_version_response()
+    return HANDLERS[ApiKey.API_VERSIONS].load().unsupported_version_response()
 
 
 def encode(correlation_id: int, api_key: int, api_version: int, message: Any) -> list[ResponsePart]:

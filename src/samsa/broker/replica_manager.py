@@ -533,7 +533,7 @@ class ReplicaManager:
     def _diverging(self, plog: Log, request: FetchRequestPartition) -> FetchResult | None:
         """The leader's check of a follower's last fetched epoch (Fetch v12+, KIP-595): the end of that epoch
         here when the follower's log went past it, so the follower truncates."""
-        found = end_offset_for_epoch(plog, request.last_fetched_epoch)
+        found = plog.leader_epoch_cache.end_offset_for(request.last_fetched_epoch, plog.log_end_offset)
         if found is None or request.fetch_offset < plog.log_start_offset:
             return FetchResult(
                 ErrorCode.OFFSET_OUT_OF_RANGE, plog.high_watermark, plog.high_watermark, plog.log_start_offset
@@ -678,7 +678,7 @@ class ReplicaManager:
         elif leader_epoch < 0:
             target = min(end_offset, leo)
         else:
-            local = end_offset_for_epoch(plog, leader_epoch)
+            local = plog.leader_epoch_cache.end_offset_for(leader_epoch, leo)
             if local is None:
                 target = min(end_offset, leo)
             elif local[0] != leader_epoch:
@@ -750,7 +750,7 @@ class ReplicaManager:
         if current_leader_epoch not in (NO_LEADER_EPOCH, partition.leader_epoch):
             fenced = current_leader_epoch < partition.leader_epoch
             return (ErrorCode.FENCED_LEADER_EPOCH if fenced else ErrorCode.UNKNOWN_LEADER_EPOCH), -1, -1
-        found = end_offset_for_epoch(partition.log, leader_epoch)
+        found = partition.log.leader_epoch_cache.end_offset_for(leader_epoch, partition.log.log_end_offset)
         return (ErrorCode.NONE, *found) if found is not None else (ErrorCode.NONE, -1, -1)
 
     # --- delete records ----------------------------------------------------------------------------------------
@@ -816,24 +816,3 @@ def _log_append_failure(tp: TopicPartition, exc: Exception) -> None:
         return
     more = LogThrottle.held_back(since)
     log.error("append to %s failed: %s%s; said once a minute per partition", tp, exc, more)
-
-
-def end_offset_for_epoch(plog: Log, epoch: int) -> tuple[int, int] | None:
-    """Kafka's ``endOffsetFor``: (the largest epoch <= ``epoch``, the start offset of the first later epoch or the
-    log end) — or ``(epoch, start of the first entry)`` when every entry is later; None when ``epoch`` is -1 or
-    later than every entry here."""
-    if epoch < 0:
-        return None
-    entries = plog.leader_epoch_cache.entries()
-    if not entries:
-        return None
-    if epoch == entries[-1].epoch:
-        return epoch, plog.log_end_offset
-    later = next((e for e in entries if e.epoch > epoch), None)
-    if later is None:
-        return None
-    floor = None
-    for entry in entries:
-        if entry.epoch <= epoch:
-            floor = entry
-    return (floor.epoch if floor is not None else epoch), later.start_offset

@@ -51,7 +51,7 @@ from samsa.cluster.replication_quota import DEFAULT_BROKER, FOLLOWER_THROTTLED_R
 from samsa.cluster.zk_client import BrokerAlreadyRegisteredError, ZkClient, ZkSessionInterruptedError
 from samsa.cluster.znodes import BrokerRegistration, Endpoint, ProducerIdBlock
 from samsa.log_throttle import LogThrottle
-from samsa.protocol import ErrorCode
+from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.controlled_shutdown import ControlledShutdownRequest
 from samsa.protocol.messages.leader_and_isr import (
     LeaderAndIsrPartitionError,
@@ -72,8 +72,6 @@ if TYPE_CHECKING:
     from .config import KafkaConfig
 
 log = logging.getLogger(__name__)
-
-CONTROLLED_SHUTDOWN = 7
 
 
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -492,7 +490,7 @@ class ZkBroker:
         request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch)
         try:
             await connection.open()
-            response = await connection.request(request, CONTROLLED_SHUTDOWN)
+            response = await connection.request(request, ApiKey.CONTROLLED_SHUTDOWN)
         except KafkaError as exc:
             log.info(
                 "broker %d: controlled shutdown request to %d failed: %s",

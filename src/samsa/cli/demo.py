@@ -23,6 +23,7 @@ from samsa.cli.dump_log import DumpOptions, dump_files
 from samsa.clock import ManualClock
 from samsa.records import Record, build_batch, iter_batches, iter_records
 from samsa.storage.log_dir_reader import LogDirReader, SegmentFiles
+from samsa.storage.segment import LOG_SUFFIX, filename_prefix
 
 TOPIC = "demo-events"
 PARTITIONS = 3
@@ -69,14 +70,14 @@ def _find_segment(bases: list[int], target: int, steps: list[LookupStep]) -> int
         else:
             hi = mid - 1
     base = bases[lo]
-    steps.append(LookupStep("segment", f"{base:020d}.log holds offsets from {base}"))
+    steps.append(LookupStep("segment", f"{filename_prefix(base)}{LOG_SUFFIX} holds offsets from {base}"))
     return base
 
 
 def _find_position(partition_dir: Path, base: int, target: int, steps: list[LookupStep]) -> int:
     """Where the scan for ``target`` starts in the segment: the position of the largest indexed offset <= it."""
     with SegmentFiles(partition_dir, base).indexes() as (index, _):
-        entries = [(e.offset, e.position) for e in map(index.entry, range(index.entries))]
+        entries = index.offset_positions()
     lo, hi = 0, len(entries) - 1
     found = -1
     while lo <= hi:
@@ -108,7 +109,7 @@ def _scan(
     partition_dir: Path, base: int, position: int, target: int, steps: list[LookupStep]
 ) -> Record | None:
     """Read batch headers from ``position`` until the batch holding ``target``; its record."""
-    data = (partition_dir / f"{base:020d}.log").read_bytes()
+    data = SegmentFiles(partition_dir, base).log_path.read_bytes()
     for batch in iter_batches(data, position):
         contains = batch.base_offset <= target <= batch.last_offset
         steps.append(
@@ -206,15 +207,15 @@ def demo(data_dir: Path) -> None:
 
     partition_dir = data_dir / f"{TOPIC}-0"
     bases = segment_base_offsets(partition_dir)
-    segment = partition_dir / f"{bases[0]:020d}.log"
+    segment = SegmentFiles(partition_dir, bases[0])
     console.rule("[bold]dump-log (first batches of one segment, then its index)")
     lines: list[str] = []
-    dump_files([segment], DumpOptions(deep_iteration=True), lines.append, lines.append)
+    dump_files([segment.log_path], DumpOptions(deep_iteration=True), lines.append, lines.append)
     for line in lines[:12]:
         console.print(line, markup=False, soft_wrap=True)
     console.print(f"... ({len(lines) - 12} more lines)")
     index_lines: list[str] = []
-    dump_files([segment.with_suffix(".index")], DumpOptions(), index_lines.append, index_lines.append)
+    dump_files([segment.index_path], DumpOptions(), index_lines.append, index_lines.append)
     for line in index_lines:
         console.print(line, markup=False, soft_wrap=True)
 

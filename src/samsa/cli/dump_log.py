@@ -47,7 +47,14 @@ from samsa.records import (
 from samsa.records.view import DELETE_HORIZON_MASK
 from samsa.storage.index import OffsetIndex, TimeIndex
 from samsa.storage.log_dir_reader import SegmentFiles
-from samsa.storage.segment import SET_ASIDE_SUFFIX
+from samsa.storage.segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SET_ASIDE_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    offset_from_file_name,
+)
 
 INT32_MAX = 2**31 - 1
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -193,11 +200,11 @@ def record_lines(batch: BatchView, print_data: bool) -> list[str]:
 
 def dump_log_file(path: Path, opts: DumpOptions, out: Printer, report: DumpReport) -> None:
     data = path.read_bytes()
-    if path.name.endswith((".log", ".log" + SET_ASIDE_SUFFIX)):
-        base = path.name.split(".", 1)[0]
-        if not base.isdigit():
+    if path.name.endswith((LOG_SUFFIX, LOG_SUFFIX + SET_ASIDE_SUFFIX)):
+        base = offset_from_file_name(path.name)
+        if base is None:
             raise ValueError(f"the file name does not start with a base offset: {path.name}")
-        out(f"Log starting offset: {int(base)}")
+        out(f"Log starting offset: {base}")
     end = min(len(data), opts.max_bytes)
     deep = opts.deep_iteration or opts.print_data_log
     valid_bytes = 0
@@ -389,13 +396,13 @@ def dump_files(files: list[Path], opts: DumpOptions, out: Printer, err: Printer)
         ):  # a segment recovery set aside (``*.log.salvage``): read as what it was
             suffix = Path(path.stem).suffix
         try:
-            if suffix == ".log":
+            if suffix == LOG_SUFFIX:
                 dump_log_file(path, opts, out, report)
-            elif suffix == ".index":
+            elif suffix == INDEX_SUFFIX:
                 dump_index_file(path, opts, out, report)
-            elif suffix == ".timeindex":
+            elif suffix == TIME_INDEX_SUFFIX:
                 dump_time_index_file(path, opts, out, report)
-            elif suffix == ".txnindex":
+            elif suffix == TXN_INDEX_SUFFIX:
                 dump_txn_index_file(path, out, report)
             else:
                 err(f"Ignoring unknown file {path}")

@@ -12,6 +12,7 @@ import struct
 from typing import Any
 
 from samsa.protocol import (
+    ApiKey,
     FrameSplitter,
     ProtocolError,
     RequestHeader,
@@ -23,11 +24,9 @@ from samsa.protocol.messages._registry import APIS
 
 from .errors import BrokerError, KafkaError
 
-API_VERSIONS = 18
-PRODUCE = 0
 _CORRELATION = struct.Struct(">i")
 # Versions this client never asks for: Fetch v13+ names topics by id only.
-VERSION_CAPS: dict[int, int] = {1: 12}
+VERSION_CAPS: dict[int, int] = {ApiKey.FETCH: 12}
 
 
 class BrokerConnection:
@@ -66,17 +65,17 @@ class BrokerConnection:
         await self._negotiate()
 
     async def _negotiate(self) -> None:
-        schema = api_schema(API_VERSIONS)
+        schema = api_schema(ApiKey.API_VERSIONS)
         try:
             response = await self._request(
                 schema.request_type(client_software_name="samsa", client_software_version="1"),
-                API_VERSIONS,
+                ApiKey.API_VERSIONS,
                 3,
             )
         except BrokerError:
             response = None
         if response is None or response.error_code:
-            response = await self._request(schema.request_type(), API_VERSIONS, 0)
+            response = await self._request(schema.request_type(), ApiKey.API_VERSIONS, 0)
         if response.error_code:
             raise BrokerError.from_code(response.error_code, f"ApiVersions from {self.address}")
         self.api_versions = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
@@ -115,7 +114,7 @@ class BrokerConnection:
         except ProtocolError as exc:
             raise KafkaError(f"cannot encode {type(message).__name__} v{version}: {exc}") from exc
         timeout = self.timeout if timeout_ms is None else timeout_ms / 1000
-        expects_reply = not (api_key == PRODUCE and getattr(message, "acks", -1) == 0)
+        expects_reply = not (api_key == ApiKey.PRODUCE and getattr(message, "acks", -1) == 0)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         if expects_reply:
             self._pending[correlation_id] = (future, api_key, version)
@@ -164,7 +163,7 @@ class BrokerConnection:
         try:
             _, message = decode_response(frame, api_key, version)
         except ProtocolError as exc:
-            if api_key == API_VERSIONS and version > 0:
+            if api_key == ApiKey.API_VERSIONS and version > 0:
                 # A broker refusing our ApiVersions version answers with a v0 body.
                 future.set_exception(BrokerError.from_code(35, str(exc)))
             else:

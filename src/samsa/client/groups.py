@@ -12,6 +12,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from samsa.protocol import ApiKey
 from samsa.protocol.messages.consumer_protocol import CONSUMERPROTOCOLASSIGNMENT_DECODERS
 from samsa.protocol.messages.delete_groups import DeleteGroupsRequest
 from samsa.protocol.messages.describe_groups import DescribeGroupsRequest
@@ -28,12 +29,6 @@ from .client import KafkaClient
 from .errors import BrokerError
 from .types import TopicPartition
 
-FIND_COORDINATOR = 10
-OFFSET_COMMIT = 8
-OFFSET_FETCH = 9
-DESCRIBE_GROUPS = 15
-LIST_GROUPS = 16
-DELETE_GROUPS = 42
 NONE = 0
 
 
@@ -87,7 +82,7 @@ class Coordinator:
 async def coordinator_of(client: KafkaClient, group_id: str) -> Coordinator:
     """The broker coordinating the group (raises BrokerError)."""
     response = await client.send(
-        FindCoordinatorRequest(key=group_id, key_type=0), api_key=FIND_COORDINATOR, version=2
+        FindCoordinatorRequest(key=group_id, key_type=0), api_key=ApiKey.FIND_COORDINATOR, version=2
     )
     if response.error_code != NONE:
         raise BrokerError.from_code(response.error_code, response.error_message)
@@ -104,7 +99,7 @@ async def list_groups(client: KafkaClient) -> list[GroupListing]:
     cluster = await client.metadata([])
     out: dict[str, GroupListing] = {}
     for node_id in cluster.brokers:
-        response = await client.send(ListGroupsRequest(), api_key=LIST_GROUPS, node_id=node_id)
+        response = await client.send(ListGroupsRequest(), api_key=ApiKey.LIST_GROUPS, node_id=node_id)
         if response.error_code != NONE:
             raise BrokerError.from_code(response.error_code)
         for g in response.groups:
@@ -115,7 +110,7 @@ async def list_groups(client: KafkaClient) -> list[GroupListing]:
 async def describe_group(client: KafkaClient, group_id: str) -> GroupDescription:
     node = await find_coordinator(client, group_id)
     response = await client.send(
-        DescribeGroupsRequest(groups=[group_id]), api_key=DESCRIBE_GROUPS, node_id=node
+        DescribeGroupsRequest(groups=[group_id]), api_key=ApiKey.DESCRIBE_GROUPS, node_id=node
     )
     [group] = response.groups
     if group.error_code != NONE:
@@ -148,7 +143,10 @@ async def committed_offsets(
             by_topic.setdefault(tp.topic, []).append(tp.partition)
         topics = [OffsetFetchRequestTopic(t, ps) for t, ps in by_topic.items()]
     response = await client.send(
-        OffsetFetchRequest(group_id=group_id, topics=topics), api_key=OFFSET_FETCH, node_id=node, version=7
+        OffsetFetchRequest(group_id=group_id, topics=topics),
+        api_key=ApiKey.OFFSET_FETCH,
+        node_id=node,
+        version=7,
     )
     if response.error_code != NONE:
         raise BrokerError.from_code(response.error_code)
@@ -176,7 +174,7 @@ async def commit_offsets(
     request = OffsetCommitRequest(
         group_id=group_id, topics=[OffsetCommitRequestTopic(t, ps) for t, ps in by_topic.items()]
     )
-    response = await client.send(request, api_key=OFFSET_COMMIT, node_id=node, version=7)
+    response = await client.send(request, api_key=ApiKey.OFFSET_COMMIT, node_id=node, version=7)
     return {
         TopicPartition(topic.name, p.partition_index): p.error_code
         for topic in response.topics
@@ -190,7 +188,7 @@ async def delete_groups(client: KafkaClient, group_ids: Sequence[str]) -> dict[s
     for group_id in group_ids:
         node = await find_coordinator(client, group_id)
         response = await client.send(
-            DeleteGroupsRequest(groups_names=[group_id]), api_key=DELETE_GROUPS, node_id=node
+            DeleteGroupsRequest(groups_names=[group_id]), api_key=ApiKey.DELETE_GROUPS, node_id=node
         )
         for result in response.results:
             out[result.group_id] = result.error_code

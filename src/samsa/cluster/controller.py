@@ -51,7 +51,7 @@ from kazoo.retry import KazooRetry
 
 from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
-from samsa.protocol import ErrorCode
+from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -90,9 +90,6 @@ __all__ = ["Controller", "topic_uuid"]
 
 log = logging.getLogger(__name__)
 
-LEADER_AND_ISR = 4
-STOP_REPLICA = 5
-UPDATE_METADATA = 6
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 CHANNEL_RETRY_BACKOFF_S = 0.1
 # How long UpdateMetadata waits for the new leaders to answer their LeaderAndIsr (``send_update_metadata``).
@@ -742,7 +739,9 @@ class Controller:
             )
             leads = any(p.leader == broker_id for states in topics.values() for p in states)
             on_answer = self._leader_answer() if leads else None
-            self._send(broker_id, _at_least(request, MIN_LEADER_AND_ISR_VERSION), LEADER_AND_ISR, on_answer)
+            self._send(
+                broker_id, _at_least(request, MIN_LEADER_AND_ISR_VERSION), ApiKey.LEADER_AND_ISR, on_answer
+            )
 
     def _live_leader(self, broker_id: int) -> LeaderAndIsrLiveLeader:
         channel_host, channel_port = self._address(broker_id)
@@ -786,7 +785,9 @@ class Controller:
                     StopReplicaTopicState(topic_name=t, partition_states=s) for t, s in topics.items()
                 ],
             )
-            self._send(broker_id, _at_least(request, MIN_STOP_REPLICA_VERSION), STOP_REPLICA, on_answer)
+            self._send(
+                broker_id, _at_least(request, MIN_STOP_REPLICA_VERSION), ApiKey.STOP_REPLICA, on_answer
+            )
 
     def send_update_metadata(
         self, to: dict[int, tuple[BrokerRegistration, int]], partitions: dict[TopicPartition, PartitionEntry]
@@ -837,7 +838,10 @@ class Controller:
                 live_brokers=brokers,
             )
             self._send(
-                broker_id, _at_least(request, MIN_UPDATE_METADATA_VERSION), UPDATE_METADATA, after=after
+                broker_id,
+                _at_least(request, MIN_UPDATE_METADATA_VERSION),
+                ApiKey.UPDATE_METADATA,
+                after=after,
             )
 
     def _live_brokers_wire(self) -> list[UpdateMetadataBroker]:

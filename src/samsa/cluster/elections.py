@@ -38,6 +38,7 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode
+from samsa.server_defaults import default
 from samsa.topic_partition import TopicPartition
 
 from .metadata_cache import NO_LEADER
@@ -73,10 +74,10 @@ class ElectionType(IntEnum):
 class ElectionConfig:
     """The controller's election settings, from the broker's config (Kafka's keys and defaults)."""
 
-    auto_leader_rebalance_enable: bool = True
-    leader_imbalance_per_broker_percentage: int = 10
-    leader_imbalance_check_interval_s: float = 300.0
-    unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = default("auto.leader.rebalance.enable")
+    leader_imbalance_per_broker_percentage: int = default("leader.imbalance.per.broker.percentage")
+    leader_imbalance_check_interval_s: float = float(default("leader.imbalance.check.interval.seconds"))
+    unclean_leader_election_enable: bool = default("unclean.leader.election.enable")
 
 
 # --- strategies (pure) ---------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
-from samsa.protocol import ErrorCode
+from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionRequestPartitionData,
@@ -41,7 +41,6 @@ __all__ = ["IsrChange", "IsrChannel"]
 
 log = logging.getLogger(__name__)
 
-ALTER_PARTITION = 56
 RETRY_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 1.0
 NO_CONTROLLER_BACKOFF_S = 0.5
@@ -151,9 +150,9 @@ class IsrChannel:
                 )
                 self._connected_to = controller
                 await self._connection.open()
-            version = self._connection.pick_version(ALTER_PARTITION)
+            version = self._connection.pick_version(ApiKey.ALTER_PARTITION)
             response: AlterPartitionResponse = await self._connection.request(
-                self._request(batch, version), ALTER_PARTITION, version
+                self._request(batch, version), ApiKey.ALTER_PARTITION, version
             )
             return response
         except KafkaError as exc:

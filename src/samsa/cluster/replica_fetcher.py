@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
 from samsa.log_throttle import LogThrottle
-from samsa.protocol import ErrorCode
+from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.fetch import (
     FetchPartition,
     FetchRequest,
@@ -43,6 +43,7 @@ from samsa.protocol.messages.fetch import (
     FetchTopic,
     PartitionData,
 )
+from samsa.server_defaults import default
 from samsa.topic_partition import TopicPartition
 
 from .controller import stop_task
@@ -53,7 +54,6 @@ __all__ = ["FetcherConfig", "ReplicaFetcherManager"]
 
 log = logging.getLogger(__name__)
 
-FETCH = 1
 FETCH_VERSION = 12  # replica id in the body, LastFetchedEpoch and DivergingEpoch, topics by name
 # a partition that keeps failing to append what it fetched is said once a minute
 FAILURE_LOG_INTERVAL_S = 60.0
@@ -63,12 +63,12 @@ FAILURE_LOG_INTERVAL_S = 60.0
 class FetcherConfig:
     """Kafka's ``replica.fetch.*`` settings."""
 
-    max_bytes: int = 1_048_576
-    response_max_bytes: int = 10_485_760
-    wait_max_ms: int = 500
-    min_bytes: int = 1
-    backoff_ms: int = 1000
-    socket_timeout_ms: int = 30_000
+    max_bytes: int = default("replica.fetch.max.bytes")
+    response_max_bytes: int = default("replica.fetch.response.max.bytes")
+    wait_max_ms: int = default("replica.fetch.wait.max.ms")
+    min_bytes: int = default("replica.fetch.min.bytes")
+    backoff_ms: int = default("replica.fetch.backoff.ms")
+    socket_timeout_ms: int = default("replica.socket.timeout.ms")
 
 
 @dataclass(slots=True)
@@ -168,7 +168,7 @@ class ReplicaFetcherManager:
                             request_timeout_ms=self._config.socket_timeout_ms,
                         )
                         await connection.open()
-                    response = await connection.request(self._request(sent), FETCH, FETCH_VERSION)
+                    response = await connection.request(self._request(sent), ApiKey.FETCH, FETCH_VERSION)
                 except KafkaError as exc:
                     failures += 1
                     level = logging.INFO if failures == 1 else logging.DEBUG  # once per outage

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from samsa.clock import Clock
 from samsa.log_throttle import LogThrottle
 from samsa.protocol.errors import ErrorCode
+from samsa.server_defaults import default, minutes_ms
 from samsa.storage import StorageError
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 
@@ -61,11 +62,11 @@ OFFSETS_TOPIC_RETRY_MS = 2_000
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorConfig:
-    offsets_topic_partitions: int = 50
-    offsets_topic_segment_bytes: int = 104857600
-    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
-    offsets_retention_check_interval_ms: int = 600_000
-    offsets_commit_timeout_ms: int = 5000
+    offsets_topic_partitions: int = default("offsets.topic.num.partitions")
+    offsets_topic_segment_bytes: int = default("offsets.topic.segment.bytes")
+    offsets_retention_ms: int = minutes_ms("offsets.retention.minutes")
+    offsets_retention_check_interval_ms: int = default("offsets.retention.check.interval.ms")
+    offsets_commit_timeout_ms: int = default("offsets.commit.timeout.ms")
     group: GroupConfig = field(default_factory=GroupConfig)
 
 

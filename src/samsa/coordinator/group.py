@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from samsa.protocol.errors import ErrorCode
+from samsa.server_defaults import default
 from samsa.storage.topic import TopicPartition
 
 from .subscriptions import topics_of_subscription
@@ -62,11 +63,11 @@ class GroupState(enum.Enum):
 class GroupConfig:
     """The broker keys a group obeys (``group.*``, ``offset.metadata.max.bytes``)."""
 
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1_800_000
-    initial_rebalance_delay_ms: int = 3000
-    max_size: int = 2**31 - 1
-    offset_metadata_max_bytes: int = 4096
+    min_session_timeout_ms: int = default("group.min.session.timeout.ms")
+    max_session_timeout_ms: int = default("group.max.session.timeout.ms")
+    initial_rebalance_delay_ms: int = default("group.initial.rebalance.delay.ms")
+    max_size: int = default("group.max.size")
+    offset_metadata_max_bytes: int = default("offset.metadata.max.bytes")
 
 
 @dataclass(slots=True)

@@ -1,15 +1,14 @@
 """Sans-IO Kafka wire protocol: primitives, headers, frames, error codes and generated message codecs.
 
 Bytes in, messages out; no sockets, no event loop. Message classes live in ``samsa.protocol.messages.<api>``
-(generated from Kafka's JSON descriptors by ``tools/generate_protocol.py``) and are imported lazily, as is
-``ApiKey`` (an enum of every API, which a broker's start does not need).
+(generated from Kafka's JSON descriptors by ``tools/generate_protocol.py``) and are imported lazily. ``ApiKey``
+names every API: code names an API by its member, never by its number.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from .api import ApiSchema, api_schema, decode_request, decode_response, encode_request, encode_response
+from .api_keys import ApiKey
 from .errors import (
     EncodeError,
     ErrorCode,
@@ -57,14 +56,3 @@ __all__ = [
     "request_header_version",
     "response_header_version",
 ]
-
-if TYPE_CHECKING:
-    from .api_keys import ApiKey
-
-
-def __getattr__(name: str) -> Any:
-    if name == "ApiKey":
-        from .api_keys import ApiKey
-
-        return ApiKey
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

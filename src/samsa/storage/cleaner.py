@@ -58,6 +58,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from samsa.clock import Clock
+from samsa.server_defaults import default
 
 from .errors import CleaningAbortedError, KafkaStorageError
 from .topic import TopicPartition
@@ -74,10 +75,8 @@ if TYPE_CHECKING:
 
 _logger = logging.getLogger(__name__)
 
-DEFAULT_BACKOFF_MS = 15_000
 FULL_DISK_RETRY_MS = 10_000
 """How long a log whose cleaning a full disk stopped waits before it is tried again."""
-DEFAULT_DEDUPE_BUFFER_SIZE = 128 * 1024 * 1024
 BYTES_PER_MAP_ENTRY = 24  # Kafka's SkimpyOffsetMap: a 16-byte MD5 of the key and an 8-byte offset
 
 
@@ -85,10 +84,10 @@ BYTES_PER_MAP_ENTRY = 24  # Kafka's SkimpyOffsetMap: a 16-byte MD5 of the key an
 class CleanerConfig:
     """The broker's ``log.cleaner.*`` settings that the cleaner itself reads."""
 
-    enable: bool = True
-    backoff_ms: int = DEFAULT_BACKOFF_MS
-    dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE
-    io_buffer_load_factor: float = 0.9
+    enable: bool = default("log.cleaner.enable")
+    backoff_ms: int = default("log.cleaner.backoff.ms")
+    dedupe_buffer_size: int = default("log.cleaner.dedupe.buffer.size")
+    io_buffer_load_factor: float = default("log.cleaner.io.buffer.load.factor")
 
     @property
     def max_map_entries(self) -> int:

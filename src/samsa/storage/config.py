@@ -40,6 +40,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from samsa.server_defaults import default, hours_ms
+
 from .errors import InvalidConfigError
 
 if TYPE_CHECKING:
@@ -156,28 +158,29 @@ _PARSERS: dict[str, tuple[str, _Parser]] = {
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    """A topic's log settings; field names are the Kafka keys with ``_`` for ``.`` (table in the module doc)."""
+    """A topic's log settings; field names are the Kafka keys with ``_`` for ``.`` (table in the module doc).
+    Each default is the broker key's that sets it (``samsa.server_defaults``), as Kafka derives a topic's."""
 
-    segment_bytes: int = 1073741824
-    segment_ms: int = 604800000
-    segment_jitter_ms: int = 0
-    segment_index_bytes: int = 10485760
-    index_interval_bytes: int = 4096
-    retention_ms: int = 604800000
-    retention_bytes: int = -1
-    file_delete_delay_ms: int = 60000
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    max_message_bytes: int = 1048588
-    message_timestamp_type: str = CREATE_TIME
-    cleanup_policy: tuple[str, ...] = (DELETE,)
-    min_insync_replicas: int = 1
-    preallocate: bool = False
-    delete_retention_ms: int = 86400000
-    max_compaction_lag_ms: int = LONG_MAX
-    min_compaction_lag_ms: int = 0
-    min_cleanable_dirty_ratio: float = 0.5
-    compression_type: str = "producer"
+    segment_bytes: int = default("log.segment.bytes")
+    segment_ms: int = hours_ms("log.roll.hours")
+    segment_jitter_ms: int = hours_ms("log.roll.jitter.hours")
+    segment_index_bytes: int = default("log.index.size.max.bytes")
+    index_interval_bytes: int = default("log.index.interval.bytes")
+    retention_ms: int = hours_ms("log.retention.hours")
+    retention_bytes: int = default("log.retention.bytes")
+    file_delete_delay_ms: int = default("log.segment.delete.delay.ms")
+    flush_messages: int = default("log.flush.interval.messages")
+    flush_ms: int = default("log.flush.scheduler.interval.ms")
+    max_message_bytes: int = default("message.max.bytes")
+    message_timestamp_type: str = default("log.message.timestamp.type")
+    cleanup_policy: tuple[str, ...] = default("log.cleanup.policy")
+    min_insync_replicas: int = default("min.insync.replicas")
+    preallocate: bool = default("log.preallocate")
+    delete_retention_ms: int = default("log.cleaner.delete.retention.ms")
+    max_compaction_lag_ms: int = default("log.cleaner.max.compaction.lag.ms")
+    min_compaction_lag_ms: int = default("log.cleaner.min.compaction.lag.ms")
+    min_cleanable_dirty_ratio: float = default("log.cleaner.min.cleanable.ratio")
+    compression_type: str = default("compression.type")
     others: tuple[tuple[str, str], ...] = field(default=())
 
     @classmethod

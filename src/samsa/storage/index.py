@@ -401,6 +401,12 @@ class OffsetIndex(AbstractIndex):
         relative, position = _OFFSET_ENTRY.unpack_from(self._buf(), n * 8)
         return OffsetPosition(self.base_offset + relative, position)
 
+    def offset_positions(self) -> list[tuple[int, int]]:
+        """Every entry as (offset, position), in slot order, with one unpack over them all (a whole-index check
+        at start-up reads them so, without an ``OffsetPosition`` per entry)."""
+        base = self.base_offset
+        return [(base + relative, position) for relative, position in _OFFSET_ENTRY.iter_unpack(self._buf())]
+
     def append(self, offset: int, position: int, write: bool = True) -> None:
         """Add (offset, position); offsets must increase. Raises IndexFullError, InvalidOffsetError, and
         OSError when the write fails (the index is then unchanged). ``write=False``: see ``persist``.
@@ -504,6 +510,11 @@ class TimeIndex(AbstractIndex):
         self._check_slot(n)
         timestamp, relative = _TIME_ENTRY.unpack_from(self._buf(), n * 12)
         return TimestampOffset(timestamp, self.base_offset + relative)
+
+    def timestamp_offsets(self) -> list[tuple[int, int]]:
+        """Every entry as (timestamp, offset), in slot order, with one unpack over them all."""
+        base = self.base_offset
+        return [(timestamp, base + relative) for timestamp, relative in _TIME_ENTRY.iter_unpack(self._buf())]
 
     def maybe_append(
         self, timestamp: int, offset: int, skip_full_check: bool = False, write: bool = True

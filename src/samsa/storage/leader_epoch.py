@@ -70,11 +70,24 @@ class LeaderEpochFileCache:
         return found
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int] | None:
-        """(largest epoch <= ``epoch``, the start offset of the next epoch or LEO) — OffsetsForLeaderEpoch."""
-        for i in range(len(self._entries) - 1, -1, -1):
-            if self._entries[i].epoch <= epoch:
-                end = self._entries[i + 1].start_offset if i + 1 < len(self._entries) else log_end_offset
-                return self._entries[i].epoch, end
+        """Kafka's ``endOffsetFor`` (OffsetsForLeaderEpoch, a follower's divergence check): ``(found epoch, end
+        offset)``, or None for Kafka's UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET answer.
+
+        - ``epoch`` undefined (negative), or later than every entry (an empty cache included): None;
+        - ``epoch`` is the latest: ``(epoch, log_end_offset)``, the epoch still being written;
+        - otherwise the end is where the first later epoch starts, and the found epoch is the largest one
+          <= ``epoch``; when every entry is later (``epoch`` below the first, whose records are gone), ``epoch``
+          itself with the first entry's start, so a follower replicates from the leader's start.
+        """
+        if epoch < 0 or self.latest is None:
+            return None
+        if epoch == self.latest:
+            return epoch, log_end_offset
+        floor: EpochEntry | None = None
+        for entry in self._entries:
+            if entry.epoch > epoch:
+                return (floor.epoch if floor is not None else epoch), entry.start_offset
+            floor = entry
         return None
 
     def assign(self, epoch: int, start_offset: int, best_effort: bool = False) -> None:

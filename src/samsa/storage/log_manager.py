@@ -61,6 +61,7 @@ from typing import IO, TYPE_CHECKING, TypeVar
 
 from samsa.clock import Clock
 from samsa.log_throttle import LogThrottle
+from samsa.server_defaults import default
 
 from .checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -110,10 +111,12 @@ IGNORED_DIRS = frozenset({"remote-log-index-cache"})
 _OffsetOf = Callable[["Log"], "int | None"]
 _T = TypeVar("_T")
 
-DEFAULT_RETENTION_CHECK_INTERVAL_MS = 300_000
-DEFAULT_FLUSH_CHECKPOINT_INTERVAL_MS = 60_000
-DEFAULT_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS = 60_000
-DEFAULT_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = 5_000
+DEFAULT_RETENTION_CHECK_INTERVAL_MS: int = default("log.retention.check.interval.ms")
+DEFAULT_FLUSH_CHECKPOINT_INTERVAL_MS: int = default("log.flush.offset.checkpoint.interval.ms")
+DEFAULT_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS: int = default(
+    "log.flush.start.offset.checkpoint.interval.ms"
+)
+DEFAULT_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS: int = default("replica.high.watermark.checkpoint.interval.ms")
 DELETE_CHECK_INTERVAL_MS = 1_000  # how often files whose file.delete.delay.ms passed are looked for
 # how often a log dir's spent space reserve is taken back where there is room
 RESERVE_CHECK_INTERVAL_MS = 1_000

@@ -108,7 +108,9 @@ def _with_producer_id(batches: Iterable[BatchView]) -> Iterator[tuple[BatchView,
 
 
 def snapshot_file(directory: Path, offset: int) -> Path:
-    return directory / f"{offset:020d}{SNAPSHOT_SUFFIX}"
+    from .segment import segment_file  # named as the segments are, by the one function that names them
+
+    return segment_file(directory, offset, SNAPSHOT_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)

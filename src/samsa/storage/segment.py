@@ -21,7 +21,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -41,8 +40,6 @@ _log = logging.getLogger(__name__)
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
 CHECKED_INDEX_ENTRIES = 4096  # offset-index entries whose batch ``check`` reads; an even spread beyond
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
@@ -726,7 +723,7 @@ class LogSegment:
             return f"{index.path} is {index.length} bytes, not whole {index.entry_size}-byte entries"
         if time_index.length % time_index.entry_size:
             return f"{time_index.path} is {time_index.length} bytes, not whole {time_index.entry_size}-byte entries"
-        entries = [(self.base_offset + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(index._buf())]
+        entries = index.offset_positions()
         previous = (self.base_offset - 1, -1)
         for offset, position in entries:
             if offset <= previous[0] or position <= previous[1] or position >= size:
@@ -743,10 +740,10 @@ class LogSegment:
         if isinstance(walked, str):
             return walked
         next_offset, tail_max = walked
-        times = list(_TIME_ENTRY.iter_unpack(time_index._buf()))
-        for (ts_a, rel_a), (ts_b, rel_b) in itertools.pairwise(times):
-            if ts_b < ts_a or rel_b < rel_a:
-                return f"{time_index.path}: entry ({ts_b}, {rel_b}) goes back from ({ts_a}, {rel_a})"
+        times = time_index.timestamp_offsets()
+        for (ts_a, offset_a), (ts_b, offset_b) in itertools.pairwise(times):
+            if ts_b < ts_a or offset_b < offset_a:
+                return f"{time_index.path}: entry ({ts_b}, {offset_b}) goes back from ({ts_a}, {offset_a})"
         if times and not self.base_offset <= last_time.offset < max(next_offset, self.base_offset + 1):
             return f"{time_index.path}: last entry offset {last_time.offset} is outside the segment"
         if tail_max > last_time.timestamp:

@@ -15,13 +15,15 @@ import importlib
 from dataclasses import dataclass, field
 from types import ModuleType
 
+from samsa.protocol.api_keys import ApiKey
+
 
 @dataclass(slots=True)
 class Handler:
     """One served API. ``module`` is None until ``load`` imports it (event-loop thread; imports are idempotent);
     the dispatcher reads ``handler.module or handler.load()``, a plain attribute on the hot path."""
 
-    api_key: int
+    api_key: ApiKey
     module_name: str
     versions: tuple[int, int]
     implemented: tuple[int, int]
@@ -34,48 +36,54 @@ class Handler:
 
 
 def _served(
-    api_key: int, module_name: str, low: int, high: int, implemented_from: int | None = None
+    api_key: ApiKey, module_name: str, low: int, high: int, implemented_from: int | None = None
 ) -> Handler:
     return Handler(api_key, module_name, (low, high), (implemented_from or low, high))
 
 
 HANDLERS: dict[int, Handler] = {
-    h.api_key: h
+    int(h.api_key): h  # plain int keys: a lookup by a header's int then finds its key without an enum compare
     for h in (
-        _served(0, "produce", 0, 9, implemented_from=3),  # v0-2 advertised for old librdkafka, then refused
-        _served(1, "fetch", 4, 12),
-        _served(2, "list_offsets", 1, 7),
-        _served(3, "metadata", 0, 12),
-        _served(4, "leader_and_isr", 5, 7),  # from the controller (cluster mode)
-        _served(5, "stop_replica", 3, 4),  # from the controller (cluster mode)
-        _served(6, "update_metadata", 0, 8),  # from the controller (cluster mode)
-        _served(7, "controlled_shutdown", 1, 3),  # to the controller (cluster mode)
-        _served(8, "offset_commit", 0, 8),
-        _served(9, "offset_fetch", 0, 8),
-        _served(10, "find_coordinator", 0, 4),
-        _served(11, "join_group", 0, 9),
-        _served(12, "heartbeat", 0, 4),
-        _served(13, "leave_group", 0, 5),
-        _served(14, "sync_group", 0, 5),
-        _served(15, "describe_groups", 0, 5),
-        _served(16, "list_groups", 0, 5),
-        _served(18, "api_versions", 0, 3),
-        _served(19, "create_topics", 2, 7),
-        _served(20, "delete_topics", 1, 5),
-        _served(21, "delete_records", 0, 2),
-        _served(22, "init_producer_id", 0, 4),
-        _served(23, "offset_for_leader_epoch", 0, 4),
-        _served(32, "describe_configs", 0, 4),
-        _served(33, "alter_configs", 0, 2),
-        _served(35, "describe_log_dirs", 0, 4),
-        _served(37, "create_partitions", 0, 3),
-        _served(42, "delete_groups", 0, 2),
-        _served(43, "elect_leaders", 0, 2),  # to the controller (cluster mode)
-        _served(44, "incremental_alter_configs", 0, 1),
-        _served(45, "alter_partition_reassignments", 0, 0),  # on the controller (cluster mode)
-        _served(46, "list_partition_reassignments", 0, 0),  # on the controller (cluster mode)
-        _served(47, "offset_delete", 0, 0),
-        _served(56, "alter_partition", 0, 3),  # to the controller (cluster mode)
-        _served(60, "describe_cluster", 0, 1),
+        _served(
+            ApiKey.PRODUCE, "produce", 0, 9, implemented_from=3
+        ),  # v0-2 advertised for old librdkafka, then refused
+        _served(ApiKey.FETCH, "fetch", 4, 12),
+        _served(ApiKey.LIST_OFFSETS, "list_offsets", 1, 7),
+        _served(ApiKey.METADATA, "metadata", 0, 12),
+        _served(ApiKey.LEADER_AND_ISR, "leader_and_isr", 5, 7),  # from the controller (cluster mode)
+        _served(ApiKey.STOP_REPLICA, "stop_replica", 3, 4),  # from the controller (cluster mode)
+        _served(ApiKey.UPDATE_METADATA, "update_metadata", 0, 8),  # from the controller (cluster mode)
+        _served(ApiKey.CONTROLLED_SHUTDOWN, "controlled_shutdown", 1, 3),  # to the controller (cluster mode)
+        _served(ApiKey.OFFSET_COMMIT, "offset_commit", 0, 8),
+        _served(ApiKey.OFFSET_FETCH, "offset_fetch", 0, 8),
+        _served(ApiKey.FIND_COORDINATOR, "find_coordinator", 0, 4),
+        _served(ApiKey.JOIN_GROUP, "join_group", 0, 9),
+        _served(ApiKey.HEARTBEAT, "heartbeat", 0, 4),
+        _served(ApiKey.LEAVE_GROUP, "leave_group", 0, 5),
+        _served(ApiKey.SYNC_GROUP, "sync_group", 0, 5),
+        _served(ApiKey.DESCRIBE_GROUPS, "describe_groups", 0, 5),
+        _served(ApiKey.LIST_GROUPS, "list_groups", 0, 5),
+        _served(ApiKey.API_VERSIONS, "api_versions", 0, 3),
+        _served(ApiKey.CREATE_TOPICS, "create_topics", 2, 7),
+        _served(ApiKey.DELETE_TOPICS, "delete_topics", 1, 5),
+        _served(ApiKey.DELETE_RECORDS, "delete_records", 0, 2),
+        _served(ApiKey.INIT_PRODUCER_ID, "init_producer_id", 0, 4),
+        _served(ApiKey.OFFSET_FOR_LEADER_EPOCH, "offset_for_leader_epoch", 0, 4),
+        _served(ApiKey.DESCRIBE_CONFIGS, "describe_configs", 0, 4),
+        _served(ApiKey.ALTER_CONFIGS, "alter_configs", 0, 2),
+        _served(ApiKey.DESCRIBE_LOG_DIRS, "describe_log_dirs", 0, 4),
+        _served(ApiKey.CREATE_PARTITIONS, "create_partitions", 0, 3),
+        _served(ApiKey.DELETE_GROUPS, "delete_groups", 0, 2),
+        _served(ApiKey.ELECT_LEADERS, "elect_leaders", 0, 2),  # to the controller (cluster mode)
+        _served(ApiKey.INCREMENTAL_ALTER_CONFIGS, "incremental_alter_configs", 0, 1),
+        _served(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS, "alter_partition_reassignments", 0, 0
+        ),  # on the controller (cluster mode)
+        _served(
+            ApiKey.LIST_PARTITION_REASSIGNMENTS, "list_partition_reassignments", 0, 0
+        ),  # on the controller (cluster mode)
+        _served(ApiKey.OFFSET_DELETE, "offset_delete", 0, 0),
+        _served(ApiKey.ALTER_PARTITION, "alter_partition", 0, 3),  # to the controller (cluster mode)
+        _served(ApiKey.DESCRIBE_CLUSTER, "describe_cluster", 0, 1),
     )
 }
