@@ -124,8 +124,8 @@ def test_each_layer_defaults_to_what_a_default_broker_gives_it() -> None:
     from samsa.cluster.replica_fetcher import FetcherConfig
     from samsa.coordinator import CoordinatorConfig
     from samsa.storage import log_manager
-    from samsa.storage.cleaner import CleanerConfig
     from samsa.storage.config import LogConfig
+    from samsa.storage.log_cleaner import CleanerConfig
 
     config = KafkaConfig.from_properties({})
     topic = LogConfig.from_properties(config.topic_defaults())

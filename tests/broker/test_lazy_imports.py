@@ -143,7 +143,7 @@ LOADED_WITH_THE_FIRST_LOG = {
     "samsa.storage.file_records",
     "samsa.storage.producer_state",
     "samsa.storage.leader_epoch",
-    "samsa.storage.cleaning",
+    "samsa.storage.cleaner",
     "samsa.records.batch",
     "samsa.records.view",
     "samsa.records.compression",
@@ -217,5 +217,5 @@ print(json.dumps({"before": sorted(before), "after": sorted(sys.modules)}))
     loaded = json.loads(out.stdout.splitlines()[-1])
     assert not set(loaded["before"]) & LOADED_WITH_THE_FIRST_LOG
     after = set(loaded["after"])
-    assert LOADED_WITH_THE_FIRST_LOG - {"samsa.storage.cleaning"} <= after
+    assert LOADED_WITH_THE_FIRST_LOG - {"samsa.storage.cleaner"} <= after
     assert "crc32c._crc32c" in after and "crc32c" not in after  # its C module without the package's init

@@ -58,7 +58,7 @@ def test_the_untouched_copy_keeps_every_contract(tmp_path: Path) -> None:
             "samsa.cluster.controller",
             "no import cycle inside broker, cluster or storage",
         ),
-        ("storage/cleaning", "samsa.storage.cleaner", "no import cycle inside broker, cluster or storage"),
+        ("storage/cleaner", "samsa.storage.log_cleaner", "no import cycle inside broker, cluster or storage"),
         (
             "broker/handlers/metadata",
             "samsa.broker.zk_broker",

@@ -1,4 +1,4 @@
-"""Log compaction (``samsa.storage.cleaner``) on real files: a model of what survives, crashes at each step of
+"""Log compaction (``samsa.storage.log_cleaner``) on real files: a model of what survives, crashes at each step of
 the swap, producer state, scheduling and the produce-path key check."""
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from storage_helpers import decode_all
 from samsa.clock import ManualClock
 from samsa.records import CompressionType, Record, build_batch, build_legacy_message_set, iter_batches
 from samsa.storage.checkpoint import CLEANER_OFFSET_CHECKPOINT, offset_checkpoint
-from samsa.storage.cleaner import (
+from samsa.storage.cleaner import clean, clean_log, commit, plan
+from samsa.storage.config import LogConfig
+from samsa.storage.errors import CleaningAbortedError, RecordValidationError
+from samsa.storage.log import FetchIsolation, Log
+from samsa.storage.log_cleaner import (
     FULL_DISK_RETRY_MS,
     CleanerConfig,
     cleanable_offsets,
     filthiest_log,
     log_to_clean,
 )
-from samsa.storage.cleaning import clean, clean_log, commit, plan
-from samsa.storage.config import LogConfig
-from samsa.storage.errors import CleaningAbortedError, RecordValidationError
-from samsa.storage.log import FetchIsolation, Log
 from samsa.storage.log_manager import LogManager
 from samsa.storage.segment import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
 from samsa.storage.topic import TopicPartition

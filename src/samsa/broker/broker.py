@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.log_throttle import LogThrottle
 from samsa.storage import StorageError
-from samsa.storage.cleaner import CleanerConfig
 from samsa.storage.config import LogConfig
+from samsa.storage.log_cleaner import CleanerConfig
 from samsa.storage.log_manager import TASK_FAILURE_LOG_INTERVAL_MS, LogManager
 from samsa.storage.meta import read_meta_properties
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
@@ -30,9 +30,9 @@ from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
 from .config import KafkaConfig
 from .dispatch import RequestDispatcher
 from .network import ConnectionLimits, Server
-from .offsets_log import ReplicaOffsetsLog
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
+from .replica_offsets_log import ReplicaOffsetsLog
 from .services import BrokerServices, Lazy, LazyGroupCoordinator
 
 if TYPE_CHECKING:

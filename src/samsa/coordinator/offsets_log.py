@@ -1,7 +1,7 @@
 """``OffsetsLog``: what the group coordinator needs of the log, defined here and implemented by the broker.
 
 The coordinator keeps groups and committed offsets in ``__consumer_offsets``; it never reaches into the broker's
-replica manager or log manager. The broker hands it an ``OffsetsLog`` (``samsa.broker.offsets_log``), the seam the
+replica manager or log manager. The broker hands it an ``OffsetsLog`` (``samsa.broker.replica_offsets_log``), the seam the
 cluster work uses to load and unload groups when this broker gains or loses leadership of a partition.
 
 Event-loop thread only, like the coordinator.

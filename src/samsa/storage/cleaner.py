@@ -1,324 +1,465 @@
-"""Log compaction (``cleanup.policy=compact``): keep only the latest record of each key (Kafka's ``LogCleaner``,
-``LogCleanerManager`` and ``Cleaner``).
-
-A log's offsets, for the cleaner::
-
-    log start ... first dirty offset ... first uncleanable offset ... active segment base ... LEO
-    |-- clean (cleaned before) --|-- dirty, cleanable --|-- uncleanable (min.compaction.lag.ms, HW, active) --|
-
-- The **first dirty offset** is the log's entry in ``cleaner-offset-checkpoint`` (a per-log-directory offset
-  checkpoint, format in ``checkpoint``), or the log start offset when it has none or it lies outside
-  [log start, LEO].
-- The **first uncleanable offset** is the smallest of the last stable offset (= the high watermark here), the
-  active segment's base offset, and the base offset of the first dirty segment holding a record newer than
-  ``now - min.compaction.lag.ms``. The active segment is never cleaned.
-- A log is cleanable when its dirty bytes / all bytes below the first uncleanable offset exceed
-  ``min.cleanable.dirty.ratio``, or when its first dirty segment is older than ``max.compaction.lag.ms`` and there is
-  something dirty. The filthiest cleanable log is cleaned first.
-
-One cleaning (``plan``, ``clean`` and ``commit``, in ``cleaning``):
-
-1. **Offset map**: key -> offset of its latest record in the dirty range, at most ``max_map_entries`` keys (Kafka's
-   dedupe buffer); batches are mapped whole (the first one even beyond the limit, so a round always progresses);
-   when the next batch does not fit, the range ends before it, and the rest waits for the next round.
-   ``end_offset`` = the last offset mapped + 1 becomes the new checkpoint.
-2. **Groups**: the segments from the log start up to ``end_offset``, consecutive ones merged while their total
-   ``.log`` size stays within ``segment.bytes``, their index sizes within ``segment.index.bytes`` and their offsets
-   within Int.MAX of the group's base.
-3. **Filter** each group into one new segment ``<group base>.log.cleaned`` (with its indexes). A record is kept iff
-   it lies past the mapped range, or has a key and is the latest of that key, and, for a tombstone (null value),
-   its batch's delete horizon has not passed (v2) or its segment was modified within ``delete.retention.ms`` of the
-   last clean segment (legacy messages). Records with a null key are dropped (Kafka counts them as invalid).
-   Batches keep their base offset and last offset, so no offset ever changes:
-
-   - every record kept and no delete horizon to set: the batch is copied byte for byte;
-   - otherwise it is rebuilt with the kept records, its codec, producer fields and last offset; a batch that keeps
-     a tombstone gets the delete horizon ``now + delete.retention.ms`` (attribute bit 6, in baseTimestamp), once;
-   - nothing kept: the batch goes, unless it holds the last data offset of a producer the log still tracks: then
-     an empty batch (header only, 0 records) keeps its producer id, epoch and sequences (``writeEmptyHeader``).
-   Control batches (no transactions here) are copied as they are.
-4. **Swap**: ``Log.replace_segments`` renames ``.cleaned`` -> ``.swap``, takes the old segments out (``.deleted``),
-   drops ``.swap``; a crash at any point loads as the old segments or the new ones (``log_loader``).
-
-Threads: ``plan`` and ``commit`` run on the log owner's thread (they touch the ``Log``); ``clean`` runs anywhere,
-e.g. a worker thread: it reads the old segments through file descriptors of its own opened by ``plan`` (so a
-retention or truncation meanwhile cannot pull data from under it) and writes only its new ``.cleaned`` files.
-``commit`` refuses (CleaningAbortedError) when the log changed meanwhile: an old segment gone or resized.
-``LogCleaner`` schedules all this for a ``LogManager``.
+"""One cleaning of a compacted log (Kafka's ``Cleaner``): ``plan`` takes what it needs from the log, ``clean``
+builds the offset map of the dirty range, groups the old segments and filters each group into a new ``.cleaned``
+segment, ``commit`` swaps them in. The rules and the threads each step runs on are in ``log_cleaner``'s module doc;
+``log_cleaner.LogCleaner`` schedules the cleanings.
 """
 
 from __future__ import annotations
 
-import errno
-import logging
+import os
 import threading
-from collections.abc import Callable, Collection, Mapping
-from concurrent.futures import Future
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
 
 from samsa.clock import Clock
-from samsa.server_defaults import default
+from samsa.records import Record, build_batch, build_legacy_message_set, decode_batch, decode_legacy
+from samsa.records.record import TimestampType
+from samsa.records.view import BatchView
 
-from .errors import CleaningAbortedError, KafkaStorageError
+from .config import LogConfig
+from .errors import CleaningAbortedError
+from .file_records import FileRecords
+from .log import Log
+from .segment import CLEANED_SUFFIX, INT_MAX, LogSegment, remove_segment_files
 from .topic import TopicPartition
 
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
-
-    from .cleaning import CleaningPlan, CleaningResult
-    from .log import Log
-
-# One cleaning (``cleaning``: its plan, the offset map, grouping, filtering into new segments, with
-# samsa.records) is imported when the first cleaning starts: a broker creates its LogCleaner at start, before
-# any log exists (start-up time).
-
-_logger = logging.getLogger(__name__)
-
-FULL_DISK_RETRY_MS = 10_000
-"""How long a log whose cleaning a full disk stopped waits before it is tried again."""
-BYTES_PER_MAP_ENTRY = 24  # Kafka's SkimpyOffsetMap: a 16-byte MD5 of the key and an 8-byte offset
+# --- one cleaning --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class CleanerConfig:
-    """The broker's ``log.cleaner.*`` settings that the cleaner itself reads."""
-
-    enable: bool = default("log.cleaner.enable")
-    backoff_ms: int = default("log.cleaner.backoff.ms")
-    dedupe_buffer_size: int = default("log.cleaner.dedupe.buffer.size")
-    io_buffer_load_factor: float = default("log.cleaner.io.buffer.load.factor")
+class CleanableRange(Protocol):
+    """What a cleaning reads of the log it cleans and of its range (``log_cleaner.LogToClean`` is one): described here,
+    so that this module does not import the scheduler that imports it."""
 
     @property
-    def max_map_entries(self) -> int:
-        """How many keys one cleaning maps: as many as Kafka's dedupe buffer holds at its load factor."""
-        return max(1, int(self.dedupe_buffer_size // BYTES_PER_MAP_ENTRY * self.io_buffer_load_factor))
+    def tp(self) -> TopicPartition: ...
+
+    @property
+    def log(self) -> Log: ...
+
+    @property
+    def first_dirty_offset(self) -> int: ...
+
+    @property
+    def first_uncleanable_offset(self) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
-class LogToClean:
-    """A compacted log's cleanable range and sizes (Kafka's ``LogToClean``)."""
+class SourceSegment:
+    """An old segment as ``plan`` saw it: the object (for ``commit``'s checks), a read-only ``FileRecords`` of
+    its own over the same file, and the sizes and mtime the grouping and the new segment need."""
+
+    segment: LogSegment
+    records: FileRecords
+    base_offset: int
+    size: int
+    offset_index_bytes: int
+    time_index_bytes: int
+    last_modified: int
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningPlan:
+    """Everything ``clean`` needs, taken from the log on its owner's thread."""
 
     tp: TopicPartition
     log: Log
+    directory: Path
+    config: LogConfig
+    clock: Clock
+    now: int
     first_dirty_offset: int
     first_uncleanable_offset: int
-    clean_bytes: int
-    cleanable_bytes: int
-    needs_compaction_now: bool
+    sources: tuple[SourceSegment, ...]  # log start .. first uncleanable, oldest first
+    producer_last_offsets: Mapping[int, int]  # producer id -> offset of its last data record
+    legacy_delete_horizon_ms: int
+    max_map_entries: int
 
-    @property
-    def cleanable_ratio(self) -> float:
-        total = self.clean_bytes + self.cleanable_bytes
-        return self.cleanable_bytes / total if total else 0.0
-
-
-def cleanable_offsets(log: Log, last_clean_offset: int | None, now: int) -> tuple[int, int, bool]:
-    """(first dirty offset, first uncleanable offset, needs compaction now) for ``log`` (module doc)."""
-    start = log.log_start_offset
-    first_dirty = last_clean_offset if last_clean_offset is not None else start
-    if first_dirty < start or first_dirty > log.log_end_offset:
-        first_dirty = start
-    dirty = log.segments.non_active_from(first_dirty)
-    config = log.config
-    needs_now = False
-    if config.max_compaction_lag_ms > 0 and dirty:
-        first_timestamp = dirty[0].first_batch_timestamp()
-        needs_now = 0 <= first_timestamp < now - config.max_compaction_lag_ms
-    bounds = [log.last_stable_offset, log.active_segment.base_offset]
-    if config.min_compaction_lag_ms > 0:
-        for segment in dirty:
-            if segment.largest_timestamp > now - config.min_compaction_lag_ms:
-                bounds.append(segment.base_offset)
-                break
-    return first_dirty, max(first_dirty, min(bounds)), needs_now
+    def close(self) -> None:
+        for source in self.sources:
+            source.records.close_handlers()
 
 
-def log_to_clean(tp: TopicPartition, log: Log, last_clean_offset: int | None, now: int) -> LogToClean:
-    first_dirty, first_uncleanable, needs_now = cleanable_offsets(log, last_clean_offset, now)
-    clean = sum(s.size for s in log.segments.values(log.log_start_offset, first_dirty))
-    cleanable = sum(s.size for s in log.segments.values(first_dirty, first_uncleanable))
-    return LogToClean(tp, log, first_dirty, first_uncleanable, clean, cleanable, needs_now)
+@dataclass(slots=True)
+class CleanerStats:
+    """What one cleaning read and wrote."""
+
+    bytes_read: int = 0
+    bytes_written: int = 0
+    records_read: int = 0
+    records_kept: int = 0
+    invalid_records: int = 0
 
 
-def filthiest_log(
-    logs: Mapping[TopicPartition, Log],
-    checkpoints: Mapping[TopicPartition, int],
-    now: int,
-    skip: Collection[TopicPartition] = (),
-) -> LogToClean | None:
-    """The compacted log most in need of cleaning, or None (Kafka's ``grabFilthiestCompactedLog``); logs in
-    ``skip`` (uncleanable ones) are passed over."""
-    best: LogToClean | None = None
-    for tp, log in logs.items():
-        if not log.config.is_compacted or tp in skip:
-            continue
-        candidate = log_to_clean(tp, log, checkpoints.get(tp), now)
-        ratio = candidate.cleanable_ratio
-        if not (
-            (candidate.needs_compaction_now and candidate.cleanable_bytes > 0)
-            or ratio > log.config.min_cleanable_dirty_ratio
-        ):
-            continue
-        if best is None or ratio > best.cleanable_ratio:
-            best = candidate
-    return best
+@dataclass(slots=True)
+class CleaningResult:
+    """New ``.cleaned`` segments, each with the old segments it replaces, and the checkpoint to record."""
+
+    plan: CleaningPlan
+    end_offset: int
+    groups: list[tuple[list[SourceSegment], LogSegment]] = field(default_factory=list)
+    stats: CleanerStats = field(default_factory=CleanerStats)
+
+    def abandon(self) -> None:
+        """Delete the new ``.cleaned`` files and release the plan's file descriptors."""
+        for _, segment in self.groups:
+            segment.delete()
+        self.groups.clear()
+        self.plan.close()
 
 
-# --- scheduling ---------------------------------------------------------------------------------------------------
-
-
-_Finish = Callable[[TopicPartition, int], None]
-
-
-class LogCleaner:
-    """Runs one cleaning at a time for a ``LogManager``: ``tick(now)`` from the owner's periodic task picks the
-    filthiest compacted log every ``log.cleaner.backoff.ms`` (at once after a cleaning), plans it, cleans it on a
-    worker thread (``threaded``) or inline, and commits the finished one on the owner's thread, then reports the
-    new checkpoint to ``on_cleaned(tp, end_offset)``. A log whose cleaning fails (a corrupt batch, an I/O error)
-    is marked uncleanable and passed over from then on, as Kafka does; ``abort(tp)`` stops a cleaning of a log
-    that is going away.
-
-    Owner's thread only, except ``clean`` running on the worker.
-    """
-
-    def __init__(self, config: CleanerConfig, clock: Clock, *, threaded: bool = True) -> None:
-        self.config = config
-        self.clock = clock
-        self.threaded = threaded
-        self._executor: ThreadPoolExecutor | None = None
-        self._running: tuple[CleaningPlan, Future[CleaningResult]] | None = None
-        self._abort = threading.Event()
-        self._next_attempt = 0
-        self.cleanings = 0
-        self.uncleanable: dict[TopicPartition, BaseException] = {}
-        self.deferred: dict[TopicPartition, int] = {}  # logs a full disk stopped: when to try them again
-
-    @property
-    def busy(self) -> bool:
-        return self._running is not None
-
-    def tick(
-        self,
-        logs: Mapping[TopicPartition, Log],
-        checkpoints: Mapping[TopicPartition, int],
-        now: int,
-        on_cleaned: _Finish,
-    ) -> bool:
-        """Finish a cleaning that is done, or start one that is due; True when a cleaning was committed."""
-        if not self.config.enable:
-            return False
-        if self._running is not None:
-            return self._finish(logs, on_cleaned, block=False)
-        if now < self._next_attempt:
-            return False
-        skip = self.uncleanable.keys() | {tp for tp, at in self.deferred.items() if now < at}
-        to_clean = filthiest_log(logs, checkpoints, now, skip)
-        if to_clean is None:
-            self._next_attempt = now + self.config.backoff_ms
-            return False
-        from .cleaning import clean, plan
-
-        try:
-            cleaning = plan(to_clean, self.clock, self.config.max_map_entries, now)
-        except OSError as exc:
-            self._give_up(to_clean.tp, exc)
-            return False
-        if not self.threaded:
-            self._running = (cleaning, _done(cleaning, self._abort))
-            return self._finish(logs, on_cleaned, block=True)
-        if self._executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="samsa-log-cleaner")
-        self._running = (cleaning, self._executor.submit(clean, cleaning, self._abort))
-        return False
-
-    def _finish(self, logs: Mapping[TopicPartition, Log], on_cleaned: _Finish, *, block: bool) -> bool:
-        assert self._running is not None
-        cleaning, future = self._running
-        if not block and not future.done():
-            return False
-        self._running = None
-        try:
-            result = future.result()
-        except CleaningAbortedError:
-            cleaning.close()
-            return False
-        except Exception as exc:  # the worker removed its new files
-            cleaning.close()
-            self._give_up(cleaning.tp, exc)
-            return False
-        if logs.get(cleaning.tp) is not cleaning.log:
-            result.abandon()
-            return False
-        from .cleaning import commit
-
-        try:
-            commit(result)
-        except CleaningAbortedError:
-            return False  # the log changed meanwhile: planned again at the next tick
-        except OSError as exc:
-            self._give_up(cleaning.tp, exc)
-            return False
-        self.cleanings += 1
-        if self.deferred.pop(cleaning.tp, None) is not None:
-            _logger.warning("cleaned %s again after the disk had room", cleaning.tp)
-        on_cleaned(cleaning.tp, result.end_offset)
-        return True
-
-    def _give_up(self, tp: TopicPartition, exc: BaseException) -> None:
-        """Mark ``tp`` uncleanable, as Kafka does; but a full disk is the disk's state, not the log's fault:
-        the log is tried again ``FULL_DISK_RETRY_MS`` later (cleaning is what frees space on a compacted
-        topic), and said once until it cleans again."""
-        cause = exc.cause if isinstance(exc, KafkaStorageError) else exc
-        if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT):
-            if tp not in self.deferred:
-                _logger.warning(
-                    "cannot clean %s now: %s; tried again every %d s until the disk has room",
-                    tp,
-                    exc,
-                    FULL_DISK_RETRY_MS // 1000,
-                )
-            self.deferred[tp] = self.clock.milliseconds() + FULL_DISK_RETRY_MS
-            return
-        _logger.error("cannot clean %s, marking it uncleanable: %s", tp, exc)
-        self.uncleanable[tp] = exc
-
-    def abort(self, tp: TopicPartition) -> None:
-        """Stop the running cleaning if it is of ``tp`` (its log is being deleted), waiting for the worker."""
-        if self._running is not None and self._running[0].tp == tp:
-            self._stop_running()
-        self.uncleanable.pop(tp, None)
-        self.deferred.pop(tp, None)
-
-    def shutdown(self) -> None:
-        """Stop a running cleaning (its new files are removed) and the worker thread."""
-        self._stop_running()
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
-
-    def _stop_running(self) -> None:
-        if self._running is None:
-            return
-        cleaning, future = self._running
-        self._running = None
-        self._abort.set()
-        try:
-            future.result().abandon()
-        except BaseException:
-            cleaning.close()
-        finally:
-            self._abort.clear()
-
-
-def _done(cleaning: CleaningPlan, abort: threading.Event) -> Future[CleaningResult]:
-    from .cleaning import clean
-
-    future: Future[CleaningResult] = Future()
+def plan(
+    to_clean: CleanableRange, clock: Clock, max_map_entries: int, now: int | None = None
+) -> CleaningPlan:
+    """Take what a cleaning of ``to_clean`` needs from its log (owner's thread)."""
+    log = to_clean.log
+    now = clock.milliseconds() if now is None else now
+    sources: list[SourceSegment] = []
     try:
-        future.set_result(clean(cleaning, abort))
-    except BaseException as exc:
-        future.set_exception(exc)
-    return future
+        for segment in log.segments.values(log.log_start_offset, to_clean.first_uncleanable_offset):
+            fd = os.open(segment.log.path, os.O_RDONLY)
+            sources.append(
+                SourceSegment(
+                    segment,
+                    FileRecords(segment.log.path, fd, segment.size),
+                    segment.base_offset,
+                    segment.size,
+                    segment.offset_index.entries * 8,
+                    segment.time_index.entries * 12,
+                    segment.last_modified,
+                )
+            )
+    except BaseException:
+        for source in sources:
+            source.records.close_handlers()
+        raise
+    clean_part = [s for s in sources if s.base_offset < to_clean.first_dirty_offset]
+    legacy_horizon = clean_part[-1].last_modified - log.config.delete_retention_ms if clean_part else 0
+    producers = {
+        pid: entry.last_data_offset
+        for pid, entry in log.producer_state.producers.items()
+        if entry.last_data_offset >= 0
+    }
+    return CleaningPlan(
+        to_clean.tp,
+        log,
+        log.directory,
+        log.config,
+        clock,
+        now,
+        to_clean.first_dirty_offset,
+        to_clean.first_uncleanable_offset,
+        tuple(sources),
+        producers,
+        legacy_horizon,
+        max_map_entries,
+    )
+
+
+def clean(cleaning: CleaningPlan, abort: threading.Event | None = None) -> CleaningResult:
+    """Build the offset map and write the new ``.cleaned`` segments (any thread; module doc).
+
+    Raises CleaningAbortedError when ``abort`` is set; the new files are removed then, as on any error.
+    """
+    offsets, end_offset = build_offset_map(cleaning, abort)
+    result = CleaningResult(cleaning, end_offset)
+    try:
+        sources = [s for s in cleaning.sources if s.base_offset < end_offset]
+        for group in group_segments_by_size(sources, cleaning.config, cleaning.first_uncleanable_offset):
+            result.groups.append(
+                (group, clean_group(cleaning, group, offsets, end_offset, result.stats, abort))
+            )
+    except BaseException:
+        result.abandon()
+        raise
+    return result
+
+
+def commit(result: CleaningResult) -> None:
+    """Swap the new segments in (owner's thread). Raises CleaningAbortedError, after removing the new files, when
+    the log changed since ``plan``: an old segment is no longer in it, has another size, or became active."""
+    cleaning = result.plan
+    log = cleaning.log
+    for group, _ in result.groups:
+        for source in group:
+            current = log.segments.get(source.base_offset)
+            if current is not source.segment or current.size != source.size or current is log.active_segment:
+                result.abandon()
+                raise CleaningAbortedError(
+                    cleaning.directory, f"the segment at {source.base_offset} changed during the cleaning"
+                )
+    new_segments = [segment for _, segment in result.groups]
+    old_segments = [source.segment for group, _ in result.groups for source in group]
+    result.groups.clear()
+    try:
+        log.replace_segments(new_segments, old_segments)
+    finally:
+        cleaning.close()
+
+
+def clean_log(
+    to_clean: CleanableRange, clock: Clock, max_map_entries: int, now: int | None = None
+) -> CleaningResult:
+    """Plan, clean and commit on the calling thread; returns the result (its ``end_offset`` is the checkpoint)."""
+    result = clean(plan(to_clean, clock, max_map_entries, now))
+    commit(result)
+    return result
+
+
+# --- the offset map ---------------------------------------------------------------------------------------------
+
+
+def build_offset_map(cleaning: CleaningPlan, abort: threading.Event | None) -> tuple[dict[bytes, int], int]:
+    """(key -> latest offset over the dirty range, end offset = last offset mapped + 1) (``buildOffsetMap``)."""
+    start = cleaning.first_dirty_offset
+    offsets: dict[bytes, int] = {}
+    latest = start - 1
+    limit = cleaning.max_map_entries
+    for source in cleaning.sources:
+        following = _next_base(cleaning.sources, source)
+        if following is not None and following <= start:
+            continue
+        for batch in _batches(source, abort):
+            if batch.last_offset < start:
+                continue
+            if not batch.is_control:
+                mapped = {r.key: r.offset for r in _records(batch) if r.key is not None and r.offset >= start}
+                if latest >= start and len(offsets) + len(mapped.keys() - offsets.keys()) > limit:
+                    return offsets, latest + 1  # full: the range ends before this batch
+                offsets.update(mapped)
+            latest = batch.last_offset
+    return offsets, max(latest + 1, start)
+
+
+def _next_base(sources: tuple[SourceSegment, ...], source: SourceSegment) -> int | None:
+    index = sources.index(source)
+    return sources[index + 1].base_offset if index + 1 < len(sources) else None
+
+
+# --- grouping ----------------------------------------------------------------------------------------------------
+
+
+def group_segments_by_size(
+    sources: list[SourceSegment], config: LogConfig, first_uncleanable_offset: int
+) -> list[list[SourceSegment]]:
+    """Consecutive segments merged while the sizes and offsets fit one segment (``groupSegmentsBySize``)."""
+    groups: list[list[SourceSegment]] = []
+    rest = list(sources)
+    while rest:
+        group = [rest.pop(0)]
+        log_size = group[0].size
+        index_size = group[0].offset_index_bytes
+        time_index_size = group[0].time_index_bytes
+        while rest:
+            head = rest[0]
+            last_offset = rest[1].base_offset - 1 if len(rest) > 1 else first_uncleanable_offset - 1
+            if not (
+                log_size + head.size <= config.segment_bytes
+                and index_size + head.offset_index_bytes <= config.segment_index_bytes
+                and time_index_size + head.time_index_bytes <= config.segment_index_bytes
+                and (head.size == 0 or last_offset - group[0].base_offset <= INT_MAX)
+            ):
+                break
+            group.append(rest.pop(0))
+            log_size += head.size
+            index_size += head.offset_index_bytes
+            time_index_size += head.time_index_bytes
+        groups.append(group)
+    return groups
+
+
+# --- filtering ----------------------------------------------------------------------------------------------------
+
+
+def clean_group(
+    cleaning: CleaningPlan,
+    group: list[SourceSegment],
+    offsets: dict[bytes, int],
+    end_offset: int,
+    stats: CleanerStats,
+    abort: threading.Event | None,
+) -> LogSegment:
+    """Filter ``group`` into one new ``.cleaned`` segment at the group's base offset, flushed, with the last
+    segment's modification time."""
+    base = group[0].base_offset
+    remove_segment_files(cleaning.directory, base, CLEANED_SUFFIX)
+    cleaned = LogSegment.open(
+        cleaning.directory, base, cleaning.config, cleaning.clock, file_suffix=CLEANED_SUFFIX
+    )
+    try:
+        writer = _SegmentWriter(cleaned, max(cleaning.config.index_interval_bytes, 1))
+        for source in group:
+            retain_legacy_deletes = source.last_modified > cleaning.legacy_delete_horizon_ms
+            keep = _RecordFilter(cleaning, offsets, end_offset - 1, retain_legacy_deletes, stats)
+            for batch in _batches(source, abort):
+                stats.bytes_read += batch.size_in_bytes
+                kept = keep.filter_batch(batch)
+                if kept is not None:
+                    writer.add(kept)
+        writer.flush()
+        stats.bytes_written += cleaned.size
+        cleaned.on_become_inactive_segment()
+        cleaned.flush()
+        cleaned.last_modified = group[-1].last_modified
+    except BaseException:
+        cleaned.delete()
+        raise
+    return cleaned
+
+
+class _RecordFilter:
+    """Which records and batches of one old segment survive (Kafka's ``RecordFilter`` in ``cleanInto``)."""
+
+    def __init__(
+        self,
+        cleaning: CleaningPlan,
+        offsets: dict[bytes, int],
+        latest_mapped: int,
+        retain_legacy_deletes: bool,
+        stats: CleanerStats,
+    ) -> None:
+        self.cleaning = cleaning
+        self.offsets = offsets
+        self.latest_mapped = latest_mapped
+        self.retain_legacy_deletes = retain_legacy_deletes
+        self.stats = stats
+
+    def _keep(self, record: Record, tombstones_stay: bool) -> bool:
+        if record.offset > self.latest_mapped:
+            return True
+        if record.key is None:
+            self.stats.invalid_records += 1
+            return False
+        if record.offset < self.offsets.get(record.key, -1):
+            return False
+        return record.value is not None or tombstones_stay
+
+    def filter_batch(self, batch: BatchView) -> bytes | None:
+        """The batch as it goes into the new segment: the same bytes, rebuilt, empty, or None (dropped)."""
+        if batch.is_control:
+            batch.ensure_valid()
+            return bytes(batch.raw())
+        records = _records(batch)
+        self.stats.records_read += len(records)
+        if batch.magic < 2:
+            kept = [r for r in records if self._keep(r, self.retain_legacy_deletes)]
+            self.stats.records_kept += len(kept)
+            return self._legacy(batch, records, kept)
+        horizon = batch.delete_horizon_ms
+        tombstones_stay = horizon is None or self.cleaning.now < horizon
+        kept = [r for r in records if self._keep(r, tombstones_stay)]
+        self.stats.records_kept += len(kept)
+        set_horizon = horizon is None and any(r.value is None for r in kept)
+        if kept and len(kept) == len(records) and not set_horizon:
+            return bytes(batch.raw())
+        if kept:
+            new_horizon = (
+                self.cleaning.now + self.cleaning.config.delete_retention_ms if set_horizon else horizon
+            )
+            return self._rebuild(batch, kept, -1 if new_horizon is None else new_horizon)
+        if (
+            batch.producer_id >= 0
+            and self.cleaning.producer_last_offsets.get(batch.producer_id) == batch.last_offset
+        ):
+            return self._rebuild(batch, [], -1, max_timestamp=batch.max_timestamp)
+        return None
+
+    def _rebuild(
+        self, batch: BatchView, kept: list[Record], horizon: int, max_timestamp: int | None = None
+    ) -> bytes:
+        log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+        return build_batch(
+            kept,
+            base_offset=batch.base_offset,
+            compression=batch.compression if kept else 0,
+            timestamp_type=batch.timestamp_type,
+            log_append_time=batch.max_timestamp if log_append else None,
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence,
+            is_transactional=batch.is_transactional,
+            is_control=batch.is_control,
+            partition_leader_epoch=batch.partition_leader_epoch,
+            last_offset=batch.last_offset,
+            max_timestamp=max_timestamp,
+            delete_horizon_ms=horizon,
+        )
+
+    def _legacy(self, batch: BatchView, records: list[Record], kept: list[Record]) -> bytes | None:
+        if not kept:
+            return None
+        if len(kept) == len(records):
+            return bytes(batch.raw())
+        log_append = batch.timestamp_type == TimestampType.LOG_APPEND_TIME
+        return build_legacy_message_set(
+            batch.magic,
+            kept,
+            batch.compression,
+            timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
+            log_append_time=batch.max_timestamp if log_append else None,
+        )
+
+
+class _SegmentWriter:
+    """Appends kept batches to the new segment in chunks of about ``index.interval.bytes``, so its offset index
+    is as dense as one the log wrote itself."""
+
+    def __init__(self, segment: LogSegment, chunk_bytes: int) -> None:
+        self.segment = segment
+        self.chunk_bytes = chunk_bytes
+        self._chunks: list[bytes] = []
+        self._size = 0
+        self._last_offset = -1
+        self._max_timestamp = -1
+        self._offset_of_max = -1
+
+    def add(self, data: bytes) -> None:
+        view = BatchView(memoryview(data), 0)
+        last = view.last_offset if view.magic >= 2 or len(data) == view.size_in_bytes else _last_legacy(data)
+        if self._offset_of_max < 0 or view.max_timestamp > self._max_timestamp:
+            self._max_timestamp, self._offset_of_max = view.max_timestamp, last
+        self._last_offset = last
+        self._chunks.append(data)
+        self._size += len(data)
+        if self._size >= self.chunk_bytes:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._chunks:
+            return
+        self.segment.append(
+            self._last_offset, self._max_timestamp, self._offset_of_max, b"".join(self._chunks)
+        )
+        self._chunks.clear()
+        self._size = 0
+        self._max_timestamp = self._offset_of_max = -1
+
+
+def _last_legacy(data: bytes) -> int:
+    """The offset of the last message of a rebuilt legacy message set (several messages when uncompressed)."""
+    last = -1
+    position = 0
+    while position < len(data):
+        view = BatchView(memoryview(data), position)
+        last = view.last_offset
+        position = view.end
+    return last
+
+
+# --- reading --------------------------------------------------------------------------------------------------
+
+
+def _batches(source: SourceSegment, abort: threading.Event | None) -> Iterator[BatchView]:
+    for _, batch in source.records.batches(0, source.size):
+        if abort is not None and abort.is_set():
+            raise CleaningAbortedError(source.records.path.parent, "the cleaner is stopping")
+        yield batch
+
+
+def _records(batch: BatchView) -> list[Record]:
+    """The batch's records, its CRC checked first: a corrupt batch fails the cleaning rather than being
+    rewritten with a fresh CRC."""
+    if batch.magic >= 2:
+        return list(decode_batch(batch).records)
+    return decode_legacy(batch)

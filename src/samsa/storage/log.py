@@ -255,7 +255,7 @@ class Log:
         self._last_flush_time = clock.milliseconds()
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.offline_error: OSError | None = None  # set when a failed append could not be undone
-        # log-end claims (``end_claims``): the log end stays at or below ``_claimed_end``; an append that would
+        # log-end claims (``log_end_claims``): the log end stays at or below ``_claimed_end``; an append that would
         # pass it first asks ``claim_offsets`` (the log manager), which writes a new claim or raises
         self._claimed_end = NO_CLAIMS
         self.claim_offsets: Callable[[Log, int], None] | None = None
@@ -701,7 +701,7 @@ class Log:
 
     @property
     def claimed_end(self) -> int:
-        """The offset the log end may reach before it needs a new claim (``end_claims``); ``NO_CLAIMS`` when it
+        """The offset the log end may reach before it needs a new claim (``log_end_claims``); ``NO_CLAIMS`` when it
         takes none, -1 when it has none yet."""
         return self._claimed_end
 

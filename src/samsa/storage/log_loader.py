@@ -17,7 +17,7 @@ Sequence (storage spec 7.3 and 7.5):
    and bytes; ``LoadedLog.report`` counts them for the directory's summary line.
    Then, unless the log is replicated, it continues after every offset it is known to have handed out: those of
    the segments set aside, of valid batches in bytes cut, its checkpointed recovery point and high watermark,
-   its latest producer snapshot, and after an unclean shutdown in another boot its log-end claim (``end_claims``:
+   its latest producer snapshot, and after an unclean shutdown in another boot its log-end claim (``log_end_claims``:
    an OS crash can lose the tail the page cache held). Damage can take records; it never makes the log hand
    their offsets out again.
 5. If the log end is below the log-start checkpoint, every segment is set aside (renamed ``*.salvage``: the end
@@ -297,7 +297,7 @@ def load(
     high watermark). Unless the log is ``replicated``, it continues after the offsets it is known to have handed
     out (that, the segments set aside, valid batches in bytes cut, its producer snapshots), even when damage took
     them: an offset is never handed out twice. ``end_claim``: its log-end claim, given after an unclean shutdown
-    in another boot (``end_claims``), which it continues at too. A replicated log continues at its last valid
+    in another boot (``log_end_claims``), which it continues at too. A replicated log continues at its last valid
     batch instead: a follower fetches what it lost from the leader, and a gap there would leave it without
     records the leader has."""
     directory.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ Per log directory, on ``startup()``:
    ``-future`` and ``-stray`` directories are left alone; a log's high watermark starts at its
    ``replication-offset-checkpoint`` value (clamped by the log), so retention works before any fetch.
 
-Log compaction: ``clean_logs(now)`` (run by ``schedule_due`` on every call) drives a ``cleaner.LogCleaner``: every
+Log compaction: ``clean_logs(now)`` (run by ``schedule_due`` on every call) drives a ``log_cleaner.LogCleaner``: every
 ``log.cleaner.backoff.ms`` it picks the filthiest log with ``cleanup.policy`` including ``compact``, cleans it on a
 worker thread and swaps the result in on the owner's thread at a later call; progress is kept per log directory in
 ``cleaner-offset-checkpoint``. Retention (``cleanup_logs``) runs for every log: a compacted log loses only
@@ -74,10 +74,10 @@ from .checkpoint import (
     write_clean_shutdown,
 )
 from .checkpoint import read_offsets_or_empty as _read_or_empty
-from .cleaner import CleanerConfig, LogCleaner
 from .config import LogConfig
-from .end_claims import CLAIM_STEP, claims_after_a_restart, write_claims
 from .errors import InvalidConfigError, KafkaStorageError, StorageError
+from .log_cleaner import CleanerConfig, LogCleaner
+from .log_end_claims import CLAIM_STEP, claims_after_a_restart, write_claims
 from .meta import ensure_meta_properties, read_properties_file, write_properties_file
 from .properties import PropertiesError
 from .space_reserve import SpaceReserve, is_disk_full
@@ -388,7 +388,7 @@ class LogManager:
         return log
 
     def _serve(self, tp: TopicPartition, log: Log, log_dir: _LogDir) -> None:
-        """Hold ``log`` as ``tp``'s, in ``log_dir``; alone, with log-end claims (``end_claims``)."""
+        """Hold ``log`` as ``tp``'s, in ``log_dir``; alone, with log-end claims (``log_end_claims``)."""
         self._logs[tp] = log
         self._log_dir_of[tp] = log_dir
         if not self.replicated:
@@ -765,7 +765,7 @@ class LogManager:
                 checkpoints.recovery_points.get(tp, -1), checkpoints.high_watermarks.get(tp, -1)
             ),
             replicated=self.replicated,
-            end_claim=-1 if log_dir.had_clean_shutdown else checkpoints.end_claims.get(tp, -1),
+            end_claim=-1 if log_dir.had_clean_shutdown else checkpoints.log_end_claims.get(tp, -1),
         )
         if tp in checkpoints.high_watermarks:
             log.update_high_watermark(
@@ -921,7 +921,7 @@ class _DirCheckpoints:
     start_offsets: Mapping[TopicPartition, int]
     high_watermarks: Mapping[TopicPartition, int]
     cleaned_to: Mapping[TopicPartition, int]
-    end_claims: Mapping[TopicPartition, int]  # written in another boot (``end_claims``)
+    log_end_claims: Mapping[TopicPartition, int]  # written in another boot (``log_end_claims``)
 
     @classmethod
     def read(cls, path: Path) -> _DirCheckpoints:

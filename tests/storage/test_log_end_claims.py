@@ -1,4 +1,4 @@
-"""Log-end claims (``end_claims``): written ahead of the log end, used only after an unclean shutdown in another
+"""Log-end claims (``log_end_claims``): written ahead of the log end, used only after an unclean shutdown in another
 boot, and an append whose claim cannot be written changes nothing."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 
 from samsa.clock import ManualClock
 from samsa.records import build_batch
-from samsa.storage import end_claims
+from samsa.storage import log_end_claims
 from samsa.storage.config import LogConfig
-from samsa.storage.end_claims import CLAIM_STEP, LOG_END_CLAIMS, claims_after_a_restart, write_claims
 from samsa.storage.errors import KafkaStorageError
 from samsa.storage.log import Log
+from samsa.storage.log_end_claims import CLAIM_STEP, LOG_END_CLAIMS, claims_after_a_restart, write_claims
 from samsa.storage.log_manager import LogManager
 from samsa.topic_partition import TopicPartition
 
@@ -84,7 +84,7 @@ def test_an_append_whose_claim_cannot_be_written_changes_nothing(
     def failing(path: Path, data: bytes) -> None:
         raise OSError(errno.EIO, "injected")
 
-    monkeypatch.setattr(end_claims, "write_atomically", failing)
+    monkeypatch.setattr(log_end_claims, "write_atomically", failing)
     with pytest.raises(KafkaStorageError):
         log.append_as_leader(build_batch([b"x"] * 3))
     assert log.log_end_offset == 0 and log.size == 0 and log.claimed_end == -1
