@@ -652,12 +652,13 @@ class ReplicaManager:
 
     def append_fetched(
         self, tp: TopicPartition, records: memoryview, high_watermark: int, log_start_offset: int
-    ) -> None:
+    ) -> int:
         """Append what the leader sent, with its offsets; take the leader's high watermark (bounded by our log
-        end) and log start offset. Raises StorageError or a record error for the fetcher to report."""
+        end) and log start offset; the log end offset after it (-1: not a follower of ``tp``). Raises
+        StorageError or a record error for the fetcher to report."""
         partition = self.partitions.get(tp)
         if partition is None or partition.leader_id == self.node_id:
-            return
+            return -1
         plog = partition.log
         if len(records):
             plog.append_as_follower(records)
@@ -665,6 +666,7 @@ class ReplicaManager:
         if log_start_offset > plog.log_start_offset:
             plog.maybe_increment_log_start_offset(min(log_start_offset, plog.high_watermark))
         self.fetch_purgatory.notify(tp)
+        return plog.log_end_offset
 
     def truncate_diverging(self, tp: TopicPartition, leader_epoch: int, end_offset: int) -> None:
         """The leader says our log diverged after ``end_offset`` of ``leader_epoch``: truncate as KIP-101/279."""
