@@ -177,6 +177,27 @@ def test_alone_the_high_watermark_follows_the_append(tmp_path: Path) -> None:
     logs.shutdown()
 
 
+def test_a_follower_fetch_off_the_leaders_log_is_not_its_log_end(leader: Leader) -> None:
+    """A follower whose log went past the leader's (records of an epoch the leader never had) must truncate
+    before its fetch offset counts: else the leader would take records it lacks as replicated."""
+
+    async def scenario() -> None:
+        diverged = await leader.fetch(F2, 4, last_fetched_epoch=0)  # 4 records of an epoch 0 we never had
+        assert diverged.error is not ErrorCode.NONE or diverged.diverging_epoch is not None
+        beyond = await leader.fetch(F2, 4)  # past our log end, with no epoch
+        assert beyond.error is ErrorCode.OFFSET_OUT_OF_RANGE
+        last = leader.append(2)
+        waiting = asyncio.create_task(leader.manager.wait_for_acks([(TP, last)], 30_000))
+        await leader.fetch(F3, 2)
+        await settle()
+        assert leader.log.high_watermark == 0 and not waiting.done()  # F2 holds nothing of ours yet
+        await leader.fetch(F2, 2)
+        await settle()
+        assert waiting.done() and leader.log.high_watermark == 2
+
+    asyncio.run(scenario())
+
+
 # --- min.insync.replicas ---------------------------------------------------------------------------------------
 
 

@@ -568,6 +568,7 @@ class ReplicaManager:
                     partition is not None
                     and partition.leader_id == self.node_id
                     and request.current_leader_epoch in (NO_LEADER_EPOCH, partition.leader_epoch)
+                    and self._on_leaders_log(partition.log, request)
                 ):
                     self._follower_fetched(partition, replica_id, request.fetch_offset)
         deadline = self.clock.monotonic_ms() + max(max_wait_ms, 0)
@@ -581,6 +582,17 @@ class ReplicaManager:
             woken = await self.fetch_purgatory.wait([r.tp for r in requests], deadline)
             if not woken:
                 return self._throttle(requests, self._read_all(requests, max_bytes, isolation), replica_id)
+
+    def _on_leaders_log(self, plog: Log, request: FetchRequestPartition) -> bool:
+        """Whether a follower's fetch offset is a position on this leader's log: within it and not past the end
+        of the follower's last fetched epoch here. Only then is it the follower's log end offset (as Kafka's
+        leader updates a follower's state only for a fetch it answers with records): a follower that must
+        truncate or reset first holds nothing the leader may count, or acks=all would be answered for records
+        it lacks."""
+        offset = request.fetch_offset
+        if offset > plog.log_end_offset or offset < plog.log_start_offset:
+            return False
+        return request.last_fetched_epoch < 0 or self._diverging(plog, request) is None
 
     def _throttle(
         self, requests: list[FetchRequestPartition], results: list[FetchResult], replica_id: int
