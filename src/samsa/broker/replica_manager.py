@@ -8,13 +8,17 @@ partition epoch (the version of its state znode). As Kafka's ``Partition``:
   last fetch; it never goes down, and it does not move while the ISR is smaller than
   ``min(min.insync.replicas, replicas)`` (Kafka 3.7+). Alone (the single-broker default, or replication factor 1)
   it follows the log end offset as soon as an append lands. Consumers read only below it; followers read to the end.
-- **ISR.** Each follower fetch updates that follower's state (log end offset, when it was last caught up). A
+- **ISR.** Each follower fetch whose offset is on the leader's log (within it, and not past the end of the
+  follower's last fetched epoch here: a follower that must truncate first holds nothing to count) updates that
+  follower's state (log end offset, when it was last caught up). A
   follower that caught up to the high watermark and to the start of the leader's epoch is added; one that has not
   been caught up for ``replica.lag.time.max.ms`` is removed. Changes go to the controller (AlterPartition, through
   ``isr_changes``); one change per partition is in flight, and the committed ISR changes only when it answers.
 - **acks=all.** ``append`` answers NOT_ENOUGH_REPLICAS (nothing appended) when the committed ISR is smaller than
   the effective ``min.insync.replicas``; otherwise the produce waits (``wait_for_acks``) until the high watermark
-  passes its records, the request's timeout passes, or this broker stops leading the partition.
+  passes its records, the request's timeout passes, or this broker stops leading the partition. Nothing on that
+  path polls: an append wakes the followers' parked fetches (the fetch purgatory), and the follower fetch that
+  moves the high watermark wakes the waiting produces (the produce purgatory), in the same loop turn.
 - **Followers** fetch from the leader through ``fetchers`` (a ``samsa.cluster.replica_fetcher`` manager) and
   append with the leader's offsets; their high watermark is the leader's, bounded by their own log end.
 
