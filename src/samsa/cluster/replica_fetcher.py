@@ -55,7 +55,7 @@ from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
 from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.log_throttle import LogThrottle
-from samsa.protocol import ErrorCode
+from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.fetch import (
     FetchPartition,
     FetchRequest,
@@ -73,7 +73,6 @@ __all__ = ["FetchConnection", "FetcherConfig", "ReplicaFetcherManager"]
 
 log = logging.getLogger(__name__)
 
-FETCH = 1
 FETCH_VERSION = 12  # replica id in the body, LastFetchedEpoch and DivergingEpoch, topics by name
 # a partition that keeps failing to append what it fetched is said once a minute
 FAILURE_LOG_INTERVAL_MS = 60_000
@@ -261,7 +260,9 @@ class ReplicaFetcherManager:
         self, leader: _Leader, connection: FetchConnection, sent: dict[TopicPartition, FetchPosition]
     ) -> FetchResponse | None:
         """The leader's answer to a fetch of ``sent``; None when a partition added meanwhile ended it."""
-        in_flight = asyncio.ensure_future(connection.request(self._request(sent), FETCH, FETCH_VERSION))
+        in_flight = asyncio.ensure_future(
+            connection.request(self._request(sent), ApiKey.FETCH, FETCH_VERSION)
+        )
         leader.in_flight, leader.in_flight_partitions = in_flight, frozenset(sent)
         try:
             response: FetchResponse = await in_flight
