@@ -1,7 +1,7 @@
 """A replicated cluster against the single broker, with the same confluent-kafka client, in one run.
 
-Run: ``.venv/bin/python bench/bench_cluster.py`` (about 3 minutes; ``--records``, ``--kills`` and ``--rounds``
-scale it). Every broker is its own ``samsa serve`` process on loopback, all on this one machine; the clients run
+Run: ``.venv/bin/python bench/bench_cluster.py`` (about 5 minutes; ``--records``, ``--kills``, ``--rounds`` and
+``--latency-runs`` scale it; ``--phases latency`` runs only the latency phase, about 2 minutes). Every broker is its own ``samsa serve`` process on loopback, all on this one machine; the clients run
 in this process.
 
 Phases:
@@ -10,7 +10,12 @@ Phases:
    single broker (no ZooKeeper, the embedded default's code path) and acks=all with replication factor 3 on a
    3-broker cluster over a real ZooKeeper, alternated for ``--rounds`` rounds. Kafka's own 2014 figure for this
    pair on three machines was 421,823 / 821,557 records/s = 0.51.
-2. **acks=all latency** at a fixed, moderate rate (``linger.ms=0``): ``produce()`` to delivery report, p50/p99.
+2. **acks=all latency** at a fixed, moderate rate (``--rate``, 200 records/s; ``linger.ms=0``, an idempotent
+   producer, Kafka's default since 3.0): ``produce()`` to delivery report, p50/p99, in ``--latency-runs`` runs, each
+   on a topic created for it: the records sent in the first ``--first-seconds`` (5 s) after its ISR is full (the
+   producer has its producer id before: see ``started_producer``), and
+   the steady state (``--steady-seconds`` after ``--warmup-seconds``); then the median and range over runs, with
+   the machine's load average. The same producer on the single broker gives the floor.
 3. **Failover**, ``--kills`` times: ``kill -9`` of the partition's leader, then one idempotent acks=all record
    every 20 ms until the first is acknowledged; the time from the kill to the metadata naming a new leader (the
    broker side: session expiry, election, UpdateMetadata) and to that acknowledgement (plus the client finding the
@@ -28,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,25 +105,123 @@ def produce_rate(bootstrap: str, topic: str, records: int, acks: str) -> float:
     return records / elapsed
 
 
-def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> tuple[float, float]:
-    samples: list[float] = []
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+IDEMPOTENT_ACKS_ALL: dict[str, Any] = {"acks": "all", "enable.idempotence": True, "linger.ms": 0}
+
+
+@dataclass(frozen=True, slots=True)
+class Latencies:
+    """acks=all latencies of one run: the first seconds after the topic was created, and the steady state."""
+
+    first: list[float]  # ms, produce() to delivery report, records sent in the first ``first_s`` seconds
+    steady: list[float]  # ms, records sent after the warm-up
+
+    @staticmethod
+    def percentile(samples: list[float], fraction: float) -> float:
+        ordered = sorted(samples)
+        return ordered[min(int(len(ordered) * fraction), len(ordered) - 1)] if ordered else float("nan")
+
+
+def started_producer(bootstrap: str, warm_topic: str) -> tuple[Producer, float]:
+    """An idempotent acks=all producer that has its producer id (one record acknowledged on ``warm_topic``), and
+    the seconds that first acknowledgement took: librdkafka asks for the id only once it knows a broker by its
+    id, on a 500 ms timer, so a new idempotent producer's first records wait about half a second whatever the
+    broker (the same against Kafka), which is not the topic's doing."""
+    producer = Producer({"bootstrap.servers": bootstrap, **IDEMPOTENT_ACKS_ALL})
+    start = time.perf_counter()
+    producer.produce(warm_topic, b"warm")
+    if producer.flush(30) != 0:
+        raise RuntimeError("the warm-up record was not acknowledged")
+    return producer, time.perf_counter() - start
+
+
+def latency(
+    producer: Producer, topic: str, rate: int, *, first_s: float, warmup_s: float, steady_s: float
+) -> Latencies:
+    """Produce ``rate`` records/s with ``producer`` (``linger.ms=0``), starting at once: the latencies of the
+    records sent in the first ``first_s`` seconds, and of those sent after ``warmup_s`` for ``steady_s``
+    seconds."""
+    samples: list[tuple[float, float]] = []  # (sent, seconds from the start; latency in seconds)
+    failed: list[str] = []
     interval = 1 / rate
-    end = time.perf_counter() + seconds
-    next_at = time.perf_counter()
+    start = time.perf_counter()
+    end = start + warmup_s + steady_s
+    next_at = start
     while time.perf_counter() < end:
         sent = time.perf_counter()
-        producer.produce(
-            topic, PAYLOAD, on_delivery=lambda e, m, s=sent: e or samples.append(time.perf_counter() - s)
-        )
-        producer.poll(0)
+
+        def report(error: Any, message: Any, sent: float = sent) -> None:
+            if error is not None:
+                failed.append(str(error))
+            else:
+                samples.append((sent - start, time.perf_counter() - sent))
+
+        producer.produce(topic, PAYLOAD, on_delivery=report)
         next_at += interval
-        pause = next_at - time.perf_counter()
-        if pause > 0:
+        producer.poll(0)
+        while (pause := next_at - time.perf_counter()) > 0:  # poll returns early when it served a report
             producer.poll(pause)
     producer.flush(30)
-    samples.sort()
-    return samples[len(samples) // 2] * 1000, samples[int(len(samples) * 0.99)] * 1000
+    if failed:
+        raise RuntimeError(f"{len(failed)} records failed: {failed[:3]}")
+    return Latencies(
+        [lat * 1000 for at, lat in samples if at < first_s],
+        [lat * 1000 for at, lat in samples if at >= warmup_s],
+    )
+
+
+def loadavg() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def latency_runs(cluster: LocalCluster, args: argparse.Namespace) -> None:
+    """``--latency-runs`` runs, each on a new topic (RF 3): the first seconds and the steady state, then the
+    spread over runs."""
+    firsts: list[tuple[float, float]] = []
+    steadies: list[tuple[float, float]] = []
+    create(cluster.bootstrap_servers, "lat-warm", 1, 3)
+    for run in range(args.latency_runs):
+        topic = f"lat-{run}"
+        producer, first_ack = started_producer(cluster.bootstrap_servers, "lat-warm")
+        print(
+            f"latency run {run + 1}: a new idempotent producer's first acknowledgement {first_ack * 1000:.0f} ms"
+        )
+        create(cluster.bootstrap_servers, topic, 1, 3)
+        found = latency(
+            producer,
+            topic,
+            args.rate,
+            first_s=args.first_seconds,
+            warmup_s=args.warmup_seconds,
+            steady_s=args.steady_seconds,
+        )
+        first = (Latencies.percentile(found.first, 0.5), Latencies.percentile(found.first, 0.99))
+        steady = (Latencies.percentile(found.steady, 0.5), Latencies.percentile(found.steady, 0.99))
+        firsts.append(first)
+        steadies.append(steady)
+        print(
+            f"latency run {run + 1}: acks=all idempotent, RF 3, {args.rate} rec/s, linger.ms=0: "
+            f"first {args.first_seconds:.0f} s after creating the topic p50 {first[0]:.2f} ms, "
+            f"p99 {first[1]:.2f} ms ({len(found.first)} records); steady (after {args.warmup_seconds:.0f} s, "
+            f"{args.steady_seconds:.0f} s) p50 {steady[0]:.2f} ms, p99 {steady[1]:.2f} ms "
+            f"({len(found.steady)} records); {loadavg()}",
+            flush=True,
+        )
+    for name, runs in ((f"first {args.first_seconds:.0f} s", firsts), ("steady state", steadies)):
+        p50s = sorted(r[0] for r in runs)
+        p99s = sorted(r[1] for r in runs)
+        print(
+            f"acks=all RF 3 latency, {name}, over {len(runs)} runs: p50 median {statistics.median(p50s):.2f} ms "
+            f"({p50s[0]:.2f}-{p50s[-1]:.2f}), p99 median {statistics.median(p99s):.2f} ms "
+            f"({p99s[0]:.2f}-{p99s[-1]:.2f})",
+            flush=True,
+        )
+
+
+def single_latency(bootstrap: str, topic: str, rate: int) -> tuple[float, float]:
+    producer, _ = started_producer(bootstrap, topic)
+    found = latency(producer, topic, rate, first_s=0.0, warmup_s=2.0, steady_s=5.0)
+    return Latencies.percentile(found.steady, 0.5), Latencies.percentile(found.steady, 0.99)
 
 
 def failover(cluster: LocalCluster, topic: str) -> tuple[float, float]:
@@ -181,8 +285,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--kills", type=int, default=10)
     parser.add_argument("--rate", type=int, default=200, help="records/s for the latency phase")
+    parser.add_argument("--latency-runs", type=int, default=3, help="latency runs, each on a new topic")
+    parser.add_argument("--first-seconds", type=float, default=5.0, help="the first seconds after creation")
+    parser.add_argument("--warmup-seconds", type=float, default=10.0, help="warm-up before the steady state")
+    parser.add_argument("--steady-seconds", type=float, default=20.0, help="steady state measured")
+    parser.add_argument(
+        "--phases",
+        default="throughput,latency,failover",
+        help="comma-separated phases to run (throughput, latency, failover)",
+    )
     args = parser.parse_args()
-    print(f"machine: {os.cpu_count()} cores; {args.records} x 100 B per throughput phase")
+    phases = set(args.phases.split(","))
+    print(
+        f"machine: {os.cpu_count()} cores; {loadavg()}; {args.records} x 100 B per throughput phase",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as tmp:
         work = Path(tmp)
         single, single_bootstrap = single_broker(work)
@@ -190,47 +307,60 @@ def main() -> None:
         cluster.up(3)
         try:
             create(single_bootstrap, "one", 1, 1)
-            create(cluster.bootstrap_servers, "three", 1, 3)
-            ratios = []
-            for round_ in range(args.rounds):
-                alone = produce_rate(single_bootstrap, "one", args.records, "1")
-                replicated = produce_rate(cluster.bootstrap_servers, "three", args.records, "all")
-                ratios.append(replicated / alone)
+            if "throughput" in phases:
+                throughput(cluster, single_bootstrap, args)
+            if "latency" in phases:
+                latency_runs(cluster, args)
+                p50, p99 = single_latency(single_bootstrap, "one", args.rate)
                 print(
-                    f"round {round_ + 1}: acks=1 single broker {alone:,.0f} rec/s; acks=all RF 3 on 3 brokers "
-                    f"{replicated:,.0f} rec/s; ratio {replicated / alone:.2f}"
+                    f"single broker (acks=all = acks=1 alone) latency at {args.rate} rec/s: p50 {p50:.2f} ms, "
+                    f"p99 {p99:.2f} ms; {loadavg()}",
+                    flush=True,
                 )
-            print(f"throughput ratio (acks=all RF3 / acks=1 single): median {statistics.median(ratios):.2f}")
-            create(cluster.bootstrap_servers, "lat", 1, 3)
-            p50, p99 = latency(cluster.bootstrap_servers, "lat", args.rate, 5.0)
-            print(f"acks=all RF 3 latency at {args.rate} rec/s: p50 {p50:.2f} ms, p99 {p99:.2f} ms")
-            p50, p99 = latency(single_bootstrap, "one", args.rate, 5.0)
-            print(
-                f"single broker (acks=all = acks=1 alone) latency at {args.rate} rec/s: p50 {p50:.2f} ms, p99 {p99:.2f} ms"
-            )
-            create(cluster.bootstrap_servers, "failover", 1, 3)
-            times: list[tuple[float, float]] = []
-            for kill in range(args.kills):
-                elected, acked = failover(cluster, "failover")
-                times.append((elected, acked))
-                print(
-                    f"kill {kill + 1}: new leader in the metadata {elected:.2f} s, first acks=all "
-                    f"acknowledgement {acked:.2f} s after kill -9 of the leader"
-                )
-            if times:
-                for name, values in (
-                    ("metadata", [t[0] for t in times]),
-                    ("acknowledged", [t[1] for t in times]),
-                ):
-                    values.sort()
-                    print(
-                        f"failover, {name}, over {len(values)} kills (zookeeper.session.timeout.ms=6000): "
-                        f"min {values[0]:.2f} s, median {statistics.median(values):.2f} s, max {values[-1]:.2f} s"
-                    )
+            if "failover" in phases:
+                failovers(cluster, args)
         finally:
             cluster.down()
             single.terminate()
             single.wait(30)
+
+
+def throughput(cluster: LocalCluster, single_bootstrap: str, args: argparse.Namespace) -> None:
+    create(cluster.bootstrap_servers, "three", 1, 3)
+    ratios = []
+    for round_ in range(args.rounds):
+        alone = produce_rate(single_bootstrap, "one", args.records, "1")
+        replicated = produce_rate(cluster.bootstrap_servers, "three", args.records, "all")
+        ratios.append(replicated / alone)
+        print(
+            f"round {round_ + 1}: acks=1 single broker {alone:,.0f} rec/s; acks=all RF 3 on 3 brokers "
+            f"{replicated:,.0f} rec/s; ratio {replicated / alone:.2f}",
+            flush=True,
+        )
+    print(f"throughput ratio (acks=all RF3 / acks=1 single): median {statistics.median(ratios):.2f}")
+
+
+def failovers(cluster: LocalCluster, args: argparse.Namespace) -> None:
+    create(cluster.bootstrap_servers, "failover", 1, 3)
+    times: list[tuple[float, float]] = []
+    for kill in range(args.kills):
+        elected, acked = failover(cluster, "failover")
+        times.append((elected, acked))
+        print(
+            f"kill {kill + 1}: new leader in the metadata {elected:.2f} s, first acks=all "
+            f"acknowledgement {acked:.2f} s after kill -9 of the leader",
+            flush=True,
+        )
+    for name, values in (
+        ("metadata", [t[0] for t in times]),
+        ("acknowledged", [t[1] for t in times]),
+    ):
+        values.sort()
+        if values:
+            print(
+                f"failover, {name}, over {len(values)} kills (zookeeper.session.timeout.ms=6000): "
+                f"min {values[0]:.2f} s, median {statistics.median(values):.2f} s, max {values[-1]:.2f} s"
+            )
 
 
 if __name__ == "__main__":

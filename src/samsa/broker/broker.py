@@ -75,6 +75,7 @@ class KafkaServer:
                 self.log_manager,
                 self.registered_addresses,
                 self.partitions_changed,
+                clock,
             )
         self._metadata_store: Lazy[MetadataStore] = Lazy(self._create_metadata_store)
         self.services = BrokerServices(

@@ -21,12 +21,17 @@ from samsa.clock import SYSTEM_CLOCK, Clock
 
 
 class _Waiter:
-    __slots__ = ("deadline_ms", "event", "expired")
+    """One parked request: a future its notification, its deadline on the clock or its real-time timer ends."""
 
-    def __init__(self, deadline_ms: int) -> None:
+    __slots__ = ("deadline_ms", "future")
+
+    def __init__(self, deadline_ms: int, future: asyncio.Future[bool]) -> None:
         self.deadline_ms = deadline_ms
-        self.event = asyncio.Event()
-        self.expired = False
+        self.future = future
+
+    def end(self, woken: bool) -> None:
+        if not self.future.done():
+            self.future.set_result(woken)
 
 
 class Purgatory:
@@ -39,22 +44,24 @@ class Purgatory:
         self._subscribed = False
 
     async def wait(self, keys: Iterable[Hashable], deadline_ms: int) -> bool:
-        """Wait until one of ``keys`` is notified (True) or the clock reaches ``deadline_ms`` (False)."""
+        """Wait until one of ``keys`` is notified (True) or the clock reaches ``deadline_ms`` (False).
+
+        One future and one loop timer per wait (no task: a follower's fetch parks here every round)."""
         remaining_ms = deadline_ms - self._clock.monotonic_ms()
         if remaining_ms <= 0:
             return False
         self._subscribe()
-        waiter = _Waiter(deadline_ms)
-        watched = list(keys)
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(deadline_ms, loop.create_future())
+        watched = tuple(keys)
         for key in watched:
             self._watchers.setdefault(key, set()).add(waiter)
         self._waiting.add(waiter)
+        timer = loop.call_later(remaining_ms / 1000, waiter.end, False)
         try:
-            await asyncio.wait_for(waiter.event.wait(), remaining_ms / 1000)
-            return not waiter.expired
-        except asyncio.TimeoutError:
-            return False
+            return await waiter.future
         finally:
+            timer.cancel()
             self._waiting.discard(waiter)
             for key in watched:
                 waiters = self._watchers.get(key)
@@ -65,7 +72,7 @@ class Purgatory:
 
     def notify(self, key: Hashable) -> None:
         for waiter in self._watchers.get(key, ()):
-            waiter.event.set()
+            waiter.end(True)
 
     def watched(self) -> int:
         return sum(len(w) for w in self._watchers.values())
@@ -90,5 +97,4 @@ class Purgatory:
         now = self._clock.monotonic_ms()
         for waiter in list(self._waiting):
             if waiter.deadline_ms <= now:
-                waiter.expired = True
-                waiter.event.set()
+                waiter.end(False)

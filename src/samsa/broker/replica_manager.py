@@ -8,13 +8,17 @@ partition epoch (the version of its state znode). As Kafka's ``Partition``:
   last fetch; it never goes down, and it does not move while the ISR is smaller than
   ``min(min.insync.replicas, replicas)`` (Kafka 3.7+). Alone (the single-broker default, or replication factor 1)
   it follows the log end offset as soon as an append lands. Consumers read only below it; followers read to the end.
-- **ISR.** Each follower fetch updates that follower's state (log end offset, when it was last caught up). A
+- **ISR.** Each follower fetch whose offset is on the leader's log (within it, and not past the end of the
+  follower's last fetched epoch here: a follower that must truncate first holds nothing to count) updates that
+  follower's state (log end offset, when it was last caught up). A
   follower that caught up to the high watermark and to the start of the leader's epoch is added; one that has not
   been caught up for ``replica.lag.time.max.ms`` is removed. Changes go to the controller (AlterPartition, through
   ``isr_changes``); one change per partition is in flight, and the committed ISR changes only when it answers.
 - **acks=all.** ``append`` answers NOT_ENOUGH_REPLICAS (nothing appended) when the committed ISR is smaller than
   the effective ``min.insync.replicas``; otherwise the produce waits (``wait_for_acks``) until the high watermark
-  passes its records, the request's timeout passes, or this broker stops leading the partition.
+  passes its records, the request's timeout passes, or this broker stops leading the partition. Nothing on that
+  path polls: an append wakes the followers' parked fetches (the fetch purgatory), and the follower fetch that
+  moves the high watermark wakes the waiting produces (the produce purgatory), in the same loop turn.
 - **Followers** fetch from the leader through ``fetchers`` (a ``samsa.cluster.replica_fetcher`` manager) and
   append with the leader's offsets; their high watermark is the leader's, bounded by their own log end.
 
@@ -568,6 +572,7 @@ class ReplicaManager:
                     partition is not None
                     and partition.leader_id == self.node_id
                     and request.current_leader_epoch in (NO_LEADER_EPOCH, partition.leader_epoch)
+                    and self._on_leaders_log(partition.log, request)
                 ):
                     self._follower_fetched(partition, replica_id, request.fetch_offset)
         deadline = self.clock.monotonic_ms() + max(max_wait_ms, 0)
@@ -581,6 +586,17 @@ class ReplicaManager:
             woken = await self.fetch_purgatory.wait([r.tp for r in requests], deadline)
             if not woken:
                 return self._throttle(requests, self._read_all(requests, max_bytes, isolation), replica_id)
+
+    def _on_leaders_log(self, plog: Log, request: FetchRequestPartition) -> bool:
+        """Whether a follower's fetch offset is a position on this leader's log: within it and not past the end
+        of the follower's last fetched epoch here. Only then is it the follower's log end offset (as Kafka's
+        leader updates a follower's state only for a fetch it answers with records): a follower that must
+        truncate or reset first holds nothing the leader may count, or acks=all would be answered for records
+        it lacks."""
+        offset = request.fetch_offset
+        if offset > plog.log_end_offset or offset < plog.log_start_offset:
+            return False
+        return request.last_fetched_epoch < 0 or self._diverging(plog, request) is None
 
     def _throttle(
         self, requests: list[FetchRequestPartition], results: list[FetchResult], replica_id: int
@@ -652,12 +668,13 @@ class ReplicaManager:
 
     def append_fetched(
         self, tp: TopicPartition, records: memoryview, high_watermark: int, log_start_offset: int
-    ) -> None:
+    ) -> int:
         """Append what the leader sent, with its offsets; take the leader's high watermark (bounded by our log
-        end) and log start offset. Raises StorageError or a record error for the fetcher to report."""
+        end) and log start offset; the log end offset after it (-1: not a follower of ``tp``). Raises
+        StorageError or a record error for the fetcher to report."""
         partition = self.partitions.get(tp)
         if partition is None or partition.leader_id == self.node_id:
-            return
+            return -1
         plog = partition.log
         if len(records):
             plog.append_as_follower(records)
@@ -665,6 +682,7 @@ class ReplicaManager:
         if log_start_offset > plog.log_start_offset:
             plog.maybe_increment_log_start_offset(min(log_start_offset, plog.high_watermark))
         self.fetch_purgatory.notify(tp)
+        return plog.log_end_offset
 
     def truncate_diverging(self, tp: TopicPartition, leader_epoch: int, end_offset: int) -> None:
         """The leader says our log diverged after ``end_offset`` of ``leader_epoch``: truncate as KIP-101/279."""

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
+from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.cluster.controller import Controller
 from samsa.cluster.elections import ElectionConfig
 from samsa.cluster.isr_channel import IsrChange, IsrChannel
@@ -101,8 +102,8 @@ class InconsistentClusterIdError(RuntimeError):
 class ZkBroker:
     """Cluster mode of one broker (module doc), with its collaborators by name: the broker's config, its replica
     manager and log manager, ``registered_addresses()`` (the listeners' (name, host, port) other brokers and
-    clients are told, once bound) and ``partitions_changed()`` (called when leadership of hosted partitions
-    changed: the group coordinator follows). Event-loop thread only."""
+    clients are told, once bound), ``partitions_changed()`` (called when leadership of hosted partitions
+    changed: the group coordinator follows) and the clock its replica fetchers hold and throttle on. Event-loop thread only."""
 
     def __init__(
         self,
@@ -111,6 +112,7 @@ class ZkBroker:
         log_manager: LogManager,
         registered_addresses: Callable[[], list[tuple[str, str, int]]],
         partitions_changed: Callable[[], None],
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.config = config
         self.node_id = config.node_id
@@ -161,7 +163,9 @@ class ZkBroker:
         self._prefetch: asyncio.Task[None] | None = None
         self._producer_block_lock = asyncio.Lock()
         self.highest_controller_epoch = -1
-        self.fetchers = ReplicaFetcherManager(self.replica_manager, self.node_id, _fetcher_config(config))
+        self.fetchers = ReplicaFetcherManager(
+            self.replica_manager, self.node_id, _fetcher_config(config), clock=clock
+        )
         self.isr_channel = IsrChannel(
             self.node_id,
             lambda: self.broker_epoch,

@@ -33,8 +33,9 @@ class FollowerLogs(Protocol):
 
     def append_fetched(
         self, tp: TopicPartition, records: memoryview, high_watermark: int, log_start_offset: int
-    ) -> None:
-        """Append the leader's records with their offsets; take its high watermark and log start offset."""
+    ) -> int:
+        """Append the leader's records with their offsets; take its high watermark and log start offset. The log
+        end offset after it (-1 when this broker no longer follows ``tp``)."""
         ...
 
     def truncate_diverging(self, tp: TopicPartition, leader_epoch: int, end_offset: int) -> None:

@@ -12,6 +12,10 @@ names as controller, and reports each answer:
   stays pending until the next LeaderAndIsr replaces the partition's state, as Kafka's leader does;
 - anything else (no controller yet, ``NOT_CONTROLLER``, a lost connection): sent again after a short backoff.
 
+Its only use of time is those backoffs: they go through an injected ``sleep`` (``asyncio.sleep`` by default; a
+test's sleep advances a manual clock and returns at once), and the connection to the controller is made by an
+injected factory, so the AlterPartition path is tested in memory.
+
 Event-loop thread only.
 """
 
@@ -20,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
@@ -66,6 +71,29 @@ class IsrChange:
 Answered = Callable[[TopicPartition, int, "list[int] | None", int], None]
 
 
+class ControllerConnection(Protocol):
+    """What the channel needs of its connection to the controller (``BrokerConnection``)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    async def open(self) -> Any: ...
+
+    def pick_version(self, api_key: int) -> int: ...
+
+    async def request(self, message: Any, api_key: int, version: int | None = None) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
+# (host, port, client id) -> a connection not yet open
+ConnectController = Callable[[str, int, str], ControllerConnection]
+
+
+def _broker_connection(host: str, port: int, client_id: str) -> ControllerConnection:
+    return BrokerConnection(host, port, client_id=client_id, request_timeout_ms=30_000)
+
+
 class IsrChannel:
     """Pending ISR changes of this leader and the task that sends them (module doc). Event-loop thread only."""
 
@@ -76,7 +104,12 @@ class IsrChannel:
         controller: Callable[[], tuple[int, str, int] | None],
         topic_id: Callable[[str], uuid.UUID | None],
         answered: Answered,
+        *,
+        connect: ConnectController = _broker_connection,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        self._connect = connect
+        self._sleep = sleep
         self._broker_id = broker_id
         self._broker_epoch = broker_epoch
         self._controller = controller
@@ -87,7 +120,7 @@ class IsrChannel:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._failures = 0
-        self._connection: BrokerConnection | None = None
+        self._connection: ControllerConnection | None = None
         self._connected_to: tuple[int, str, int] | None = None
 
     def submit(self, change: IsrChange) -> None:
@@ -115,7 +148,7 @@ class IsrChannel:
                 while self._pending and not self._closed:
                     controller = self._controller()
                     if controller is None:
-                        await asyncio.sleep(NO_CONTROLLER_BACKOFF_S)
+                        await self._sleep(NO_CONTROLLER_BACKOFF_S)
                         continue
                     batch, self._pending = self._pending, {}
                     response = await self._send(controller, batch)
@@ -126,7 +159,7 @@ class IsrChannel:
                                 "AlterPartition to broker %d: error %d", controller[0], response.error_code
                             )
                         self._requeue(batch)
-                        await asyncio.sleep(self._backoff())
+                        await self._sleep(self._backoff())
                         continue
                     self._failures = 0
                     self._apply(batch, response)
@@ -142,12 +175,7 @@ class IsrChannel:
             if self._connection is None or self._connection.closed or self._connected_to != controller:
                 if self._connection is not None:
                     await self._connection.close()
-                self._connection = BrokerConnection(
-                    controller[1],
-                    controller[2],
-                    client_id=f"isr-{self._broker_id}",
-                    request_timeout_ms=30_000,
-                )
+                self._connection = self._connect(controller[1], controller[2], f"isr-{self._broker_id}")
                 self._connected_to = controller
                 await self._connection.open()
             version = self._connection.pick_version(ApiKey.ALTER_PARTITION)

@@ -10,7 +10,21 @@ connection. Its loop, as Kafka's ``ReplicaFetcherThread``:
 3. per partition, only if its position is still the one sent: append the records with the leader's offsets and
    take its high watermark and log start; or truncate when the answer carries a diverging epoch (KIP-595); or
    reset when the offset is out of the leader's range; any other error holds that partition back for
-   ``replica.fetch.backoff.ms`` (the next LeaderAndIsr usually explains it).
+   ``replica.fetch.backoff.ms`` (the next LeaderAndIsr usually explains it), except the errors of a leader that
+   has not yet applied the LeaderAndIsr this follower has (``NOT_LEADER_OR_FOLLOWER``,
+   ``UNKNOWN_TOPIC_OR_PARTITION``, ``UNKNOWN_LEADER_EPOCH``: the controller sends it to every replica at once),
+   which hold it back for ``NOT_READY_BACKOFF_MS`` (10 ms), doubling with each one in a row up to the backoff: a
+   new topic's or a new leader's first fetches do not wait a whole second, and so neither do its acks=all
+   produces.
+
+**One round trip.** The leader parks a follower's fetch until new records arrive (its append wakes it at once),
+for ``replica.fetch.wait.max.ms`` at most; the follower sends its next fetch as soon as it has appended the last
+answer, and that fetch moves the leader's high watermark, which answers the waiting acks=all produces. So a
+partition added while a fetch is parked at the leader would wait for that fetch to end (up to the wait): its
+addition ends the parked fetch instead (the connection is closed, so the leader's one-request-at-a-time handling
+of a connection does not hold the next fetch back) and the next round asks for it at once. A partition's position
+is read from the follower's logs once when the request is built and once to check it still holds when the answer
+comes; the append returns the new log end.
 
 The follower's replication throttle (:mod:`.replication_quota`, as Kafka's ``ReplicaFetcherThread``): while the
 bytes fetched for throttled partitions (``follower.replication.throttled.replicas`` naming this broker) are over
@@ -22,6 +36,10 @@ most the backoff). Every byte fetched for a throttled partition counts, caught u
 A failed connection holds the whole fetcher back for the backoff, then reconnects. Fetchers never raise: a
 partition's trouble is logged and retried.
 
+Holds, backoffs and the throttle's windows are on the injected ``Clock`` (monotonic milliseconds): with a manual
+clock, tests see the same rules; the waits themselves are the event loop's. The connection is made by a factory
+(``connect``), so tests drive a fetcher against a leader in memory.
+
 Event-loop thread only.
 """
 
@@ -29,11 +47,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
+from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.log_throttle import LogThrottle
 from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.fetch import (
@@ -50,13 +70,41 @@ from .controller import stop_task
 from .follower import FetchPosition, FollowerLogs
 from .replication_quota import ReplicationQuota
 
-__all__ = ["FetcherConfig", "ReplicaFetcherManager"]
+__all__ = ["FetchConnection", "FetcherConfig", "ReplicaFetcherManager"]
 
 log = logging.getLogger(__name__)
 
 FETCH_VERSION = 12  # replica id in the body, LastFetchedEpoch and DivergingEpoch, topics by name
 # a partition that keeps failing to append what it fetched is said once a minute
-FAILURE_LOG_INTERVAL_S = 60.0
+FAILURE_LOG_INTERVAL_MS = 60_000
+# a leader that has not applied the LeaderAndIsr yet: asked again soon (module doc)
+NOT_READY_BACKOFF_MS = 10
+_NOT_READY = {
+    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ErrorCode.UNKNOWN_LEADER_EPOCH,
+}
+
+
+class FetchConnection(Protocol):
+    """What a fetcher needs of its connection to the leader (``samsa.client.connection.BrokerConnection``)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    async def open(self) -> Any: ...
+
+    async def request(self, message: Any, api_key: int, version: int | None = None) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
+# (host, port, client id, request timeout ms) -> a connection not yet open
+Connect = Callable[[str, int, str, int], FetchConnection]
+
+
+def _broker_connection(host: str, port: int, client_id: str, timeout_ms: int) -> FetchConnection:
+    return BrokerConnection(host, port, client_id=client_id, request_timeout_ms=timeout_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,27 +124,47 @@ class _Leader:
     broker_id: int
     host: str
     port: int
-    partitions: dict[TopicPartition, float] = field(default_factory=dict)  # -> held back until (loop time)
+    partitions: dict[TopicPartition, int] = field(default_factory=dict)  # -> held back until (clock ms)
     # the partitions whose last answer brought them to the leader's high watermark (never throttled)
     caught_up: set[TopicPartition] = field(default_factory=set)
+    not_ready: dict[TopicPartition, int] = field(default_factory=dict)  # -> not-ready answers in a row
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
+    in_flight: asyncio.Task[Any] | None = None  # the fetch sent, while it waits for its answer
+    in_flight_partitions: frozenset[TopicPartition] = frozenset()
+    aborted: bool = False  # the fetch in flight was ended for a partition added meanwhile
     stopped: bool = False
+
+    def abort_for(self, tp: TopicPartition) -> None:
+        """End the fetch in flight when it does not ask for ``tp`` (module doc, "One round trip")."""
+        if self.in_flight is not None and tp not in self.in_flight_partitions:
+            self.aborted = True
+            self.in_flight.cancel()
 
 
 class ReplicaFetcherManager:
     """The fetchers of one follower broker, one per leader (module doc). Event-loop thread only."""
 
-    def __init__(self, logs: FollowerLogs, node_id: int, config: FetcherConfig | None = None) -> None:
+    def __init__(
+        self,
+        logs: FollowerLogs,
+        node_id: int,
+        config: FetcherConfig | None = None,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        connect: Connect = _broker_connection,
+    ) -> None:
         self._logs = logs
         self._node_id = node_id
         self._config = config or FetcherConfig()
+        self._clock = clock
+        self._connect = connect
         self._leaders: dict[tuple[int, str, int], _Leader] = {}
         self._leader_of: dict[TopicPartition, tuple[int, str, int]] = {}
         # follower.replication.throttled.rate: the broker sets it from its dynamic configs
         self.quota = ReplicationQuota()
         # a partition whose fetched records cannot be appended (a full disk) fails every backoff: one line a minute
-        self._failures = LogThrottle(FAILURE_LOG_INTERVAL_S)
+        self._failures = LogThrottle(FAILURE_LOG_INTERVAL_MS)
 
     def add(self, tp: TopicPartition, leader_id: int, host: str, port: int) -> None:
         """Fetch ``tp`` from ``leader_id`` at ``host:port`` (moving it off its former leader's fetcher)."""
@@ -111,9 +179,10 @@ class ReplicaFetcherManager:
             leader.task = asyncio.get_running_loop().create_task(
                 self._run(leader), name=f"replica-fetcher-{self._node_id}-from-{leader_id}"
             )
-        leader.partitions[tp] = 0.0
+        leader.partitions[tp] = 0
         leader.caught_up.discard(tp)
         self._leader_of[tp] = key
+        leader.abort_for(tp)
         leader.wake.set()
 
     def remove(self, tp: TopicPartition) -> None:
@@ -123,6 +192,7 @@ class ReplicaFetcherManager:
         leader = self._leaders[key]
         leader.partitions.pop(tp, None)
         leader.caught_up.discard(tp)
+        leader.not_ready.pop(tp, None)
         if not leader.partitions:
             del self._leaders[key]
             leader.stopped = True
@@ -150,25 +220,24 @@ class ReplicaFetcherManager:
     # --- one fetcher -------------------------------------------------------------------------------------------
 
     async def _run(self, leader: _Leader) -> None:
-        connection: BrokerConnection | None = None
-        loop = asyncio.get_running_loop()
+        connection: FetchConnection | None = None
         failures = 0
         try:
             while not leader.stopped:
-                sent = self._positions(leader, loop.time())
+                sent = self._positions(leader, self._clock.monotonic_ms())
                 if not sent:
-                    await self._idle(leader, loop.time())
+                    await self._idle(leader, self._clock.monotonic_ms())
                     continue
                 try:
                     if connection is None or connection.closed:
-                        connection = BrokerConnection(
+                        connection = self._connect(
                             leader.host,
                             leader.port,
-                            client_id=f"replica-fetcher-{self._node_id}",
-                            request_timeout_ms=self._config.socket_timeout_ms,
+                            f"replica-fetcher-{self._node_id}",
+                            self._config.socket_timeout_ms,
                         )
                         await connection.open()
-                    response = await connection.request(self._request(sent), ApiKey.FETCH, FETCH_VERSION)
+                    response = await self._send(leader, connection, sent)
                 except KafkaError as exc:
                     failures += 1
                     level = logging.INFO if failures == 1 else logging.DEBUG  # once per outage
@@ -178,13 +247,35 @@ class ReplicaFetcherManager:
                     connection = None
                     await asyncio.sleep(self._config.backoff_ms / 1000)
                     continue
+                if response is None:  # ended for a partition added meanwhile: ask again at once
+                    await connection.close()
+                    connection = None
+                    continue
                 failures = 0
-                self._process(leader, sent, response, loop.time())
+                self._process(leader, sent, response, self._clock.monotonic_ms())
         finally:
             if connection is not None:
                 await connection.close()
 
-    def _positions(self, leader: _Leader, now: float) -> dict[TopicPartition, FetchPosition]:
+    async def _send(
+        self, leader: _Leader, connection: FetchConnection, sent: dict[TopicPartition, FetchPosition]
+    ) -> FetchResponse | None:
+        """The leader's answer to a fetch of ``sent``; None when a partition added meanwhile ended it."""
+        in_flight = asyncio.ensure_future(
+            connection.request(self._request(sent), ApiKey.FETCH, FETCH_VERSION)
+        )
+        leader.in_flight, leader.in_flight_partitions = in_flight, frozenset(sent)
+        try:
+            response: FetchResponse = await in_flight
+            return response
+        except asyncio.CancelledError:
+            if not leader.aborted or leader.stopped:
+                raise  # this fetcher's own task was cancelled (it is stopped first)
+            return None
+        finally:
+            leader.in_flight, leader.in_flight_partitions, leader.aborted = None, frozenset(), False
+
+    def _positions(self, leader: _Leader, now: int) -> dict[TopicPartition, FetchPosition]:
         positions = {}
         for tp, held_until in leader.partitions.items():
             if held_until > now or self._throttled_out(leader, tp, now):
@@ -194,24 +285,20 @@ class ReplicaFetcherManager:
                 positions[tp] = position
         return positions
 
-    def _throttled_out(self, leader: _Leader, tp: TopicPartition, now: float) -> bool:
+    def _throttled_out(self, leader: _Leader, tp: TopicPartition, now: int) -> bool:
         """Whether the follower's throttle leaves ``tp`` out of the next fetch (module doc)."""
-        return (
-            tp not in leader.caught_up
-            and self.quota.over(int(now * 1000))
-            and self._logs.follower_throttled(tp)
-        )
+        return tp not in leader.caught_up and self.quota.over(now) and self._logs.follower_throttled(tp)
 
-    async def _idle(self, leader: _Leader, now: float) -> None:
+    async def _idle(self, leader: _Leader, now: int) -> None:
         """Nothing to fetch now: wait for a partition to be added, the earliest hold to end, or the throttle's
         window to let a throttled partition in."""
         holds = [t for t in leader.partitions.values() if t > now]
-        timeout = min(holds) - now if holds else self._config.backoff_ms / 1000
+        timeout_ms = min(holds) - now if holds else self._config.backoff_ms
         if any(self._throttled_out(leader, tp, now) for tp in leader.partitions):
-            timeout = min(timeout, self.quota.delay_ms(int(now * 1000)) / 1000)
+            timeout_ms = min(timeout_ms, self.quota.delay_ms(now))
         leader.wake.clear()
         try:
-            await asyncio.wait_for(leader.wake.wait(), max(timeout, 0.001))
+            await asyncio.wait_for(leader.wake.wait(), max(timeout_ms, 1) / 1000)
         except asyncio.TimeoutError:
             pass
 
@@ -238,7 +325,7 @@ class ReplicaFetcherManager:
         )
 
     def _process(
-        self, leader: _Leader, sent: dict[TopicPartition, FetchPosition], response: FetchResponse, now: float
+        self, leader: _Leader, sent: dict[TopicPartition, FetchPosition], response: FetchResponse, now: int
     ) -> None:
         if response.error_code:
             log.info("fetch from broker %d: error %d", leader.broker_id, response.error_code)
@@ -256,7 +343,7 @@ class ReplicaFetcherManager:
                     self._log_failure(tp, leader, exc, now)
                     self._hold(leader, [tp], now)
 
-    def _log_failure(self, tp: TopicPartition, leader: _Leader, exc: Exception, now: float) -> None:
+    def _log_failure(self, tp: TopicPartition, leader: _Leader, exc: Exception, now: int) -> None:
         """One WARNING line a minute per partition however often the fetch is retried, with the count; a success
         in between does not start the minute again (a nearly full disk alternates them)."""
         since = self._failures.due(now, tp)
@@ -270,41 +357,50 @@ class ReplicaFetcherManager:
                 more,
             )
 
-    def _one(self, tp: TopicPartition, data: PartitionData, leader: _Leader, now: float) -> None:
+    def _one(self, tp: TopicPartition, data: PartitionData, leader: _Leader, now: int) -> None:
         error = data.error_code
-        if error == ErrorCode.NONE:
-            diverging = data.diverging_epoch
-            if diverging.epoch >= 0 or diverging.end_offset >= 0:
-                self._logs.truncate_diverging(tp, diverging.epoch, diverging.end_offset)
-                return
-            records = data.records
-            view = (
-                memoryview(records)
-                if isinstance(records, (bytes, bytearray, memoryview))
-                else memoryview(b"")
-            )
-            self._logs.append_fetched(tp, view, data.high_watermark, data.log_start_offset)
-            self._fetched(leader, tp, len(view), data.high_watermark, now)
-        elif error == ErrorCode.OFFSET_OUT_OF_RANGE:
+        if error != ErrorCode.NONE:
+            self._partition_error(tp, error, data, leader, now)
+            return
+        leader.not_ready.pop(tp, None)
+        diverging = data.diverging_epoch
+        if diverging.epoch >= 0 or diverging.end_offset >= 0:
+            self._logs.truncate_diverging(tp, diverging.epoch, diverging.end_offset)
+            return
+        records = data.records
+        view = memoryview(records) if isinstance(records, (bytes, bytearray, memoryview)) else memoryview(b"")
+        log_end = self._logs.append_fetched(tp, view, data.high_watermark, data.log_start_offset)
+        self._fetched(leader, tp, len(view), log_end >= data.high_watermark, now)
+
+    def _partition_error(
+        self, tp: TopicPartition, error: int, data: PartitionData, leader: _Leader, now: int
+    ) -> None:
+        if error == ErrorCode.OFFSET_OUT_OF_RANGE:
             self._logs.reset_out_of_range(tp, data.log_start_offset, data.high_watermark)
+        elif error in _NOT_READY:
+            count = leader.not_ready.get(tp, 0)
+            leader.not_ready[tp] = count + 1
+            backoff = min(NOT_READY_BACKOFF_MS << min(count, 10), self._config.backoff_ms)
+            log.debug("replica of %s from broker %d: error %d, asking again in %d ms", tp, leader.broker_id,
+                      error, backoff)  # fmt: skip
+            self._hold(leader, [tp], now, backoff)
         else:
             log.info("replica of %s from broker %d: error %d, backing off", tp, leader.broker_id, error)
-            self._hold(leader, [tp], asyncio.get_running_loop().time())
+            self._hold(leader, [tp], now)
 
-    def _fetched(
-        self, leader: _Leader, tp: TopicPartition, size: int, high_watermark: int, now: float
-    ) -> None:
+    def _fetched(self, leader: _Leader, tp: TopicPartition, size: int, caught_up: bool, now: int) -> None:
         """Count a throttled partition's bytes against the quota; note whether it reached the high watermark."""
         if size and self._logs.follower_throttled(tp):
-            self.quota.record(size, int(now * 1000))
-        position = self._logs.fetch_position(tp)
-        if position is not None and position.fetch_offset >= high_watermark:
+            self.quota.record(size, now)
+        if caught_up:
             leader.caught_up.add(tp)
         else:
             leader.caught_up.discard(tp)
 
-    def _hold(self, leader: _Leader, tps: Iterable[TopicPartition], now: float) -> None:
-        until = now + self._config.backoff_ms / 1000
+    def _hold(
+        self, leader: _Leader, tps: Iterable[TopicPartition], now: int, backoff_ms: int | None = None
+    ) -> None:
+        until = now + (self._config.backoff_ms if backoff_ms is None else backoff_ms)
         for tp in tps:
             if tp in leader.partitions:
                 leader.partitions[tp] = until

@@ -46,18 +46,29 @@ class FrameSplitter:
         return len(self._buffer)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        """Add ``data`` and return the frames it completes, in order (each without its size prefix)."""
+        """Add ``data`` and return the frames it completes, in order (each without its size prefix).
+
+        Each frame is copied once, out of ``data`` itself when nothing was buffered before it (the common case of
+        a read that ends on a frame boundary), else out of the buffer ``data`` was added to; only a partial frame
+        at the end is kept."""
         buf = self._buffer
-        buf += data
+        if buf:
+            buf += data
+            source: bytes | bytearray | memoryview = buf
+        else:
+            source = data
         frames: list[bytes] = []
         start = 0
-        while len(buf) - start >= SIZE_PREFIX:
-            size = frame_size(buf, self.max_frame_size, start)
-            end = start + SIZE_PREFIX + size
-            if end > len(buf):
-                break
-            frames.append(bytes(buf[start + SIZE_PREFIX : end]))
-            start = end
-        if start:
+        with memoryview(source) as view:
+            while len(view) - start >= SIZE_PREFIX:
+                size = frame_size(view, self.max_frame_size, start)
+                end = start + SIZE_PREFIX + size
+                if end > len(view):
+                    break
+                frames.append(view[start + SIZE_PREFIX : end].tobytes())
+                start = end
+            if source is not buf and start < len(view):
+                buf += view[start:]
+        if source is buf and start:
             del buf[:start]
         return frames

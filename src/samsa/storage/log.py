@@ -578,8 +578,9 @@ class Log:
 
     @_io_boundary
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> LogAppendInfo:
-        """Validate and append batches with the offsets they carry (which must increase, from >= LEO)."""
-        view, batches = self._analyze(records)
+        """Validate and append batches with the offsets they carry (which must increase, from >= LEO). Nothing
+        in them is patched, so they are read where they are (a fetch response's frame), not copied."""
+        view, batches = self._analyze(records, patched=False)
         if not batches:
             return self._empty_append_info()
         valid_bytes = batches[-1].end
@@ -614,8 +615,12 @@ class Log:
         self.producer_state.load_batches(batches, self._log_end_offset)
         return info
 
-    def _analyze(self, records: bytes | bytearray | memoryview) -> tuple[memoryview, list[BatchView]]:
-        if isinstance(records, bytes) or (isinstance(records, memoryview) and records.readonly):
+    def _analyze(
+        self, records: bytes | bytearray | memoryview, patched: bool = True
+    ) -> tuple[memoryview, list[BatchView]]:
+        """The valid batches of ``records``, over a view that is writable when they are to be ``patched`` (a
+        leader's append: read-only bytes are copied once)."""
+        if patched and (isinstance(records, bytes) or (isinstance(records, memoryview) and records.readonly)):
             records = bytearray(records)
         view = records if isinstance(records, memoryview) else memoryview(records)
         batches = list(iter_request_batches(view, INT_MAX))

@@ -1,0 +1,210 @@
+"""The AlterPartition path of ISR changes, in memory: a leader's ``ReplicaManager`` on tmp_path logs and a manual
+clock submits ISR changes to an ``IsrChannel`` whose controller is a function answering each AlterPartition, and
+whose backoffs advance the clock instead of sleeping. No ZooKeeper, no sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samsa.broker.replica_manager import FetchRequestPartition, ReplicaManager, ReplicaState
+from samsa.clock import ManualClock
+from samsa.cluster.isr_channel import IsrChange, IsrChannel
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.messages.alter_partition import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    AlterPartitionResponsePartitionData,
+    AlterPartitionResponseTopicData,
+)
+from samsa.records import build_batch
+from samsa.storage import FetchIsolation
+from samsa.storage.config import LogConfig
+from samsa.storage.log_manager import LogManager
+from samsa.storage.topic import TopicPartition
+
+TP = TopicPartition("t", 0)
+LEADER, F2, F3 = 1, 2, 3
+REPLICAS = (LEADER, F2, F3)
+LAG_MS = 10_000
+CONTROLLER = (9, "controller", 9092)
+
+# what the controller does with one partition's change: (error, committed ISR)
+Decide = Callable[[list[int]], tuple[ErrorCode, list[int]]]
+
+
+def accept(new_isr: list[int]) -> tuple[ErrorCode, list[int]]:
+    return ErrorCode.NONE, new_isr
+
+
+class Controller:
+    """Answers AlterPartition (v1: ISR as ids, topic by name) with ``decide``; a whole-request error first when
+    ``fail_first`` says so."""
+
+    def __init__(self) -> None:
+        self.decide: Decide = accept
+        self.fail_first: list[ErrorCode] = []
+        self.received: list[list[int]] = []
+        self.closed = False
+
+    async def open(self) -> None:
+        self.closed = False
+
+    def pick_version(self, api_key: int) -> int:
+        return 1
+
+    async def close(self) -> None:
+        self.closed = True
+
+    async def request(self, message: AlterPartitionRequest, api_key: int, version: int | None = None) -> Any:
+        if self.fail_first:
+            return AlterPartitionResponse(error_code=self.fail_first.pop(0))
+        topics = []
+        for topic in message.topics:
+            answers = []
+            for p in topic.partitions:
+                self.received.append(sorted(p.new_isr))
+                error, isr = self.decide(sorted(p.new_isr))
+                answers.append(
+                    AlterPartitionResponsePartitionData(
+                        partition_index=p.partition_index,
+                        error_code=error,
+                        leader_id=LEADER,
+                        leader_epoch=p.leader_epoch,
+                        isr=isr,
+                        partition_epoch=p.partition_epoch + 1,
+                    )
+                )
+            topics.append(AlterPartitionResponseTopicData(topic_name=topic.topic_name, partitions=answers))
+        return AlterPartitionResponse(topics=topics)
+
+
+class Leader:
+    """Broker 1 leading ``TP`` (replicas 1, 2, 3), its ISR changes going through an ``IsrChannel``."""
+
+    def __init__(self, directory: Path) -> None:
+        self.clock = ManualClock()
+        self.logs = LogManager([directory], LogConfig(), self.clock)
+        self.logs.startup()
+        [self.log] = self.logs.create_topic(TP.topic, 1)
+        self.manager = ReplicaManager(self.logs, LEADER, self.clock, replica_lag_time_max_ms=LAG_MS)
+        self.controller = Controller()
+        self.controller_known: tuple[int, str, int] | None = CONTROLLER
+        self.slept: list[float] = []
+        self.channel = IsrChannel(
+            LEADER,
+            lambda: 7,
+            lambda: self.controller_known,
+            lambda topic: None,
+            self.manager.isr_change_answered,
+            connect=lambda host, port, client_id: self.controller,
+            sleep=self.sleep,
+        )
+        self.manager.isr_changes = lambda partition, new_isr: self.channel.submit(
+            IsrChange(partition.tp, partition.leader_epoch, partition.partition_epoch, new_isr)
+        )
+        self.manager.make_leader(TP, self.log, ReplicaState(LEADER, 1, REPLICAS, REPLICAS, 0))
+
+    async def sleep(self, seconds: float) -> None:
+        """A backoff: the clock moves, nothing waits."""
+        self.slept.append(seconds)
+        self.clock.advance(int(seconds * 1000))
+        self.controller_known = CONTROLLER
+
+    async def fetch(self, replica: int, offset: int) -> None:
+        request = FetchRequestPartition(TP, offset, 1 << 20, 1, replica)
+        await self.manager.fetch(
+            [request],
+            max_wait_ms=0,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            isolation=FetchIsolation.LOG_END,
+            replica_id=replica,
+        )
+
+    async def lagging_f3(self) -> None:
+        """F2 caught up, F3 behind for longer than the lag time: the leader asks for ISR {1, 2}."""
+        self.log.append_as_leader(bytearray(build_batch([b"v"] * 3)), 1)
+        await self.fetch(F2, 3)
+        await self.fetch(F3, 0)
+        self.clock.advance(LAG_MS + 1)
+        self.manager.maybe_shrink_isr()
+
+    @property
+    def isr(self) -> set[int]:
+        partition = self.manager.partition(TP)
+        assert partition is not None
+        return partition.isr
+
+    @property
+    def pending(self) -> frozenset[int] | None:
+        partition = self.manager.partition(TP)
+        assert partition is not None
+        return partition.pending_isr
+
+
+@pytest.fixture
+def leader(tmp_path: Path) -> Iterator[Leader]:
+    made = Leader(tmp_path)
+    yield made
+    made.logs.shutdown()
+
+
+async def settle(leader: Leader) -> None:
+    """Let the channel send what is pending and apply the answers (no time passes but its backoffs')."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def test_a_shrink_accepted_by_the_controller_commits_the_isr_and_moves_the_high_watermark(
+    leader: Leader,
+) -> None:
+    async def scenario() -> None:
+        await leader.lagging_f3()
+        assert leader.log.high_watermark == 0  # F3 still counts while the change is pending
+        await settle(leader)
+        assert leader.controller.received == [[LEADER, F2]]
+        assert leader.isr == {LEADER, F2} and leader.pending is None
+        assert leader.manager.partition(TP).partition_epoch == 1  # type: ignore[union-attr]
+        assert leader.log.high_watermark == 3
+        assert leader.slept == []
+        await leader.channel.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_change_rolls_back_and_a_stale_one_waits_for_the_controllers_state(leader: Leader) -> None:
+    async def scenario() -> None:
+        leader.controller.decide = lambda isr: (ErrorCode.INELIGIBLE_REPLICA, [])
+        await leader.lagging_f3()
+        await settle(leader)
+        assert leader.isr == set(REPLICAS) and leader.pending is None  # rolled back: may be asked again
+
+        leader.controller.decide = lambda isr: (ErrorCode.FENCED_LEADER_EPOCH, [])
+        leader.manager.maybe_shrink_isr()
+        await settle(leader)
+        assert leader.pending == frozenset({LEADER, F2})  # until the next LeaderAndIsr
+        leader.manager.maybe_shrink_isr()
+        await settle(leader)
+        assert leader.controller.received == [[LEADER, F2], [LEADER, F2]]  # not sent again meanwhile
+        await leader.channel.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_request_is_sent_again_after_a_doubling_backoff(leader: Leader) -> None:
+    async def scenario() -> None:
+        leader.controller.fail_first = [ErrorCode.NOT_CONTROLLER, ErrorCode.NOT_CONTROLLER]
+        leader.controller_known = None  # no controller known at first
+        await leader.lagging_f3()
+        await settle(leader)
+        assert leader.slept == [0.5, 0.05, 0.1]  # no controller; then 50 ms doubling
+        assert leader.isr == {LEADER, F2}
+        await leader.channel.close()
+
+    asyncio.run(scenario())
