@@ -217,6 +217,11 @@ class FrameProtocol(asyncio.BufferedProtocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    @property
+    def frames_waiting(self) -> bool:
+        """Whether whole frames are received and not served yet (a pipelining client)."""
+        return bool(self._frames)
+
     async def read_frame(self) -> memoryview | None:
         """The next frame, a writable view (the produce path patches base offsets and leader epochs in place);
         None at a clean end of stream between frames. FrameError for a bad size, IncompleteReadError for a
@@ -239,6 +244,56 @@ class FrameProtocol(asyncio.BufferedProtocol):
             self._reading_paused = False
             cast(asyncio.ReadTransport, self._transport).resume_reading()
         return frame
+
+
+HOLD_BYTES = 2**16
+"""Response bytes held back at most while a pipelining client's next requests wait (``HeldResponses``)."""
+HOLD_S = 0.001
+"""The longest a response is held back: past it, it is written whatever the requests after it are doing."""
+
+
+class HeldResponses:
+    """Responses to a pipelining client, held back while its next requests are already received, so that several
+    go out in one ``send``: on loopback a send costs the broker tens of microseconds, as much as serving a small
+    produce. Only byte parts are held (a file region is sent after them, in order, by ``write_parts``), at most
+    ``HOLD_BYTES`` and ``HOLD_S``: a request that waits (acks=all, a long-poll fetch) does not hold back the
+    answers before it for longer. Event-loop thread only."""
+
+    def __init__(self, writer: asyncio.StreamWriter, loop: asyncio.AbstractEventLoop) -> None:
+        self._writer = writer
+        self._loop = loop
+        self._parts: list[bytes | bytearray | memoryview] = []
+        self._size = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def hold(self, parts: Sequence[ResponsePart]) -> bool:
+        """Hold ``parts`` when they are bytes alone and there is room; False (nothing held) otherwise."""
+        size = self._size
+        for part in parts:
+            if not isinstance(part, (bytes, bytearray, memoryview)):
+                return False
+            size += part.nbytes if isinstance(part, memoryview) else len(part)
+        if size > HOLD_BYTES:
+            return False
+        self._parts.extend(cast(Sequence[bytes | bytearray | memoryview], parts))
+        self._size = size
+        if self._timer is None:
+            self._timer = self._loop.call_later(HOLD_S, self.release)
+        return True
+
+    def take(self) -> list[bytes | bytearray | memoryview]:
+        """The held parts, no longer held (to write before the next response)."""
+        parts, self._parts, self._size = self._parts, [], 0
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        return parts
+
+    def release(self) -> None:
+        """Write the held parts now (flow control applies at the next response's ``drain``)."""
+        parts = self.take()
+        if parts and not self._writer.transport.is_closing():
+            self._writer.writelines(parts)
 
 
 async def write_parts(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart]) -> None:
@@ -586,6 +641,7 @@ class Server:
         loop = asyncio.get_running_loop()
         self._next_id += 1
         info = ConnectionInfo(f"{self._listener}-{self._next_id}", str(peer[0]), int(peer[1]), self._listener)
+        held = HeldResponses(writer, loop)
         try:
             idle_since = self._idle_since
             while True:
@@ -595,8 +651,10 @@ class Server:
                 if frame is None:
                     break
                 parts = await self._handler(info, frame)
-                if parts:
-                    await write_parts(writer, parts)
+                if parts and not (reader.frames_waiting and held.hold(parts)):
+                    await write_parts(writer, [*held.take(), *parts])
+                elif not reader.frames_waiting:
+                    held.release()
                 # let other connections take a turn: a client pipelining requests whose frames are already
                 # buffered would otherwise be served without the loop ever switching to anyone else
                 await asyncio.sleep(0)
@@ -618,6 +676,7 @@ class Server:
             log.exception("closing connection %s after an unexpected error", info.connection_id)
         finally:
             self._idle_since.pop(task, None)
+            held.release()  # the answers before a request that ended the connection
             writer.close()
             try:
                 await writer.wait_closed()
