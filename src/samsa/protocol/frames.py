@@ -45,18 +45,20 @@ class FrameSplitter:
         """Bytes received but not yet returned as part of a frame."""
         return len(self._buffer)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        """Add ``data`` and return the frames it completes, in order (each without its size prefix)."""
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytearray]:
+        """Add ``data`` and return the frames it completes, in order (each without its size prefix): each a
+        writable buffer of its own, copied once from the splitter's buffer, so that a fetched record set decoded
+        from it is appended in place with no further copy (``Log.append_as_follower`` copies read-only ones)."""
         buf = self._buffer
         buf += data
-        frames: list[bytes] = []
+        frames: list[bytearray] = []
         start = 0
         while len(buf) - start >= SIZE_PREFIX:
             size = frame_size(buf, self.max_frame_size, start)
             end = start + SIZE_PREFIX + size
             if end > len(buf):
                 break
-            frames.append(bytes(buf[start + SIZE_PREFIX : end]))
+            frames.append(buf[start + SIZE_PREFIX : end])
             start = end
         if start:
             del buf[:start]
