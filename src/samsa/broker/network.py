@@ -37,6 +37,7 @@ import collections
 import errno
 import functools
 import logging
+import mmap
 import os
 import resource
 import socket
@@ -106,7 +107,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._drain_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._lost = False
         self._max_size = max_size
-        self._buf = bytearray(READ_CHUNK)
+        self._buf: bytearray | mmap.mmap = bytearray(READ_CHUNK)
         self._start = 0  # where the frame being received starts in ``_buf``
         self._end = 0  # bytes received into ``_buf``
         self._frames: collections.deque[memoryview] = collections.deque()
@@ -140,13 +141,13 @@ class FrameProtocol(asyncio.BufferedProtocol):
 
     def _split(self) -> None:
         """Hand out the whole frames received; make room for the one being received."""
-        buf, start, end = self._buf, self._start, self._end
+        buf, start, end = memoryview(self._buf), self._start, self._end
         size = -1
         while end - start >= 4:
             size = frame_size(buf, self._max_size, start)
             if end - start < 4 + size:
                 break
-            self._frames.append(memoryview(buf)[start + 4 : start + 4 + size])
+            self._frames.append(buf[start + 4 : start + 4 + size])
             self._queued += size
             start += 4 + size
             size = -1
@@ -155,8 +156,12 @@ class FrameProtocol(asyncio.BufferedProtocol):
         if (size >= 0 and len(buf) - start >= 4 + size) or (size < 0 and room >= MIN_RECEIVE_ROOM):
             return  # the frame being received fits; or room enough to receive its size
         needed = 4 + size if size >= 0 else 4
-        fresh = bytearray(max(READ_CHUNK, needed))
-        fresh[: end - start] = memoryview(buf)[start:end]  # the one copy: a frame's start, received already
+        # a larger frame's buffer is anonymous memory, whose pages take room only as bytes arrive in them: a
+        # size prefix alone (up to socket.request.max.bytes) does not make the broker hold that much
+        fresh: bytearray | mmap.mmap = (
+            bytearray(READ_CHUNK) if needed <= READ_CHUNK else mmap.mmap(-1, needed)
+        )
+        fresh[: end - start] = buf[start:end]  # the one copy: a frame's start, received already
         self._buf, self._start, self._end = fresh, 0, end - start
 
     def eof_received(self) -> bool | None:
