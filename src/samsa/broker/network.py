@@ -6,8 +6,12 @@ mutes a channel while a request is in flight). A response is a sequence of parts
 and file regions (a segment's ``FileSlice``) sent with ``sendfile`` straight from the page cache, never copied
 through Python.
 
+Frames are received straight into the buffers requests decode from (``FrameProtocol``, an asyncio
+``BufferedProtocol``): a produced batch is copied at most once in user space between the socket and the file.
+
 Connections take turns: after each request a connection yields to the event loop, so one client pipelining
-thousands of requests cannot starve the others.
+thousands of requests cannot starve the others. The answers to a pipelining client are held back while its next
+requests are already received (``HeldResponses``, at most 64 KiB and 1 ms), so that several go out in one send.
 
 Bad input ends only the offending connection: a size below zero or above ``socket.request.max.bytes`` closes it
 (as Kafka's ``InvalidReceiveException`` does), and so does any exception a handler lets escape, which is logged.
