@@ -1,9 +1,12 @@
-"""Storage benchmark: leader append throughput and read-slice latency of a ``Log`` on real files, each against a
-raw-file baseline in the same run.
+"""Storage benchmark: the produce path's append throughput and read-slice latency of a ``Log`` on real files, each
+against a raw-file baseline in the same run.
 
-Appends producer-style batches to a fresh log in a temp directory, each copied into a ``bytearray`` first as a
-request buffer would be; the baseline appends the same copies to a plain file with one ``os.write`` each (the
-ceiling: what the disk and the system call cost with no log around them). Then reads single-batch slices at
+Appends go the way a produce request goes (since 2026-11-28; before, ``Log.append_as_leader`` was called with a
+``bytearray`` alone, a path no client took): a Produce v9 request frame (acks=1, one partition, one producer-style
+batch), copied into a ``bytearray`` as the connection's receive buffer holds it, is handed to the broker's
+``RequestDispatcher`` (header, decode, the produce handler, ``ReplicaManager.produce``, the log, the encoded
+response) with no socket around it; the baseline appends the same batch copies to a plain file with one
+``os.write`` each (the ceiling: what the disk and the system call cost with no broker around them). Then reads single-batch slices at
 random offsets; the baseline is an ``os.pread`` of a batch at a known position. Batches of ~1 KiB (10 records
 of 100 bytes) and ~16 KiB (160 records), as producers with little and some lingering send them.
 
@@ -11,13 +14,13 @@ The wall-clock append loops take turns (250 calls each), so each meets the same 
 2026-11-25 the baseline ran first for its whole time and the log after it, throttled by the baseline's dirty
 pages). Prints, per batch size:
 
-- the log's MB/s, records/s and microseconds per append, and the same for ``os.write`` in two-writer turns with
-  it: ``ratio Log / os.write``, the figure compared across days (how fast this machine writes at the time moves
+- the produce path's MB/s, records/s and microseconds per request, and the same for ``os.write`` in two-writer
+  turns with it: ``ratio produce path / os.write``, the figure compared across days (how fast this machine writes at the time moves
   the 16 KiB ratio: see docs/benchmarks.md);
 - ``LeastAppend``, the least any append written in Python does for a batch (one unpack, the CRC, one stamp, one
   ``pwrite``, an index entry per interval, no checks or structure): in two-writer turns with ``os.write`` too,
   in chunks that alternate with the log's (so its ratio reads like the log's: the ceiling of a Python append
-  on this machine at the time), and in turns with the log (``Log / least Python append``: what of the gap is
+  on this machine at the time), and in turns with the log (``produce path / least Python append``: what of the gap is
   the log's own);
 - a control, a second ``os.write`` writer in those turns, whose ratio to the first is the run's noise;
 - the append ratio in process CPU time (best of 15 interleaved rounds of 2,000 calls);
@@ -39,11 +42,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from samsa.clock import SystemClock
+from samsa.broker.broker import KafkaServer
+from samsa.broker.config import KafkaConfig
+from samsa.broker.network import ConnectionInfo
+from samsa.protocol import RequestHeader, encode_request
+from samsa.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from samsa.records import Record, build_batch
 from samsa.records.view import CRC32C_C
 from samsa.storage.config import LogConfig
-from samsa.storage.log import FetchIsolation, Log
+from samsa.storage.log import FetchIsolation
+from samsa.storage.topic import TopicPartition
 
 INTERLEAVE = 250
 
@@ -82,6 +90,42 @@ class LeastAppend:
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+class ProducePath:
+    """A broker with no listener, leading one partition: ``produce()`` hands a Produce request frame for one batch
+    to its dispatcher, as a connection does once the frame is received, and checks the answer."""
+
+    API_VERSION = 9
+
+    def __init__(self, directory: Path, batch: bytes, config: LogConfig) -> None:
+        props = {
+            "log.dirs": str(directory),
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.flush.interval.ms": "",
+        }
+        self.server = KafkaServer(KafkaConfig.from_properties({k: v for k, v in props.items() if v}))
+        self.server.log_manager.startup()
+        self.tp = TopicPartition(f"bench{len(batch)}", 0)
+        self.log = self.server.log_manager.get_or_create_log(self.tp, config)
+        self.server.replica_manager.become_leader(self.tp, self.log)
+        request = ProduceRequest(
+            acks=1,
+            timeout_ms=30_000,
+            topic_data=[TopicProduceData(self.tp.topic, [PartitionProduceData(0, batch)])],
+        )
+        header = RequestHeader(0, self.API_VERSION, 1, "bench")
+        self.frame = encode_request(header, request)[4:]  # as received: without the size prefix
+        self.connection = ConnectionInfo("bench-1", "127.0.0.1", 1, "PLAINTEXT")
+
+    def produce(self) -> None:
+        coroutine = self.server.dispatcher.handle(self.connection, memoryview(bytearray(self.frame)))
+        try:
+            coroutine.send(None)  # acks=1: nothing in the path waits, so the first step runs it to its end
+        except StopIteration as done:
+            assert done.value, "no response"
+            return
+        raise AssertionError("the produce path waited")
 
 
 def timed_interleaved(seconds: float, steps: tuple[Callable[[], object], ...]) -> list[tuple[int, float]]:
@@ -144,7 +188,8 @@ def cpu_per_call(ours: Callable[[], object], baseline: Callable[[], object]) -> 
 def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
     batch = build_batch([Record(i, 1_700_000_000_000, None, b"v" * 100) for i in range(records_per_batch)])
     config = LogConfig.from_properties({"segment.bytes": 256 * 1024 * 1024})
-    log = Log.open(tmp / f"bench-{records_per_batch}", config, SystemClock(seed=1), flush_on_roll=False)
+    path = ProducePath(tmp / f"broker-{records_per_batch}", batch, config)
+    log = path.log
     raw_path = tmp / f"raw-{records_per_batch}.bin"
     fd = os.open(raw_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     fd_cpu = os.open(tmp / f"raw-cpu-{records_per_batch}.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -156,7 +201,7 @@ def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
         ((raw_n, raw_s), (log_n, log_s)), ((raw1_n, raw1_s), (least1_n, least1_s)) = paired_chunks(
             4 * seconds,
             lambda: os.write(fd, bytearray(batch)),
-            (lambda: log.append_as_leader(bytearray(batch)), lambda: least.append(bytearray(batch))),
+            (path.produce, lambda: least.append(bytearray(batch))),
         )
         # the references in a phase of their own: more writers add their own writeback, which slows ``os.write``
         # and would lift the ratio above, the figure compared across days. The second ``os.write`` writer is the
@@ -165,7 +210,7 @@ def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
             3 * seconds,
             (
                 lambda: os.write(fd, bytearray(batch)),
-                lambda: log.append_as_leader(bytearray(batch)),
+                path.produce,
                 lambda: least.append(bytearray(batch)),
                 lambda: os.write(fd_again, bytearray(batch)),
             ),
@@ -178,14 +223,14 @@ def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
     log_rate = log_n * len(batch) / log_s
     print(f"append, batches of {len(batch)} B ({records_per_batch} records):")
     print(
-        f"  Log.append_as_leader {log_rate / 1e6:7.1f} MB/s  {log_n * records_per_batch / log_s:12,.0f} records/s"
-        f"  {log_s / log_n * 1e6:6.1f} us/append  ({len(log.segments)} segments)"
+        f"  produce path         {log_rate / 1e6:7.1f} MB/s  {log_n * records_per_batch / log_s:12,.0f} records/s"
+        f"  {log_s / log_n * 1e6:6.1f} us/request  ({len(log.segments)} segments)"
     )
     print(
         f"  os.write baseline    {raw_rate / 1e6:7.1f} MB/s  {raw_n * records_per_batch / raw_s:12,.0f} records/s"
         f"  {raw_s / raw_n * 1e6:6.1f} us/write"
     )
-    print(f"  ratio Log / os.write {log_rate / raw_rate:.2f}")
+    print(f"  ratio produce path / os.write {log_rate / raw_rate:.2f}")
     print(
         f"  LeastAppend in the same two-writer turns: least Python append / os.write"
         f" {least1_n / least1_s / (raw1_n / raw1_s):.2f}  ({raw1_s / raw1_n * 1e6:.1f} us/write)"
@@ -193,16 +238,14 @@ def bench_batch(records_per_batch: int, seconds: float, tmp: Path) -> None:
     least_rate, raw3_rate = least_n / least_s, raw3_n / raw3_s
     print(
         f"  with LeastAppend in turn too: least Python append / os.write {least_rate / raw3_rate:.2f}, "
-        f"Log / least Python append {log3_n / log3_s / least_rate:.2f}"
+        f"produce path / least Python append {log3_n / log3_s / least_rate:.2f}"
     )
     print(
         f"  control: os.write / os.write, two identical writers in turn {again_n / again_s / raw3_rate:.2f}"
     )
-    cpu_log, cpu_raw = cpu_per_call(
-        lambda: log.append_as_leader(bytearray(batch)), lambda: os.write(fd_cpu, bytearray(batch))
-    )
+    cpu_log, cpu_raw = cpu_per_call(path.produce, lambda: os.write(fd_cpu, bytearray(batch)))
     print(
-        f"  CPU per append (best of {CPU_ROUNDS} interleaved rounds): Log {cpu_log * 1e6:.1f} us, "
+        f"  CPU per append (best of {CPU_ROUNDS} interleaved rounds): produce path {cpu_log * 1e6:.1f} us, "
         f"os.write {cpu_raw * 1e6:.1f} us, ratio {cpu_raw / cpu_log:.2f}"
     )
 

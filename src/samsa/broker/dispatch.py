@@ -30,7 +30,7 @@ from samsa.protocol import (
     api_schema,
     decode_request,
 )
-from samsa.protocol.headers import write_response_header
+from samsa.protocol.headers import REQUEST_HEADER_START, write_response_header
 from samsa.protocol.messages._registry import APIS
 from samsa.storage import StorageError
 
@@ -83,16 +83,17 @@ class RequestDispatcher:
         self.interceptor: Interceptor | None = None
 
     async def handle(self, connection: ConnectionInfo, frame: memoryview) -> Sequence[ResponsePart] | None:
-        unserved = _unserved(frame)
-        if unserved is not None:  # decided from the header's fixed start: the body is never parsed
-            api_key, version, correlation_id = unserved
+        start = REQUEST_HEADER_START.unpack_from(frame) if len(frame) >= 8 else None
+        if start is not None and not _served(start[0], start[1]):
+            # decided from the header's fixed start: the body is never parsed
+            api_key, version, correlation_id = start
             if api_key == ApiKey.API_VERSIONS:
                 return encode(correlation_id, ApiKey.API_VERSIONS, 0, _unsupported_api_versions())
             raise CloseConnection(
                 f"api key {api_key} version {version} is not served (from {connection.client_host})"
             )
         try:
-            header, request = decode_request(frame, allow_trailing=True)
+            header, request = decode_request(frame, allow_trailing=True, start=start)
         except UnsupportedVersionError as exc:
             if exc.api_key == ApiKey.API_VERSIONS and exc.correlation_id is not None:
                 return encode(exc.correlation_id, ApiKey.API_VERSIONS, 0, _unsupported_api_versions())
@@ -173,20 +174,13 @@ def _storage_failure(header: RequestHeader, request: Any, connection: Connection
     return error_response(key, request, error)
 
 
-def _unserved(frame: memoryview) -> tuple[int, int, int] | None:
-    """(api key, version, correlation id) of a request this broker does not serve, else None.
-
-    Read from the header's fixed start, so the body of an API or version we do not serve is never parsed (a
-    newer client's ApiVersions layout is unknown to us; Kafka answers it in v0 form without reading it). A frame
-    too short to tell is left to the decoder, which refuses it.
-    """
-    if len(frame) < 8:
-        return None
-    api_key, version, correlation_id = struct.unpack_from(">hhi", frame)
+def _served(api_key: int, version: int) -> bool:
+    """Whether this broker serves ``version`` of ``api_key``: read from the header's fixed start, so the body
+    of an API or version we do not serve is never parsed (a newer client's ApiVersions layout is unknown to
+    us; Kafka answers it in v0 form without reading it). A frame too short to tell is left to the decoder,
+    which refuses it."""
     handler = HANDLERS.get(api_key)
-    if handler is not None and handler.versions[0] <= version <= handler.versions[1]:
-        return None
-    return int(api_key), int(version), int(correlation_id)
+    return handler is not None and handler.versions[0] <= version <= handler.versions[1]
 
 
 def _unsupported_api_versions() -> Any:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -68,6 +68,7 @@ from samsa.storage.topic import TopicPartition
 from .purgatory import Purgatory
 
 if TYPE_CHECKING:  # start-up time: samsa.storage.log is loaded with the first log
+    from samsa.records.view import V2Header
     from samsa.storage import FetchIsolation, FileSlice, Log
 
 log = logging.getLogger(__name__)
@@ -436,8 +437,30 @@ class ReplicaManager:
 
     # --- produce -----------------------------------------------------------------------------------------------
 
-    def append(self, tp: TopicPartition, records: memoryview, acks: int) -> ProduceResult:
-        """Append as leader and advance the high watermark; per-partition errors as Kafka reports them."""
+    def produce(
+        self,
+        appends: Sequence[tuple[TopicPartition, memoryview, V2Header | None]],
+        acks: int,
+        timeout_ms: int,
+    ) -> tuple[list[ProduceResult], Awaitable[dict[TopicPartition, ErrorCode]] | None]:
+        """A produce request's appends, in order, as leader (``append``); with acks=all, also what to await for
+        the partitions whose records are above the high watermark: their final error codes (``wait_for_acks``),
+        None when nothing waits."""
+        results = [self.append(tp, records, acks, header) for tp, records, header in appends]
+        if acks != -1:
+            return results, None
+        pending = [
+            (tp, result.last_offset)
+            for (tp, _, _), result in zip(appends, results, strict=True)
+            if not result.error and self.acks_pending(tp, result)
+        ]
+        return results, (self.wait_for_acks(pending, timeout_ms) if pending else None)
+
+    def append(
+        self, tp: TopicPartition, records: memoryview, acks: int, header: V2Header | None = None
+    ) -> ProduceResult:
+        """Append as leader and advance the high watermark; per-partition errors as Kafka reports them.
+        ``header``: the batch's header as the caller read it (``Log.append_as_leader``)."""
         partition = self.partitions.get(tp)
         if partition is None or partition.leader_id != self.node_id:
             found = self.leader_partition(tp)
@@ -451,7 +474,7 @@ class ReplicaManager:
                 f"{plog.config.min_insync_replicas}",
             )
         try:
-            info = plog.append_as_leader(records, partition.leader_epoch)
+            info = plog.append_as_leader(records, partition.leader_epoch, header)
         except _APPEND_EXCEPTIONS as exc:
             if is_disk_full(exc):
                 self.disk_full(tp)

@@ -152,7 +152,7 @@ class BrokerConnection:
             self._fail(KafkaError(f"connection to broker {self.address} was closed"))
             raise
 
-    def _dispatch(self, frame: bytes) -> None:
+    def _dispatch(self, frame: bytearray) -> None:
         correlation_id = _CORRELATION.unpack_from(frame, 0)[0]
         entry = self._pending.pop(correlation_id, None)
         if entry is None:

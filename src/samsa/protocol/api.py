@@ -90,7 +90,10 @@ def _build_schema(api_key: int, name: str, module: ModuleType) -> ApiSchema:
 
 
 def decode_request(
-    frame: bytes | bytearray | memoryview, *, allow_trailing: bool = False
+    frame: bytes | bytearray | memoryview,
+    *,
+    allow_trailing: bool = False,
+    start: tuple[int, int, int] | None = None,
 ) -> tuple[RequestHeader, Any]:
     """Parse one request frame (without its size prefix) into its header and request message.
 
@@ -99,11 +102,12 @@ def decode_request(
 
     Raises :class:`UnsupportedVersionError` (with the correlation id when the header was readable) for an API
     key or version the generated code lacks, and :class:`InvalidRequestError` for anything malformed,
-    including trailing bytes after the body.
+    including trailing bytes after the body. ``start``: the header's fixed start (api key, version,
+    correlation id) when the caller has read it already, so it is not unpacked twice.
     """
     buf = memoryview(frame)
     try:
-        header, pos = read_request_header(buf)
+        header, pos = read_request_header(buf, start)
     except UnsupportedVersionError:
         raise
     except DecodeError as exc:

@@ -45,8 +45,10 @@ class FrameSplitter:
         """Bytes received but not yet returned as part of a frame."""
         return len(self._buffer)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
-        """Add ``data`` and return the frames it completes, in order (each without its size prefix).
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytearray]:
+        """Add ``data`` and return the frames it completes, in order (each without its size prefix): each a
+        writable buffer of its own, so that a fetched record set decoded from it is appended in place with no
+        further copy.
 
         Each frame is copied once, out of ``data`` itself when nothing was buffered before it (the common case of
         a read that ends on a frame boundary), else out of the buffer ``data`` was added to; only a partial frame
@@ -57,7 +59,7 @@ class FrameSplitter:
             source: bytes | bytearray | memoryview = buf
         else:
             source = data
-        frames: list[bytes] = []
+        frames: list[bytearray] = []
         start = 0
         with memoryview(source) as view:
             while len(view) - start >= SIZE_PREFIX:
@@ -65,7 +67,7 @@ class FrameSplitter:
                 end = start + SIZE_PREFIX + size
                 if end > len(view):
                     break
-                frames.append(view[start + SIZE_PREFIX : end].tobytes())
+                frames.append(bytearray(view[start + SIZE_PREFIX : end]))
                 start = end
             if source is not buf and start < len(view):
                 buf += view[start:]

@@ -20,6 +20,7 @@ ApiVersions responses always use header v0 (KIP-511), so a client can read the e
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
 from .api_keys import ApiKey
@@ -81,16 +82,21 @@ def check_version(
         raise UnsupportedVersionError(api_key, api_version, correlation_id, client_id)
 
 
-def read_request_header(buf: memoryview) -> tuple[RequestHeader, int]:
+REQUEST_HEADER_START = struct.Struct(">hhi")
+"""request_api_key, request_api_version, correlation_id: the fixed start of every request header."""
+
+
+def read_request_header(
+    buf: memoryview, start: tuple[int, int, int] | None = None
+) -> tuple[RequestHeader, int]:
     """Parse a request header at the start of a frame; returns the header and where the body starts.
+    ``start``: its first three fields when the caller has already read them (``REQUEST_HEADER_START``).
 
     The header is read field by field so that an unsupported API key or version still yields the correlation id
     (``UnsupportedVersionError.correlation_id``); an unsupported ApiVersions version is reported before its
     tagged fields are read, since the broker answers it with a v0 body whatever follows.
     """
-    api_key = I16.unpack_from(buf, 0)[0]
-    api_version = I16.unpack_from(buf, 2)[0]
-    correlation_id = I32.unpack_from(buf, 4)[0]
+    api_key, api_version, correlation_id = start or REQUEST_HEADER_START.unpack_from(buf)
     pos = 8
     client_id = None
     if request_header_version(api_key, api_version) >= 1:

@@ -370,34 +370,67 @@ def iter_request_batches(buf: bytes | bytearray | memoryview, max_message_size: 
 _V2_OFFSET_LENGTH_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 
 
-_LONE_V2_FIELDS = struct.Struct(">8xi4xbI2xi8xqq")
-"""``V2_HEADER``'s batchLength, magic, crc, lastOffsetDelta, maxTimestamp and producerId alone, the others
-skipped as padding: ``lone_v2_batch`` makes six ints per append instead of thirteen."""
+def read_v2_header(buf: bytes | bytearray | memoryview) -> V2Header | None:
+    """The first batch's 61-byte header read as v2 in one unpack, whatever its magic (the caller checks
+    ``magic`` first); None when ``buf`` is shorter than a v2 header. The produce path reads each partition's
+    header here once and hands the value down (the handler's checks, the log's validation, producer state,
+    offset assignment)."""
+    if len(buf) < RECORD_BATCH_OVERHEAD:
+        return None
+    return V2Header._make(V2_HEADER.unpack_from(buf))
 
 
-def lone_v2_batch(
-    buf: bytearray, max_size: int, base_offset: int = -1, epoch: int = -1
-) -> tuple[int, int, int, int] | None:
-    """``buf`` read as exactly one valid v2 batch of at most ``max_size`` bytes: ``(batchLength, lastOffsetDelta,
-    maxTimestamp, producerId)``, what a leader append needs (a plain tuple: one is made per append); None when it
-    is anything else (shorter or longer than its length field says, another magic, a negative lastOffsetDelta, a
-    CRC-32C that does not match), for a caller that then takes the general path, which names the fault. With a
-    ``base_offset`` (>= 0), a valid batch is also stamped with it and ``epoch`` (``stamp_v2_batch``), in this
-    call: the produce path's common case, per partition, in one call, one unpack, one C CRC call and one pack."""
-    size = len(buf)
-    if size < RECORD_BATCH_OVERHEAD or size > max_size:
-        return None
-    length, magic, crc, last_delta, max_timestamp, producer_id = _LONE_V2_FIELDS.unpack_from(buf)
-    if (
-        magic != 2
-        or length + LOG_OVERHEAD != size
-        or last_delta < 0
-        or CRC32C_C(memoryview(buf)[V2_ATTRIBUTES_OFFSET:]) != crc
-    ):
-        return None
-    if base_offset >= 0:
-        _V2_OFFSET_LENGTH_EPOCH.pack_into(buf, 0, base_offset, length, epoch)
-    return length, last_delta, max_timestamp, producer_id
+@dataclass(frozen=True, slots=True)
+class V2BatchView(BatchView):
+    """A v2 ``BatchView`` whose header fields come from its ``header``, read once (``read_v2_header``), instead
+    of being unpacked from the buffer again on each access. The offset field is still read from the buffer, so
+    ``last_offset`` follows an in-place stamp; fields the CRC covers must not be rewritten (LogAppendTime)."""
+
+    header: V2Header
+
+    @property
+    def size_field(self) -> int:
+        return self.header.size
+
+    @property
+    def magic(self) -> int:
+        return self.header.magic
+
+    @property
+    def attributes(self) -> int:
+        return self.header.attributes
+
+    @property
+    def max_timestamp(self) -> int:
+        return self.header.max_timestamp
+
+    @property
+    def stored_crc(self) -> int:
+        return self.header.crc
+
+    @property
+    def last_offset_delta(self) -> int:
+        return self.header.last_offset_delta
+
+    @property
+    def base_timestamp(self) -> int:
+        return self.header.base_timestamp
+
+    @property
+    def producer_id(self) -> int:
+        return self.header.producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        return self.header.producer_epoch
+
+    @property
+    def base_sequence(self) -> int:
+        return self.header.base_sequence
+
+    @property
+    def records_count(self) -> int:
+        return self.header.records_count
 
 
 def stamp_v2_batch(

@@ -144,8 +144,6 @@ class LogSegment:
     __slots__ = (
         "_bytes_since_last_index_entry",
         "_created",
-        "_index_room",
-        "_indexed_timestamp",
         "_max_timestamp_and_offset",
         "_rolling_based_timestamp",
         "base_offset",
@@ -179,9 +177,6 @@ class LogSegment:
         self.clock = clock
         self._created = clock.milliseconds()
         self._bytes_since_last_index_entry = 0
-        self._index_room = 0  # appends sure to find a free slot in both indexes; 0: count again (try_append)
-        # the time index's last timestamp, kept with ``_index_room`` (try_append)
-        self._indexed_timestamp = -1
         self._rolling_based_timestamp: int | None = None
         self._max_timestamp_and_offset: TimestampOffset | None = None
         self.verify_on_first_use = False  # set by the loader for segments trusted from a clean shutdown
@@ -296,7 +291,6 @@ class LogSegment:
 
         All or nothing: when the write or an index entry fails, the segment is put back as it was (the bytes
         written are cut off again) and the error is raised; if even that fails, AppendRollbackError."""
-        self._index_room = 0
         size = records.nbytes if type(records) is memoryview else len(records)
         if size == 0:
             return
@@ -318,73 +312,6 @@ class LogSegment:
                 largest_timestamp, shallow_offset_of_max_timestamp
             )
         self._bytes_since_last_index_entry += size
-
-    def try_append(
-        self,
-        records: bytearray,
-        size: int,
-        offset: int,
-        timestamp: int,
-        max_segment_ms: int,
-        max_segment_bytes: int,
-    ) -> bool:
-        """A leader's append of one batch whose records end at ``offset`` and whose largest ``timestamp`` is
-        that of its last record: ``should_roll_for`` and ``append`` in one call, with the effects of both to the
-        byte. False, with nothing done, when a roll may be due or the segment needs the general path (empty,
-        its largest timestamp not known yet, an index full or not counted since it changed, a time rule without
-        record timestamps); the caller then asks ``should_roll_for``. Errors as ``append`` (the segment as it
-        was, AppendRollbackError when it cannot be).
-
-        Each Python call costs a leader about 0.4 us per append where the kernel has just copied 16 KiB
-        (2026-11-26, ``bench/bench_storage.py``), ten times what it costs in a loop of its own: so the roll
-        rules read plain fields here, and index room is counted once (``_index_room``) rather than asked of both
-        indexes on every append."""
-        current = self._max_timestamp_and_offset
-        first = self._rolling_based_timestamp
-        if current is None or first is None or first < 0:
-            return False
-        if (
-            self._index_room <= 0
-            or self.log.size > max_segment_bytes - size
-            or not 0 <= offset - self.base_offset <= INT_MAX
-            or timestamp - first > max_segment_ms - self.roll_jitter_ms
-        ) and (
-            self._count_index_room() <= 0
-            or self.should_roll_for(size, timestamp, offset, None, max_segment_ms, max_segment_bytes)
-        ):
-            return False
-        position = self.log.append(records)
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            # ``_add_index_entries``, inline, reading the time index's last timestamp from the segment
-            added = 0  # entries the offset index took (a failed index append leaves its index as it was)
-            try:
-                self.offset_index.append(offset, position)
-                added = 1
-                if timestamp > current.timestamp:
-                    self.time_index.maybe_append(timestamp, offset)
-                    self._indexed_timestamp = timestamp
-                elif current.timestamp > self._indexed_timestamp:
-                    self.time_index.maybe_append(current.timestamp, current.offset)
-                    self._indexed_timestamp = current.timestamp
-            except BaseException:
-                self._undo_index_entries(position, added, current)
-                raise
-            self._bytes_since_last_index_entry = 0
-            self._index_room -= 1
-        if timestamp > current.timestamp:
-            self._max_timestamp_and_offset = TimestampOffset(timestamp, offset)
-        self._bytes_since_last_index_entry += size
-        return True
-
-    def _count_index_room(self) -> int:
-        """How many more appends can each add an entry to both indexes (the time index keeps its last slot for
-        the roll's entry); kept in ``_index_room`` until either index changes otherwise than by ``try_append``,
-        and the time index's last timestamp with it in ``_indexed_timestamp``."""
-        offsets, times = self.offset_index, self.time_index
-        room = min(offsets.max_entries - offsets.entries, times.max_entries - 1 - times.entries)
-        self._indexed_timestamp = times.last_entry.timestamp
-        self._index_room = room
-        return room
 
     def _add_index_entries(
         self, position: int, offset: int, timestamp: int, shallow_offset: int, current: TimestampOffset
@@ -433,7 +360,6 @@ class LogSegment:
     def rollback(self, mark: AppendMark) -> None:
         """Put the segment back as it was at ``mark``: bytes after it cut, index entries after it dropped.
         Raises AppendRollbackError when the ``.log`` cannot be cut (the caller takes the log offline)."""
-        self._index_room = 0
         if self.offset_index.entries > mark.offset_entries:
             self.offset_index._truncate_to_entries(mark.offset_entries)
         if self.time_index.entries > mark.time_entries:
@@ -589,7 +515,6 @@ class LogSegment:
     def on_become_inactive_segment(self) -> None:
         """On roll: write the final (max timestamp) time-index entry and trim the three files (the ``.log``'s
         reserved blocks at its next flush, ``FileRecords.on_become_inactive``)."""
-        self._index_room = 0
         self.time_index.maybe_append(
             self.max_timestamp_so_far, self.shallow_offset_of_max_timestamp_so_far, skip_full_check=True
         )
@@ -598,7 +523,6 @@ class LogSegment:
         self.log.on_become_inactive()
 
     def resize_indexes(self, size: int) -> None:
-        self._index_room = 0
         self.offset_index.resize(size)
         self.time_index.resize(size)
 
@@ -617,7 +541,6 @@ class LogSegment:
         the cut goes ahead: the log must serve. Either way the offsets of the valid batches among the bytes cut,
         looked for past a damaged length too (``FileRecords.valid_batches_end``), are kept in ``cut_claims``,
         from the file before the cut: the log must never hand them out again."""
-        self._index_room = 0
         self.offset_index.reset()
         self.time_index.reset()
         valid_bytes = 0
@@ -695,7 +618,6 @@ class LogSegment:
             )
 
     def _persist_indexes(self) -> None:
-        self._index_room = 0
         try:
             self.offset_index.persist()
             self.time_index.persist()
@@ -792,7 +714,6 @@ class LogSegment:
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch holding an offset >= ``offset`` (the whole batch containing it); returns bytes cut."""
-        self._index_room = 0
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
@@ -807,7 +728,6 @@ class LogSegment:
 
     def truncate_fully(self) -> int:
         """Empty the segment without reading its batches (recovery gives up on it); returns bytes cut."""
-        self._index_room = 0
         self.offset_index.reset()
         self.time_index.reset()
         removed = self.log.truncate_to(0)
@@ -827,7 +747,6 @@ class LogSegment:
 
     def sanity_check(self, time_index_file_newly_created: bool) -> None:
         """Raise FileNotFoundError when the ``.index`` is missing; a newly created time index is emptied."""
-        self._index_room = 0
         if not self.offset_index.path.exists():
             raise FileNotFoundError(f"the offset index {self.offset_index.path} is missing")
         if time_index_file_newly_created:
@@ -845,7 +764,6 @@ class LogSegment:
 
     def close(self) -> None:
         """Write the final time-index entry, trim the indexes, fsync and trim the ``.log``, release files."""
-        self._index_room = 0
         if self._max_timestamp_and_offset is not None and self.time_index.is_loaded:
             self.time_index.maybe_append(
                 self.max_timestamp_so_far, self.shallow_offset_of_max_timestamp_so_far, skip_full_check=True
@@ -855,7 +773,6 @@ class LogSegment:
         self.log.close()
 
     def close_handlers(self) -> None:
-        self._index_room = 0
         self.offset_index.close_handler()
         self.time_index.close_handler()
         self.log.close_handlers()
@@ -881,7 +798,6 @@ class LogSegment:
 
     def delete(self) -> None:
         """Close and remove the segment's files (a ``.txnindex`` beside them too)."""
-        self._index_room = 0
         self.close_handlers()
         for path in self._paths():
             path.unlink(missing_ok=True)

@@ -1,0 +1,81 @@
+"""Real clients' produce requests take the log's one-batch append (``Log._append_lone_batch``), not the general
+path: counted, not timed. confluent-kafka and kafka-python produce through a broker in this process (so the test
+can count inside it), plain, compressed and idempotent; every append of the topic must have been a fast one.
+
+Before the produce path handed the log a writable view of the request frame with its header read once, the fast
+path was taken only for a ``bytearray`` (the benchmark), and every real produce went the general way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import samsa
+from samsa.storage.log import Log
+from tests.clients.harness import Message, ck_consume, ck_produce, kp_produce
+
+MESSAGES = [Message(f"k{i}".encode(), f"v{i}".encode() * 20) for i in range(50)]
+
+Produce = Callable[..., list[tuple[int, int]]]
+
+
+class Appends:
+    """Leader appends to the topic's logs, by the path they took."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, topic: str) -> None:
+        self.offered = 0
+        self.general = 0
+        real_append = Log.append_as_leader
+        real_general = Log._append_as_leader
+
+        def mine(log: Log) -> bool:
+            return log.directory.name.startswith(f"{topic}-")
+
+        def offered(log: Log, *args: Any, **kwargs: Any) -> Any:
+            self.offered += mine(log)
+            return real_append(log, *args, **kwargs)
+
+        def general(log: Log, *args: Any, **kwargs: Any) -> Any:
+            self.general += mine(log)
+            return real_general(log, *args, **kwargs)
+
+        monkeypatch.setattr(Log, "append_as_leader", offered)
+        monkeypatch.setattr(Log, "_append_as_leader", general)
+
+
+@pytest.mark.parametrize(
+    ("produce", "codec", "extra"),
+    [
+        (ck_produce, "none", {}),
+        (ck_produce, "lz4", {"linger.ms": 20}),
+        (ck_produce, "none", {"enable.idempotence": True}),
+        (kp_produce, "none", {}),
+        (kp_produce, "gzip", {"linger_ms": 20}),
+        (kp_produce, "none", {"enable_idempotence": True, "acks": "all"}),
+    ],
+    ids=["ck", "ck-lz4", "ck-idempotent", "kafka-python", "kafka-python-gzip", "kafka-python-idempotent"],
+)
+def test_a_real_clients_produce_takes_the_fast_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, produce: Produce, codec: str, extra: dict[str, object]
+) -> None:
+    appends = Appends(monkeypatch, "fast")
+    with samsa.Broker(tmp_path / "data") as broker:
+        broker.create_topic("fast", partitions=2)
+        acked = _produce(produce, broker.bootstrap_servers, MESSAGES, codec, extra)
+        assert sorted(offset for _, offset in acked) == list(range(len(MESSAGES)))
+        consumed = ck_consume(broker.bootstrap_servers, "fast", len(MESSAGES), partition=1)
+        assert [(c.offset, c.key, c.value) for c in consumed] == [
+            (i, m.key, m.value) for i, m in enumerate(MESSAGES)
+        ]
+    assert appends.offered > 0
+    assert appends.general == 0, f"{appends.general} of {appends.offered} appends took the general path"
+
+
+def _produce(
+    produce: Produce, bootstrap: str, messages: Sequence[Message], codec: str, extra: dict[str, object]
+) -> list[tuple[int, int]]:
+    return produce(bootstrap, "fast", messages, codec, partition=1, **extra)
