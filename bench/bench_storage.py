@@ -48,7 +48,7 @@ from samsa.broker.network import ConnectionInfo
 from samsa.protocol import RequestHeader, encode_request
 from samsa.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from samsa.records import Record, build_batch
-from samsa.records.view import CRC32C_C
+from samsa.records.batch_view import CRC32C_C
 from samsa.storage.config import LogConfig
 from samsa.storage.log import FetchIsolation
 from samsa.storage.topic import TopicPartition

@@ -21,7 +21,7 @@ from samsa.protocol.messages.produce import (
     TopicProduceData,
 )
 from samsa.records import build_batch, decode_batch, iter_records
-from samsa.records.view import iter_batches
+from samsa.records.batch_view import iter_batches
 
 TIMEOUT_S = 10.0
 

@@ -62,7 +62,7 @@ def test_a_started_broker_has_imported_no_handler_and_no_coordinator() -> None:
     assert samsa_modules(before, "samsa.broker.handlers.") == set()
     assert samsa_modules(before, "samsa.protocol.messages.") <= {"samsa.protocol.messages._registry"}
     assert samsa_modules(before, "samsa.coordinator") == set()
-    assert "crc32c._crc32c" not in before  # comes with the first log (samsa.records.view)
+    assert "crc32c._crc32c" not in before  # comes with the first log (samsa.records.batch_view)
     # librdkafka's first requests: ApiVersions, then Metadata; nothing else is loaded for them
     assert samsa_modules(after, "samsa.broker.handlers.") == {
         "samsa.broker.handlers.api_versions",
@@ -145,7 +145,7 @@ LOADED_WITH_THE_FIRST_LOG = {
     "samsa.storage.leader_epoch",
     "samsa.storage.cleaner",
     "samsa.records.batch",
-    "samsa.records.view",
+    "samsa.records.batch_view",
     "samsa.records.compression",
     "cramjam",
 }

@@ -329,8 +329,8 @@ def _log_bytes(cluster: LocalCluster, broker: int, partition: int) -> bytes:
 def _batches_holding(cluster: LocalCluster, partition: int, wanted: set[str]) -> list[str]:
     """Each broker's batches of ``partition`` that hold a value in ``wanted``, with their producer fields: what a
     duplicate's cause is read from (a retry answered as new, or a second producer id or epoch)."""
+    from samsa.records.batch_view import iter_batches
     from samsa.records.iterate import iter_records
-    from samsa.records.view import iter_batches
 
     lines = []
     for broker in (1, 2, 3):

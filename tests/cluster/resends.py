@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TypeVar
 
 from samsa.cluster.local import LocalCluster
+from samsa.records.batch_view import iter_batches
 from samsa.records.iterate import iter_records
-from samsa.records.view import iter_batches
 
 V = TypeVar("V", bound=Hashable)
 

@@ -18,8 +18,8 @@ import pytest
 from samsa.broker.handlers import HANDLERS
 from samsa.protocol import ApiKey, RequestHeader, decode_request, decode_response, response_header_version
 from samsa.protocol.schema import in_range
+from samsa.records.batch_view import iter_batches
 from samsa.records.iterate import iter_records
-from samsa.records.view import iter_batches
 
 from . import scenarios
 from .capture import REQUEST, CaptureProxy

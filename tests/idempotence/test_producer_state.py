@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from samsa.records import build_batch
-from samsa.records.view import BatchView
+from samsa.records.batch_view import BatchView
 from samsa.storage.producer_state import (
     INT32_MAX,
     NUM_BATCHES_TO_RETAIN,

@@ -19,7 +19,7 @@ from samsa.records import (
     decode_batch,
 )
 from samsa.records.batch import keyless_records
-from samsa.records.view import BatchView, V2BatchView, read_v2_header, stamp_v2_batch
+from samsa.records.batch_view import BatchView, V2BatchView, read_v2_header, stamp_v2_batch
 
 
 def batch(count: int = 3, producer_id: int = -1) -> bytearray:

@@ -14,7 +14,7 @@ from storage_helpers import append_v1, decode_all, open_segment, segment_records
 
 from samsa.clock import ManualClock
 from samsa.records import CorruptRecordError, Record, build_batch, build_legacy_message_set
-from samsa.records.view import RECORD_BATCH_OVERHEAD
+from samsa.records.batch_view import RECORD_BATCH_OVERHEAD
 from samsa.storage import file_records
 from samsa.storage.config import LogConfig
 from samsa.storage.errors import LogSegmentOffsetOverflowError

@@ -68,7 +68,7 @@ from samsa.storage.topic import TopicPartition
 from .purgatory import Purgatory
 
 if TYPE_CHECKING:  # start-up time: samsa.storage.log is loaded with the first log
-    from samsa.records.view import V2Header
+    from samsa.records.batch_view import V2Header
     from samsa.storage import FetchIsolation, FileSlice, Log
 
 log = logging.getLogger(__name__)

@@ -116,7 +116,7 @@ class ReplicaOffsetsLog:
 
     def _chunks(self, tp: TopicPartition, position: int) -> Iterator[bytes]:
         from samsa.records import CorruptRecordError  # start-up time: loaded with the first log
-        from samsa.records.view import iter_batches
+        from samsa.records.batch_view import iter_batches
         from samsa.storage.errors import KafkaStorageError
         from samsa.storage.log import FetchIsolation
 

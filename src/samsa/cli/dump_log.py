@@ -44,7 +44,7 @@ from samsa.records import (
     iter_records,
     parse_control_record,
 )
-from samsa.records.view import DELETE_HORIZON_MASK
+from samsa.records.batch_view import DELETE_HORIZON_MASK
 from samsa.storage.index import OffsetIndex, TimeIndex
 from samsa.storage.log_dir_reader import SegmentFiles
 from samsa.storage.segment import (

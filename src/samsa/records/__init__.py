@@ -23,6 +23,16 @@ if TYPE_CHECKING:
         encode_records,
         set_max_timestamp,
     )
+    from .batch_view import (
+        HEADER_SIZE_UP_TO_MAGIC,
+        LOG_OVERHEAD,
+        RECORD_BATCH_OVERHEAD,
+        BatchView,
+        crc32,
+        crc32c,
+        iter_batches,
+        iter_request_batches,
+    )
     from .compression import CompressionType, compress, decompress
     from .control import (
         ControlRecord,
@@ -43,16 +53,6 @@ if TYPE_CHECKING:
     from .iterate import iter_records
     from .legacy import build_legacy_message_set, decode_legacy, set_legacy_timestamp
     from .record import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP, Record, TimestampType
-    from .view import (
-        HEADER_SIZE_UP_TO_MAGIC,
-        LOG_OVERHEAD,
-        RECORD_BATCH_OVERHEAD,
-        BatchView,
-        crc32,
-        crc32c,
-        iter_batches,
-        iter_request_batches,
-    )
 
 __all__ = [
     "CREATE_TIME",
@@ -140,7 +140,7 @@ _EXPORTS = {  # module -> the names it gives this package
         "Record",
         "TimestampType",
     ),
-    "view": (
+    "batch_view": (
         "HEADER_SIZE_UP_TO_MAGIC",
         "LOG_OVERHEAD",
         "RECORD_BATCH_OVERHEAD",

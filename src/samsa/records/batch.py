@@ -34,12 +34,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .compression import CompressionType, compress, decompress
-from .control import ControlRecord, EndTransactionMarker, parse_control_record
-from .errors import CorruptRecordError, InvalidRecordError, VarintError
-from .record import CREATE_TIME, NO_TIMESTAMP, Record, TimestampType
-from .varint import decode_varint, decode_varlong, encode_varint, encode_varlong
-from .view import (
+from .batch_view import (
     COMPRESSION_MASK,
     CONTROL_MASK,
     DELETE_HORIZON_MASK,
@@ -54,6 +49,11 @@ from .view import (
     BatchView,
     crc32c,
 )
+from .compression import CompressionType, compress, decompress
+from .control import ControlRecord, EndTransactionMarker, parse_control_record
+from .errors import CorruptRecordError, InvalidRecordError, VarintError
+from .record import CREATE_TIME, NO_TIMESTAMP, Record, TimestampType
+from .varint import decode_varint, decode_varlong, encode_varint, encode_varlong
 
 MAGIC_V2 = 2
 NO_PRODUCER_ID = -1

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .batch import as_view, decode_batch
+from .batch_view import BatchView
 from .legacy import decode_legacy
 from .record import Record
-from .view import BatchView
 
 
 def iter_records(

@@ -25,10 +25,10 @@ import struct
 from collections.abc import Iterable
 
 from .batch import as_view, normalize_records
+from .batch_view import COMPRESSION_MASK, LEGACY_MIN_SIZE, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK, BatchView, crc32
 from .compression import CompressionType, compress, decompress
 from .errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionError
 from .record import CREATE_TIME, NO_TIMESTAMP, Record, TimestampType
-from .view import COMPRESSION_MASK, LEGACY_MIN_SIZE, LOG_OVERHEAD, TIMESTAMP_TYPE_MASK, BatchView, crc32
 
 MAGIC_V0 = 0
 MAGIC_V1 = 1

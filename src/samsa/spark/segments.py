@@ -45,7 +45,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from samsa.records import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, BatchView, iter_batches
-from samsa.records.view import CONTROL_MASK
+from samsa.records.batch_view import CONTROL_MASK
 from samsa.storage.errors import StorageError
 from samsa.storage.log_dir_reader import LogDirReader, SegmentFiles
 from samsa.storage.topic import InvalidPartitionDirError, TopicPartition

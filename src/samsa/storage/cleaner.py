@@ -15,8 +15,8 @@ from typing import Protocol
 
 from samsa.clock import Clock
 from samsa.records import Record, build_batch, build_legacy_message_set, decode_batch, decode_legacy
+from samsa.records.batch_view import BatchView
 from samsa.records.record import TimestampType
-from samsa.records.view import BatchView
 
 from .config import LogConfig
 from .errors import CleaningAbortedError

@@ -1,6 +1,6 @@
 """``FileRecords``: a segment's ``.log`` file, a plain concatenation of record batches.
 
-There is no header, footer or padding: batches follow one another (field layouts in ``samsa.records.view``).
+There is no header, footer or padding: batches follow one another (field layouts in ``samsa.records.batch_view``).
 The logical ``size`` is tracked in memory; with ``preallocate`` the file may be longer (zeros after ``size``)
 until it is trimmed on roll or close. A file can never exceed Int.MAX (2147483647) bytes.
 
@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from samsa.records import CorruptRecordError
-from samsa.records.view import (
+from samsa.records.batch_view import (
     HEADER_SIZE_UP_TO_MAGIC,
     LEGACY_MIN_SIZE,
     LOG_OVERHEAD,

@@ -75,9 +75,7 @@ from typing import Concatenate, NamedTuple, ParamSpec, TypeVar
 from samsa.clock import Clock
 from samsa.records import InflatedTooLargeError, InvalidRecordError
 from samsa.records.batch import keyless_records
-from samsa.records.legacy import decode_legacy, set_legacy_timestamp
-from samsa.records.record import TimestampType
-from samsa.records.view import (
+from samsa.records.batch_view import (
     CRC32C_C,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
@@ -89,6 +87,8 @@ from samsa.records.view import (
     read_v2_header,
     stamp_v2_batch,
 )
+from samsa.records.legacy import decode_legacy, set_legacy_timestamp
+from samsa.records.record import TimestampType
 
 from .checkpoint import fsync_directory
 from .config import LogConfig

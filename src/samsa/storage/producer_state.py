@@ -59,9 +59,9 @@ from .errors import ProducerStateError as ProducerStateError
 from .errors import StorageError
 
 if TYPE_CHECKING:
-    from samsa.records.view import BatchView
+    from samsa.records.batch_view import BatchView
 
-# samsa.records.view and .segment are imported where used, with the first log (start-up time)
+# samsa.records.batch_view and .segment are imported where used, with the first log (start-up time)
 
 _log = logging.getLogger(__name__)
 
@@ -380,7 +380,7 @@ class ProducerStateManager:
 
 
 def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
-    from samsa.records.view import crc32c
+    from samsa.records.batch_view import crc32c
 
     body = bytearray()
     count = 0
@@ -402,7 +402,7 @@ def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
 
 
 def decode_snapshot(data: bytes, path: Path) -> list[ProducerStateEntry]:
-    from samsa.records.view import crc32c
+    from samsa.records.batch_view import crc32c
 
     if len(data) < _HEADER.size:
         raise CorruptSnapshotError(path, f"{len(data)} bytes, shorter than the {_HEADER.size}-byte header")

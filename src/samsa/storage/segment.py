@@ -2,7 +2,7 @@
 
 Files (20-digit zero-padded base offset, e.g. ``00000000000000368769``):
 
-    <base>.log        record batches, back to back (``FileRecords``; layouts in ``samsa.records.view``)
+    <base>.log        record batches, back to back (``FileRecords``; layouts in ``samsa.records.batch_view``)
     <base>.index      8-byte entries (int32 offset - base, int32 position)      (``OffsetIndex``)
     <base>.timeindex  12-byte entries (int64 timestamp, int32 offset - base)    (``TimeIndex``)
 
@@ -27,7 +27,12 @@ from typing import Protocol
 
 from samsa.clock import Clock
 from samsa.records import CorruptRecordError, InvalidRecordError, iter_records
-from samsa.records.view import HEADER_SIZE_UP_TO_MAGIC, LEGACY_MIN_SIZE, RECORD_BATCH_OVERHEAD, BatchView
+from samsa.records.batch_view import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_MIN_SIZE,
+    RECORD_BATCH_OVERHEAD,
+    BatchView,
+)
 
 from .config import LogConfig
 from .errors import LogSegmentOffsetOverflowError

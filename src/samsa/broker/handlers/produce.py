@@ -33,7 +33,7 @@ from samsa.protocol.messages.produce import (
     TopicProduceResponse,
 )
 from samsa.records import CompressionType
-from samsa.records.view import COMPRESSION_MASK, LOG_OVERHEAD, V2Header, read_v2_header
+from samsa.records.batch_view import COMPRESSION_MASK, LOG_OVERHEAD, V2Header, read_v2_header
 from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
