@@ -9,7 +9,10 @@ The core ladder, each rung one module:
     log_loader                            loading and recovery of a partition directory
     log.Log                               one partition: offsets, append, read, roll, retention, flush
     leader_epoch.LeaderEpochFileCache     leader-epoch-checkpoint
-    cleaner                               log compaction (cleanup.policy=compact) and its scheduling
+    log_cleaner.LogCleaner                log compaction (cleanup.policy=compact): which log, and when
+    cleaner                               one cleaning (Kafka's Cleaner): offset map, filter, swap
+    log_manager.LogManager                every log of the broker's log dirs, the periodic work
+    log_end_claims                        offsets claimed durable ahead of the log end (OS crashes)
 
 Nothing here is thread-safe: a log's owner serialises calls to it (the cleaner's worker thread only reads
 file descriptors of its own and writes new ``.cleaned`` files). Errors are in ``errors``.
