@@ -33,7 +33,7 @@ for version in $need_fetch; do
   echo "fetching Apache Kafka $version jars into $dir"
   rm -rf "$dir.partial"
   mvn -q -B -Dstyle.color=never -f tools/kafka/pom.xml -Dkafka.version="$version" \
-    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$PWD/$dir.partial"
+    dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$(realpath -m "$dir.partial")"
   touch "$dir.partial/.complete"
   rm -rf "$dir"
   mv "$dir.partial" "$dir"
