@@ -228,13 +228,15 @@ def test_topic_configs(kafka4: KafkaJars, samsa: BrokerProcess) -> None:
     described = kafka4.run(CONFIGS, *b, *entity, "--describe").stdout.strip().splitlines()
     assert described == [
         "Dynamic configs for topic configured are:",
-        "  max.message.bytes=200000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:max.message.bytes=200000}",
+        "  max.message.bytes=200000 sensitive=false "
+        "synonyms={DYNAMIC_TOPIC_CONFIG:max.message.bytes=200000, DEFAULT_CONFIG:message.max.bytes=1048588}",
         "  retention.ms=3600000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=3600000}",
     ]
     kafka4.run(CONFIGS, *b, *entity, "--alter", "--delete-config", "retention.ms")
     described = kafka4.run(CONFIGS, *b, *entity, "--describe").stdout.strip().splitlines()
     assert described[1:] == [
-        "  max.message.bytes=200000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:max.message.bytes=200000}"
+        "  max.message.bytes=200000 sensitive=false "
+        "synonyms={DYNAMIC_TOPIC_CONFIG:max.message.bytes=200000, DEFAULT_CONFIG:message.max.bytes=1048588}"
     ]
     topics_view = kafka4.run(TOPICS, *b, "--describe", "--topic", "configured").stdout
     assert "Configs: max.message.bytes=200000" in topics_view
