@@ -11,7 +11,7 @@ import pytest
 
 from tests.clients.harness import BrokerProcess
 
-from .jars import KAFKA_4, JarsMissing, KafkaJars, ensure_jars
+from .jars import KAFKA_3, KAFKA_4, JarsMissing, KafkaJars, ensure_jars
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,6 +34,12 @@ def _jars(version: str) -> KafkaJars:
 def kafka4() -> KafkaJars:
     """The newest Kafka 4.x's jars."""
     return _jars(KAFKA_4)
+
+
+@pytest.fixture(scope="session")
+def kafka3() -> KafkaJars:
+    """Kafka 3.9's jars (the last with ZooKeeper mode)."""
+    return _jars(KAFKA_3)
 
 
 @pytest.fixture(scope="module")

@@ -240,3 +240,28 @@ def test_topic_configs(kafka4: KafkaJars, samsa: BrokerProcess) -> None:
     ]
     topics_view = kafka4.run(TOPICS, *b, "--describe", "--topic", "configured").stdout
     assert "Configs: max.message.bytes=200000" in topics_view
+
+
+def test_kafka_39_client_and_tools(kafka3: KafkaJars, samsa: BrokerProcess) -> None:
+    """Kafka 3.9's Java client and tools, whose request versions are older than 4.4's: a topic created and
+    described, the idempotent acks=all producer (lz4), the console consumer in a group reading each record once,
+    and the group's committed offsets at the log end."""
+    b = bootstrap(samsa)
+    kafka3.run(TOPICS, *b, "--create", "--topic", "from-39", "--partitions", "2", "--replication-factor", "1")
+    described = kafka3.run(TOPICS, *b, "--describe", "--topic", "from-39").stdout
+    assert "PartitionCount: 2" in described and "Partition: 1\tLeader: 1\tReplicas: 1\tIsr: 1" in described
+    sent = kafka3.run(
+        PRODUCER_PERF, "--topic", "from-39", "--num-records", "3000", "--record-size", "100", "--throughput", "-1",
+        "--producer-props", f"bootstrap.servers={samsa.bootstrap}", "acks=all", "enable.idempotence=true",
+        "compression.type=lz4",
+    ).stdout  # fmt: skip
+    assert "3000 records sent" in sent
+    out = kafka3.run(
+        CONSOLE_CONSUMER, *b, "--topic", "from-39", "--group", "readers-39", "--from-beginning",
+        "--max-messages", "3000", "--timeout-ms", "20000", "--property", "print.partition=true",
+        "--property", "print.offset=true", "--property", "print.value=false",
+    ).stdout  # fmt: skip
+    seen = re.findall(r"Partition:(\d+)\s+Offset:(\d+)", out)
+    assert len(seen) == len(set(seen)) == 3000
+    rows = table(kafka3.run(GROUPS, *b, "--describe", "--group", "readers-39").stdout, "GROUP")
+    assert sum(int(r["CURRENT-OFFSET"]) for r in rows) == 3000 and {r["LAG"] for r in rows} == {"0"}
