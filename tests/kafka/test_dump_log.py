@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from samsa.clock import SystemClock
-from samsa.records import CompressionType, Record, build_legacy_message_set
+from samsa.records import CompressionType, Record, build_batch, build_legacy_message_set
 from samsa.storage import Log, LogConfig
 from tests.clients.harness import BrokerProcess, Message, ck_produce
 
@@ -230,3 +230,29 @@ def test_compressed_legacy_record_lines(kafka4: KafkaJars, written: Path) -> Non
     files = ",".join(str(p) for p in sorted((written / "legacy-v0-0").glob("*.log")))
     kafka = kafka4.run(DUMP, "--deep-iteration", "--files", files).stdout
     assert kafka.splitlines() == samsa_dump("--deep-iteration", "--files", files).splitlines()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="LogSegment.append adds one index entry per append call, the append's last offset at its first batch's "
+    "position; Kafka indexes the batch that crosses index.interval.bytes with its own last offset (docs/kafka-compat.md)",
+)
+def test_follower_multi_batch_append_index_entries(kafka4: KafkaJars, tmp_path: Path) -> None:
+    """A follower appends what it fetched, several v2 batches per call; Kafka's --verify-index-only finds, at each
+    offset index entry's position, the batch whose last offset is the entry's offset."""
+    directory = tmp_path / "replica-0"
+    log = Log.open(directory, LogConfig.from_properties({"index.interval.bytes": 1024}), SystemClock())
+    now = int(time.time() * 1000)
+    offset = 0
+    try:
+        for _ in range(20):
+            fetched = b""
+            for _ in range(5):
+                fetched += build_batch(
+                    [Record(offset + i, now, None, b"x" * 100) for i in range(3)], base_offset=offset
+                )
+                offset += 3
+            log.append_as_follower(fetched)
+    finally:
+        log.close()
+    assert index_mismatches(kafka4, str(directory / "00000000000000000000.index")) == {}
