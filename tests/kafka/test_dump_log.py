@@ -181,12 +181,10 @@ def test_indexes_pass_kafkas_checks_and_read_the_same(kafka4: KafkaJars, written
     assert len(checked) == files.count(",") + 1
 
     mismatches = index_mismatches(kafka4, files)
-    # legacy v0 partitions differ from Kafka: see test_legacy_message_set_index_entries
-    assert {f: m for f, m in mismatches.items() if "/legacy-" not in f} == {}
+    assert mismatches == {}
 
     kafka = kafka4.run(DUMP, "--files", files).stdout
-    # samsa dump-log exits 1 on the legacy v0 index entry that Kafka's verification reports too (above)
-    assert kafka.splitlines() == samsa_dump("--files", files, check=False).splitlines()
+    assert kafka.splitlines() == samsa_dump("--files", files).splitlines()
     assert re.search(r"^timestamp: \d+ offset: \d+$", kafka, re.MULTILINE)
     assert re.search(r"^offset: \d+ position: \d+$", kafka, re.MULTILINE)
 
@@ -212,11 +210,6 @@ def test_producer_snapshots_name_each_producers_last_batch(kafka4: KafkaJars, wr
             assert last[producer_id] == (last_offset, last_sequence), (snapshot, producer_id)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an uncompressed v0/v1 message set appended whole gets one index entry with its "
-    "last offset at its first message's position; Kafka indexes each message (docs/kafka-compat.md)",
-)
 def test_legacy_message_set_index_entries(kafka4: KafkaJars, written: Path) -> None:
     """Kafka's --verify-index-only reads, at each index entry's position, a batch whose last offset is the entry's
     offset; for an uncompressed legacy set, each message is such a batch."""
@@ -232,11 +225,6 @@ def test_compressed_legacy_record_lines(kafka4: KafkaJars, written: Path) -> Non
     assert kafka.splitlines() == samsa_dump("--deep-iteration", "--files", files).splitlines()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="LogSegment.append adds one index entry per append call, the append's last offset at its first batch's "
-    "position; Kafka indexes the batch that crosses index.interval.bytes with its own last offset (docs/kafka-compat.md)",
-)
 def test_follower_multi_batch_append_index_entries(kafka4: KafkaJars, tmp_path: Path) -> None:
     """A follower appends what it fetched, several v2 batches per call; Kafka's --verify-index-only finds, at each
     offset index entry's position, the batch whose last offset is the entry's offset."""
