@@ -41,7 +41,7 @@ types: $(STAMP)
 contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-# Apache Kafka's jars (broker, tools, Java client) for tests/kafka/, fetched once into .cache/kafka/<version>/.
+# Apache Kafka's jars (broker, tools, Java client) for tests/apache_kafka/, fetched once into .cache/kafka/<version>/.
 kafka-jars: system-deps
 	tools/kafka/fetch.sh
 

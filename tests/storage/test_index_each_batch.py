@@ -1,7 +1,7 @@
 """Index entries of an append of several batches (a follower's fetched data, a legacy message set appended whole):
 Kafka walks the batches and gives the batch that crosses ``index.interval.bytes`` an entry with its own last offset
 at its own position. The oracle is the file: the batch at each entry's position ends at the entry's offset (what
-``kafka-dump-log --verify-index-only`` checks; tests/kafka runs Kafka's own tool on the same case)."""
+``kafka-dump-log --verify-index-only`` checks; tests/apache_kafka runs Kafka's own tool on the same case)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fetch the Apache Kafka jars the compatibility tests run (tests/kafka/), once per version, into
+# Fetch the Apache Kafka jars the compatibility tests run (tests/apache_kafka/), once per version, into
 # .cache/kafka/<version>/ (ignored by git). A version whose directory holds the `.complete` stamp is skipped, so
 # `make test` pays for Maven only on a fresh clone. Installs Maven and a JDK with apt-get where missing.
 #
@@ -7,7 +7,7 @@
 #   tools/kafka/fetch.sh 4.4.0        # one version
 #
 # KAFKA_VERSIONS: the newest Kafka 4.x (KRaft) and the last 3.x (3.9, ZooKeeper mode too). Tests read the same
-# variables (tests/kafka/jars.py): keep the two lists in step.
+# variables (tests/apache_kafka/jars.py): keep the two lists in step.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -16,7 +16,7 @@ from .jars import KAFKA_3, KAFKA_4, JarsMissing, KafkaJars, ensure_jars
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "tests/kafka/" in str(item.fspath):
+        if "tests/apache_kafka/" in str(item.fspath):
             item.add_marker(pytest.mark.kafka)
             item.add_marker(pytest.mark.xdist_group("kafka"))
 
