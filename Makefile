@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 SHARED ?= ../shared
 PYTEST_ARGS ?=
 
-.PHONY: all test check lint types contracts unit demo bench clean system-deps generate check-generated
+.PHONY: all test check lint types contracts unit demo bench clean system-deps generate check-generated kafka-jars
 
 all: test
 
@@ -41,7 +41,11 @@ types: $(STAMP)
 contracts: $(STAMP)
 	$(VENV)/bin/lint-imports
 
-unit: $(STAMP) system-deps
+# Apache Kafka's jars (broker, tools, Java client) for tests/apache_kafka/, fetched once into .cache/kafka/<version>/.
+kafka-jars: system-deps
+	tools/kafka/fetch.sh
+
+unit: $(STAMP) system-deps kafka-jars
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 KAFKA_MESSAGES := $(SHARED)/kafka-messages

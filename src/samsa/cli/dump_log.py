@@ -19,8 +19,8 @@ Index problems go to stderr as Kafka prints them ("Mismatches in :<path>", "Foun
 ...). Differences from Kafka, on purpose: a batch failing its CRC, an unframeable batch, an index failing its sanity
 check or disagreeing with its log, an index entry pointing outside its log and a missing file make the exit
 code 1 (Kafka prints and exits 0), and each such problem is also reported on stderr naming the file and the byte
-position. Legacy record lines end with ``crc: N`` (Kafka prints a
-stray ``}`` there). Index files are read through storage's read-only ``OffsetIndex`` / ``TimeIndex``, whose entries
+position. Legacy record lines end with ``isValid: .. crc: N``, a compressed wrapper's inner messages each with their
+own (Kafka 3.x prints a stray ``}`` there). Index files are read through storage's read-only ``OffsetIndex`` / ``TimeIndex``, whose entries
 end at the first zeroed slot (where Kafka's dump stops too), so the sanity check of an active segment's
 still-preallocated time index passes where Kafka's reports its zeros as a last timestamp of 0. Nothing is opened
 for writing: dumping the files of a running broker, or of a read-only mount, changes nothing.
@@ -45,6 +45,7 @@ from samsa.records import (
     parse_control_record,
 )
 from samsa.records.batch_view import DELETE_HORIZON_MASK
+from samsa.records.legacy import inner_message_crcs
 from samsa.storage.index import OffsetIndex, TimeIndex
 from samsa.storage.log_dir_reader import SegmentFiles
 from samsa.storage.segment import (
@@ -171,7 +172,8 @@ def record_lines(batch: BatchView, print_data: bool) -> list[str]:
     ts_name = _TS_NAMES[batch.timestamp_type]
     lines: list[str] = []
     compressed_legacy = batch.magic < 2 and batch.compression != 0
-    for record in iter_records(batch, verify_crc=False):
+    inner_crcs = inner_message_crcs(batch) if compressed_legacy else []
+    for n, record in enumerate(iter_records(batch, verify_crc=False)):
         key_size = -1 if record.key is None else len(record.key)
         value_size = -1 if record.value is None else len(record.value)
         parts = [
@@ -185,7 +187,10 @@ def record_lines(batch: BatchView, print_data: bool) -> list[str]:
             )
             keys = ",".join(key for key, _ in record.headers)
             parts.append(f" sequence: {sequence} headerKeys: [{keys}]")
-        elif not compressed_legacy:
+        elif compressed_legacy:
+            valid, crc = inner_crcs[n]
+            parts.append(f" isValid: {_java_bool(valid)} crc: {crc}")
+        else:
             parts.append(f" isValid: {_java_bool(batch.is_valid())} crc: {batch.stored_crc}")
         if batch.is_control:
             parts.append(control_text(record))

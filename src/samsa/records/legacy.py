@@ -139,6 +139,25 @@ def decode_legacy(
     return _absolute_offsets(inner, offset)
 
 
+def inner_message_crcs(batch: BatchView) -> list[tuple[bool, int]]:
+    """(CRC valid, stored CRC) of each inner message of a compressed v0/v1 wrapper, in order, for tools that print
+    them as Kafka's dump does; the wrapper's codec stream must be sound (``decode_legacy`` raises where it is not)."""
+    _, _, _, _, value = _parse_message(batch.buf, batch.position, batch.end)
+    codec = CompressionType.from_id(batch.compression)
+    data = decompress(codec, value or b"", magic=batch.magic)
+    view = memoryview(data)
+    out = []
+    position = 0
+    while len(data) - position >= LOG_OVERHEAD:
+        end = position + LOG_OVERHEAD + _I.unpack_from(data, position + 8)[0]
+        if end > len(data):
+            break
+        inner = BatchView(view, position)
+        out.append((inner.is_valid(), inner.stored_crc))
+        position = end
+    return out
+
+
 def _absolute_offsets(inner: list[Record], wrapper_offset: int) -> list[Record]:
     last_relative = inner[-1].offset
     if wrapper_offset == 0:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -30,8 +31,10 @@ from samsa.records import CorruptRecordError, InvalidRecordError, iter_records
 from samsa.records.batch_view import (
     HEADER_SIZE_UP_TO_MAGIC,
     LEGACY_MIN_SIZE,
+    LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
     BatchView,
+    iter_batches,
 )
 
 from .config import LogConfig
@@ -45,6 +48,7 @@ _log = logging.getLogger(__name__)
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
 CHECKED_INDEX_ENTRIES = 4096  # offset-index entries whose batch ``check`` reads; an even spread beyond
+_SIZE = struct.Struct(">i")  # a batch's size field, after its 8-byte offset
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
@@ -306,17 +310,59 @@ class LogSegment:
             max_so_far = self._max()
         new_max = largest_timestamp > max_so_far.timestamp
         position = self.log.append(records)
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            self._add_index_entries(
-                position, largest_offset, largest_timestamp, shallow_offset_of_max_timestamp, max_so_far
-            )
+        if (
+            self._bytes_since_last_index_entry + size > self.index_interval_bytes
+            and self._batches_in(records) > 1
+        ):
+            self._index_each_batch(position, records, max_so_far)
+        else:
+            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                self._add_index_entries(
+                    position, largest_offset, largest_timestamp, shallow_offset_of_max_timestamp, max_so_far
+                )
+            self._bytes_since_last_index_entry += size
         if position == 0:
             self._rolling_based_timestamp = largest_timestamp
         if new_max:
             self._max_timestamp_and_offset = TimestampOffset(
                 largest_timestamp, shallow_offset_of_max_timestamp
             )
-        self._bytes_since_last_index_entry += size
+
+    @staticmethod
+    def _batches_in(records: bytes | bytearray | memoryview) -> int:
+        """1 when ``records`` is one batch, 2 when it holds more (its first batch ends before its end)."""
+        first = LOG_OVERHEAD + int(_SIZE.unpack_from(records, 8)[0])
+        return 1 if first >= len(records) else 2
+
+    def _index_each_batch(
+        self, position: int, records: bytes | bytearray | memoryview, current: TimestampOffset
+    ) -> None:
+        """The index entries of an append of several batches (a follower's fetched data, a legacy message set),
+        as Kafka adds them: walking the batches, each batch reached when more than ``index.interval.bytes`` were
+        appended since the last entry gets one, with its own last offset at its own position (an entry for the
+        whole append at its first batch would name an offset that batch does not end at). The batch headers are
+        read only for appends that reach the interval. All or nothing, as ``append``."""
+        mark = AppendMark(
+            position,
+            self.offset_index.entries,
+            self.time_index.entries,
+            self._bytes_since_last_index_entry,
+            current,
+            self._rolling_based_timestamp,
+        )
+        try:
+            for batch in iter_batches(records):
+                at = position + batch.position
+                if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                    self._add_index_entries(
+                        at, batch.last_offset, batch.max_timestamp, batch.last_offset, current
+                    )
+                if batch.max_timestamp > current.timestamp:
+                    current = TimestampOffset(batch.max_timestamp, batch.last_offset)
+                self._bytes_since_last_index_entry += batch.size_in_bytes
+        except BaseException:
+            self.rollback(mark)
+            raise
 
     def _add_index_entries(
         self, position: int, offset: int, timestamp: int, shallow_offset: int, current: TimestampOffset

@@ -1,4 +1,9 @@
-"""DescribeConfigs (32): topic and broker configuration with defaults and sources."""
+"""DescribeConfigs (32): topic and broker configuration with defaults and sources.
+
+Synonyms, when asked for, are Kafka's, most specific first: a topic key's own override (DYNAMIC_TOPIC_CONFIG), then
+the broker key that sets its default as set in the broker's properties (STATIC_BROKER_CONFIG) and as Kafka's default
+when it has one (DEFAULT_CONFIG); for a broker key, the same two. ``kafka-configs --describe`` prints them.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +39,7 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
             continue
         wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
         configs = [
-            _config(resource.resource_type, name, value, source, request.include_synonyms)
+            _config(ctx, resource.resource_type, name, value, source, request.include_synonyms)
             for name, value, source in rows
             if wanted is None or name in wanted
         ]
@@ -69,12 +74,20 @@ async def _rows(ctx: RequestContext, resource: DescribeConfigsResource) -> Rows 
 
 
 def _config(
-    resource_type: int, name: str, value: str | None, source: ConfigSource, include_synonyms: bool
+    ctx: RequestContext,
+    resource_type: int,
+    name: str,
+    value: str | None,
+    source: ConfigSource,
+    include_synonyms: bool,
 ) -> DescribeConfigsResourceResult:
     broker_key = KEYS_BY_NAME.get(BROKER_KEY_FOR_TOPIC_KEY.get(name, name))
     synonyms = []
-    if include_synonyms and source is ConfigSource.DYNAMIC_TOPIC_CONFIG:
-        synonyms.append(DescribeConfigsSynonym(name, value, int(source)))
+    if include_synonyms:
+        if source is ConfigSource.DYNAMIC_TOPIC_CONFIG:
+            synonyms.append(DescribeConfigsSynonym(name, value, int(source)))
+        if broker_key is not None:
+            synonyms += _broker_synonyms(ctx, broker_key.name)
     return DescribeConfigsResourceResult(
         name=name,
         value=value,
@@ -85,6 +98,19 @@ def _config(
         synonyms=synonyms,
         config_type=CONFIG_TYPES.get(broker_key.type, 0) if broker_key else 0,
     )
+
+
+def _broker_synonyms(ctx: RequestContext, key_name: str) -> list[DescribeConfigsSynonym]:
+    key = KEYS_BY_NAME[key_name]
+    synonyms = []
+    config = ctx.services.config
+    if config.is_explicit(key_name):
+        value = key.render(config.get(key_name))
+        synonyms.append(DescribeConfigsSynonym(key_name, value, int(ConfigSource.STATIC_BROKER_CONFIG)))
+    if key.default is not None:
+        default = key.render(key.default)
+        synonyms.append(DescribeConfigsSynonym(key_name, default, int(ConfigSource.DEFAULT_CONFIG)))
+    return synonyms
 
 
 def _error(resource_type: int, name: str, code: ErrorCode, message: str) -> DescribeConfigsResult:

@@ -1,7 +1,9 @@
 """ListPartitionReassignments (46): the partitions being moved, with their replicas, adding and removing replicas.
 
-Served by the controller (:mod:`samsa.cluster.reassignment`); any other broker, and a single broker without
-ZooKeeper, answers NOT_CONTROLLER.
+Served by the controller (:mod:`samsa.cluster.reassignment`); any other broker of a cluster answers NOT_CONTROLLER.
+A single broker without ZooKeeper is its own controller and moves no partition: an empty list, as a single Kafka
+broker answers (Kafka's admin client sends this request in `kafka-topics --describe`, and retries NOT_CONTROLLER
+against the controller id of Metadata, this broker, until its timeout).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from ..context import RequestContext
 async def handle(
     ctx: RequestContext, request: ListPartitionReassignmentsRequest
 ) -> ListPartitionReassignmentsResponse:
+    if ctx.services.zk_support is None:
+        return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE, topics=[])
     controller = ctx.active_controller
     if controller is None:
         return ListPartitionReassignmentsResponse(

@@ -1,0 +1,51 @@
+"""Fixtures of the Apache Kafka compatibility tests: Kafka's jars (one fetched classpath per session) and a Samsa
+broker process per module. Every test here is marked ``kafka`` and runs on one xdist worker: each starts JVMs, and
+two of them at once on two cores slow each other down more than they gain."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.clients.harness import BrokerProcess
+
+from .jars import KAFKA_3, KAFKA_4, JarsMissing, KafkaJars, ensure_jars
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/apache_kafka/" in str(item.fspath):
+            item.add_marker(pytest.mark.kafka)
+            item.add_marker(pytest.mark.xdist_group("kafka"))
+
+
+def _jars(version: str) -> KafkaJars:
+    try:
+        return KafkaJars(version, ensure_jars(version))
+    except JarsMissing as missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must run the Kafka compatibility tests: {missing}")
+        pytest.skip(str(missing))
+
+
+@pytest.fixture(scope="session")
+def kafka4() -> KafkaJars:
+    """The newest Kafka 4.x's jars."""
+    return _jars(KAFKA_4)
+
+
+@pytest.fixture(scope="session")
+def kafka3() -> KafkaJars:
+    """Kafka 3.9's jars (the last with ZooKeeper mode)."""
+    return _jars(KAFKA_3)
+
+
+@pytest.fixture(scope="module")
+def samsa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One Samsa broker process per test module; tests use distinct topic and group names."""
+    proc = BrokerProcess(data_dir=tmp_path_factory.mktemp("samsa-data"))
+    proc.start()
+    yield proc
+    proc.stop()
