@@ -22,6 +22,7 @@ from .errors import BrokerError, KafkaError
 from .types import (
     ClusterMetadata,
     ConfigEntry,
+    ConfigSynonym,
     FetchedPartition,
     LogDir,
     LogDirPartition,
@@ -472,6 +473,7 @@ class KafkaClient:
         resource_type: int = TOPIC_RESOURCE,
         keys: Sequence[str] | None = None,
         node_id: int | None = None,
+        include_synonyms: bool = False,
     ) -> dict[str, dict[str, ConfigEntry]]:
         """The configs of topics (or brokers, ``resource_type=4``) by name; raises BrokerError."""
         from samsa.protocol.messages import describe_configs as dc
@@ -485,7 +487,7 @@ class KafkaClient:
                 )
                 for n in names
             ],
-            include_synonyms=False,
+            include_synonyms=include_synonyms,
             include_documentation=False,
         )
         if node_id is None and resource_type == BROKER_RESOURCE and names and names[0].isdigit():
@@ -503,6 +505,7 @@ class KafkaClient:
                     source=c.config_source,
                     is_sensitive=c.is_sensitive,
                     is_default=c.is_default or c.config_source in (4, 5),
+                    synonyms=tuple(ConfigSynonym(s.name, s.value, s.source) for s in c.synonyms or ()),
                 )
                 for c in r.configs
             }

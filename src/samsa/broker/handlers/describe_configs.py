@@ -1,7 +1,14 @@
-"""DescribeConfigs (32): topic and broker configuration with defaults and sources."""
+"""DescribeConfigs (32): topic and broker configuration with defaults and sources.
+
+Synonyms, when asked for, list where a value may come from by precedence, as Kafka lists them: a topic key's
+override (DYNAMIC_TOPIC_CONFIG), then the broker key it defaults to, as ``server.properties`` set it
+(STATIC_BROKER_CONFIG) and as Kafka's default (DEFAULT_CONFIG). A broker's dynamic configs (cluster mode: the
+replication throttle rates in ZooKeeper) are reported with their DYNAMIC_BROKER_CONFIG or
+DYNAMIC_DEFAULT_BROKER_CONFIG source; the default broker entity (an empty name) reports those alone."""
 
 from __future__ import annotations
 
+from samsa.cluster.replication_quota import DEFAULT_BROKER
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
@@ -14,6 +21,7 @@ from samsa.protocol.messages.describe_configs import (
 
 from ..config import KEYS_BY_NAME
 from ..context import RequestContext
+from ..services import BrokerServices
 from ..topic_configs import (
     BROKER_KEY_FOR_TOPIC_KEY,
     CONFIG_TYPES,
@@ -34,7 +42,7 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
             continue
         wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
         configs = [
-            _config(resource.resource_type, name, value, source, request.include_synonyms)
+            _config(ctx.services, resource.resource_type, name, value, source, request.include_synonyms)
             for name, value, source in rows
             if wanted is None or name in wanted
         ]
@@ -64,17 +72,54 @@ async def _rows(ctx: RequestContext, resource: DescribeConfigsResource) -> Rows 
         if name not in ("", str(ctx.services.node_id)):
             message = f"Unexpected broker id, expected {ctx.services.node_id}"
             return _error(kind, name, ErrorCode.INVALID_REQUEST, message)
-        return describe_broker(ctx.services)
+        return await _dynamic_broker_rows(ctx.services, name) + describe_broker(ctx.services)
     return _error(kind, name, ErrorCode.INVALID_REQUEST, f"Unsupported resource type {kind}")
 
 
+async def _dynamic_broker_rows(services: BrokerServices, name: str) -> Rows:
+    """The dynamic configs of broker ``name`` (an id, or "" for the cluster default) that ZooKeeper holds."""
+    zk_support = services.zk_support
+    if zk_support is None:
+        return []
+    own = await zk_support.broker_config(name) if name else {}
+    default = await zk_support.broker_config(DEFAULT_BROKER)
+    rows: Rows = [(k, v, ConfigSource.DYNAMIC_BROKER_CONFIG) for k, v in sorted(own.items())]
+    rows += [
+        (k, v, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) for k, v in sorted(default.items()) if k not in own
+    ]
+    return rows
+
+
+def _synonyms(
+    services: BrokerServices, resource_type: int, name: str, value: str | None, source: ConfigSource
+) -> list[DescribeConfigsSynonym]:
+    """Where the value of ``name`` may come from, by precedence, from ``source`` down."""
+    synonyms = []
+    if source in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG):
+        synonyms.append(DescribeConfigsSynonym(name, value, int(source)))
+    broker_name = BROKER_KEY_FOR_TOPIC_KEY.get(name, name) if resource_type == ResourceType.TOPIC else name
+    broker_key = KEYS_BY_NAME.get(broker_name)
+    if broker_key is None:
+        return synonyms
+    if services.config.is_explicit(broker_name):
+        static = broker_key.render(services.config.get(broker_name))
+        synonyms.append(DescribeConfigsSynonym(broker_name, static, int(ConfigSource.STATIC_BROKER_CONFIG)))
+    default = broker_key.render(broker_key.default)
+    if default is not None:
+        synonyms.append(DescribeConfigsSynonym(broker_name, default, int(ConfigSource.DEFAULT_CONFIG)))
+    return synonyms
+
+
 def _config(
-    resource_type: int, name: str, value: str | None, source: ConfigSource, include_synonyms: bool
+    services: BrokerServices,
+    resource_type: int,
+    name: str,
+    value: str | None,
+    source: ConfigSource,
+    include_synonyms: bool,
 ) -> DescribeConfigsResourceResult:
     broker_key = KEYS_BY_NAME.get(BROKER_KEY_FOR_TOPIC_KEY.get(name, name))
-    synonyms = []
-    if include_synonyms and source is ConfigSource.DYNAMIC_TOPIC_CONFIG:
-        synonyms.append(DescribeConfigsSynonym(name, value, int(source)))
+    synonyms = _synonyms(services, resource_type, name, value, source) if include_synonyms else []
     return DescribeConfigsResourceResult(
         name=name,
         value=value,
