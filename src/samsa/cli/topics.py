@@ -9,7 +9,8 @@ Talks to any Kafka-protocol broker through :mod:`samsa.client`. Output lines fol
 
 ``--topic`` is a regular expression (commas mean "or"), as in Kafka; ``--list`` is sorted and ``--describe``
 follows the iteration order of a Java HashMap of the names, as Kafka's tool does. A failed broker call prints
-``Error while executing topic command : <message>`` on stdout and the Java exception name on stderr, exit 1; a
+``Error while executing topic command : <message>`` on stdout and an ERROR line with the message and Kafka's
+error name on stderr, exit 1; a
 bad argument or a topic that does not exist prints its message on stderr, exit 1.
 
 ``--describe`` with ``--under-replicated-partitions`` (ISR smaller than the replicas), ``--unavailable-partitions``
@@ -37,7 +38,6 @@ from samsa.topic_partition import TopicPartition
 from .log_dirs import java_hash_order, java_string_hash
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-TOOL_CLASS = "org.apache.kafka.tools.TopicCommand"
 SHORT_MAX = 32767
 
 
@@ -99,15 +99,12 @@ def log_line(text: str, level: str = "ERROR") -> None:
     click.echo(f"[{now}] {level} {text}", err=True)
 
 
-def log_error(exception: str, message: str, tool_class: str) -> None:
-    """The line Kafka's tools log for an exception."""
-    log_line(f"{exception}: {message} ({tool_class})")
-
-
-def java_exception(error: KafkaError) -> str:
+def error_text(error: KafkaError) -> str:
+    """A failure as the tools log it: the broker's message and Kafka's error name, ``Topic 't' already exists.
+    (TOPIC_ALREADY_EXISTS)``; a client-side failure's own message."""
     if isinstance(error, BrokerError):
-        return f"org.apache.kafka.common.errors.{error.exception_name}"
-    return "org.apache.kafka.common.KafkaException"
+        return f"{error.message} ({error.name})" if error.message else error.name
+    return str(error)
 
 
 def error_message(error: KafkaError) -> str:
@@ -335,7 +332,7 @@ def topics(
         fail(str(exc))
     except KafkaError as exc:
         click.echo(f"Error while executing topic command : {error_message(exc)}")
-        log_error(java_exception(exc), error_message(exc), TOOL_CLASS)
+        log_line(error_text(exc))
         sys.exit(1)
 
 
