@@ -160,3 +160,40 @@ def test_ctrl_c_during_up_leaves_nothing_running(
         for pid in started:
             if pid > 0 and running(pid):
                 os.killpg(pid, signal.SIGKILL)
+
+
+def test_a_crashed_broker_is_started_again_and_down_stops_one_started_by_hand(cluster_dir: Path) -> None:
+    """`cluster up` refused to run again with one broker crashed, and `cluster down` left a broker started by hand
+    on its server.properties running ("2 had stopped already")."""
+    assert (
+        samsa_cli("cluster", "up", "--brokers", "2", "--port", "0", "--dir", str(cluster_dir)).returncode == 0
+    )
+    local = LocalCluster.find(cluster_dir)
+    local.kill(2)
+    started = samsa_cli("cluster", "start", "--broker", "2", "--dir", str(cluster_dir))
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.startswith("broker 2: 127.0.0.1:")
+    again = samsa_cli("cluster", "start", "--broker", "2", "--dir", str(cluster_dir))
+    assert again.returncode == 1 and "broker 2 is running" in again.stderr
+
+    # broker 2 crashes; an operator starts it by hand from its directory, on its relative server.properties
+    LocalCluster.find(cluster_dir).kill(2)
+    by_hand = subprocess.Popen(
+        [sys.executable, "-m", "samsa.cli", "serve", "server.properties"],
+        cwd=cluster_dir / "broker-2",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        LocalCluster.find(cluster_dir).wait_registered([2])
+        restarted = samsa_cli("cluster", "restart", "--broker", "1", "--dir", str(cluster_dir))
+        assert restarted.returncode == 0, restarted.stderr
+        assert restarted.stdout.startswith("stopped broker 1 (pid ")
+        assert LocalCluster.find(cluster_dir).running_pid(2) == by_hand.pid
+        down = samsa_cli("cluster", "down", "--dir", str(cluster_dir))
+        assert down.returncode == 0 and "stopped 2 brokers and ZooKeeper" in down.stdout, down.stdout
+        assert by_hand.wait(30) == 0  # a clean stop
+    finally:
+        if by_hand.poll() is None:
+            by_hand.kill()
+            by_hand.wait()

@@ -310,7 +310,11 @@ class KafkaConfig:
         given = bool(self._values["advertised.listeners"])
         for name, host, port in self.advertised_addresses:
             if host == "0.0.0.0":
-                hint = "" if given else f" (set advertised.listeners, e.g. {name}://<this host's name or IP>:{port})"
+                hint = (
+                    ""
+                    if given
+                    else f" (set advertised.listeners, e.g. {name}://<this host's name or IP>:{port})"
+                )
                 raise ConfigError(
                     "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. "
                     f"Use a routable IP address{hint}."
