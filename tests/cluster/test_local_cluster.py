@@ -197,3 +197,31 @@ def test_a_crashed_broker_is_started_again_and_down_stops_one_started_by_hand(cl
         if by_hand.poll() is None:
             by_hand.kill()
             by_hand.wait()
+
+
+def test_a_group_in_a_cluster_too_small_for_the_offsets_topic_is_told_why(cluster_dir: Path) -> None:
+    """With one of three brokers down before the first group, __consumer_offsets (replication factor 3) cannot be
+    made: consumer-groups said only COORDINATOR_NOT_AVAILABLE (15) and no broker logged why."""
+    assert (
+        samsa_cli("cluster", "up", "--brokers", "3", "--port", "0", "--dir", str(cluster_dir)).returncode == 0
+    )
+    local = LocalCluster.find(cluster_dir)
+    local.stop_broker(3)
+    first = local.broker(1).address
+    reason = (
+        "Number of alive brokers '2' does not meet the required replication factor '3' for the offsets topic "
+        "(configured via 'offsets.topic.replication.factor')"
+    )
+
+    def describe() -> subprocess.CompletedProcess[str]:
+        return samsa_cli("consumer-groups", "--bootstrap-server", first, "--describe", "--group", "billing")
+
+    wait_for("the reason in the tool's answer", lambda: reason in describe().stderr, timeout=60)
+    answered = describe()
+    assert (
+        answered.returncode == 1
+        and "COORDINATOR_NOT_AVAILABLE" in answered.stderr
+        and reason in answered.stderr
+    )
+    logged = [line for line in local.output(1, limit=1_000_000).splitlines() if reason in line]
+    assert len(logged) == 1 and " ERROR " in logged[0], logged  # once a minute, not once per request
