@@ -79,3 +79,13 @@ def test_reset_offsets_scenarios_export_and_delete_offsets(broker: BrokerProcess
 def test_bad_combinations_are_usage_errors(broker: BrokerProcess, args: list[str], message: str) -> None:
     result = groups(broker, *args)
     assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_list_with_states(broker: BrokerProcess) -> None:
+    groups(broker, "--reset-offsets", "--topic", TOPIC, "--to-earliest", "--execute")  # an Empty group
+    listed = groups(broker, "--list", "--state")
+    assert listed.exit_code == 0, listed.output
+    lines = listed.stdout.splitlines()
+    assert lines[0].split() == ["GROUP", "STATE"] and [GROUP, "Empty"] in [line.split() for line in lines]
+    assert groups(broker, "--list", "--state", "Empty,Stable").stdout == listed.stdout
+    assert groups(broker, "--list", "--state", "Stable").stdout.splitlines()[1:] == []

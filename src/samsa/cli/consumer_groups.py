@@ -1,6 +1,7 @@
 """``samsa consumer-groups``: list, describe, reset and delete consumer groups, like ``kafka-consumer-groups.sh``.
 
     --list                                  one group id a line
+    --list --state [STATE,...]              GROUP STATE, the groups in those states (all without a value)
     --describe --group G [--group G2 ...]   GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST
                                             CLIENT-ID, one row per partition the group owns or has committed
     --describe --members [--verbose]        GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS
@@ -458,6 +459,17 @@ async def run_delete_offsets(client: KafkaClient, group_id: str, topics: Sequenc
 # --- list / delete -------------------------------------------------------------------------------------------
 
 
+async def run_list(client: KafkaClient, view: DescribeView) -> list[str]:
+    """``--list``: one group id a line; with ``--state``, GROUP STATE columns of the groups in the states asked."""
+    listed = await admin.list_groups(client)
+    if not view.list_states:
+        return [g.group_id for g in listed]
+    wanted = {s.lower() for s in view.states or ()}
+    rows = [(g.group_id, g.state) for g in listed if not wanted or g.state.lower() in wanted]
+    width = max([15, *(len(group_id) for group_id, _ in rows)])
+    return [f"{'GROUP':<{width}} STATE", *(f"{group_id:<{width}} {state}" for group_id, state in rows)]
+
+
 async def run_delete(client: KafkaClient, group_ids: Sequence[str]) -> list[str]:
     results = await admin.delete_groups(client, group_ids)
     failed = {g: code for g, code in results.items() if code != 0}
@@ -481,6 +493,10 @@ class DescribeView:
     members: bool = False
     verbose: bool = False
     state: bool = False
+    states: tuple[str, ...] | None = (
+        None  # --list --state: the states to list (None: every group, with states)
+    )
+    list_states: bool = False
 
 
 # --- the command ---------------------------------------------------------------------------------------------
@@ -524,7 +540,16 @@ class DescribeView:
 @click.option("--shift-by", type=int, help="Move the committed offset by N (may be negative).")
 @click.option("--members", is_flag=True, help="With --describe: one row per member instead of per partition.")
 @click.option("--verbose", is_flag=True, help="With --describe --members: instance ids and assignments too.")
-@click.option("--state", is_flag=True, help="With --describe: the group's coordinator, strategy and state.")
+@click.option(
+    "--state",
+    "state_filter",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[STATES]",
+    help="With --describe: the group's coordinator, strategy and state; with --list: each group's state, only "
+    "the states given (comma separated) when any.",
+)
 @click.option("--dry-run", is_flag=True, help="Only print the new offsets (the default).")
 @click.option("--execute", is_flag=True, help="Commit the new offsets.")
 def consumer_groups(
@@ -550,7 +575,7 @@ def consumer_groups(
     shift_by: int | None,
     members: bool,
     verbose: bool,
-    state: bool,
+    state_filter: str | None,
     dry_run: bool,
     execute: bool,
 ) -> None:
@@ -567,7 +592,15 @@ def consumer_groups(
     spec = ResetSpec(
         to_earliest, to_latest, to_offset, to_datetime, shift_by, to_current, by_duration, from_file
     )
-    view = DescribeView(members, verbose, state)
+    state = state_filter is not None
+    view = DescribeView(members, verbose, state and action == "describe")
+    if state and action == "list":
+        states = tuple(s.strip() for s in (state_filter or "").split(",") if s.strip())
+        view = DescribeView(states=states or None, list_states=True)
+    elif state_filter and action == "describe":
+        raise click.UsageError("Option --state takes a list of states with --list only")
+    elif state and action != "describe":
+        raise click.UsageError("Option --state needs --describe or --list")
     if action == "reset":
         _check_reset_options(spec, topics, all_topics, dry_run, execute)
     if export and action != "reset":
@@ -649,7 +682,7 @@ async def _run(
     client_id = "samsa-consumer-groups"
     async with KafkaClient(bootstrap, client_id=client_id, request_timeout_ms=options.timeout_ms) as client:
         if action == "list":
-            return [g.group_id for g in await admin.list_groups(client)]
+            return await run_list(client, view)
         names = list(groups)
         if all_groups:
             names = [g.group_id for g in await admin.list_groups(client)]
