@@ -225,3 +225,29 @@ def test_a_group_in_a_cluster_too_small_for_the_offsets_topic_is_told_why(cluste
     )
     logged = [line for line in local.output(1, limit=1_000_000).splitlines() if reason in line]
     assert len(logged) == 1 and " ERROR " in logged[0], logged  # once a minute, not once per request
+
+
+def test_configs_alters_and_describes_broker_dynamic_configs(cluster_dir: Path) -> None:
+    assert (
+        samsa_cli("cluster", "up", "--brokers", "1", "--port", "0", "--dir", str(cluster_dir)).returncode == 0
+    )
+    bootstrap = LocalCluster.find(cluster_dir).bootstrap_servers
+    configs = ("configs", "--bootstrap-server", bootstrap, "--entity-type", "brokers")
+    rate = "leader.replication.throttled.rate"
+    one = samsa_cli(*configs, "--entity-name", "1", "--alter", "--add-config", f"{rate}=1000")
+    assert one.stdout == "Completed updating config for broker 1.\n", one.stderr
+    every = samsa_cli(*configs, "--entity-default", "--alter", "--add-config", f"{rate}=500")
+    assert every.stdout == "Completed updating default config for brokers in the cluster.\n", every.stderr
+    described = samsa_cli(*configs, "--describe")
+    assert described.stdout.splitlines() == [
+        "Dynamic configs for broker 1 are:",
+        f"  {rate}=1000 sensitive=false synonyms={{DYNAMIC_BROKER_CONFIG:{rate}=1000, "
+        f"DYNAMIC_DEFAULT_BROKER_CONFIG:{rate}=500}}",
+        "Default configs for brokers in the cluster are:",
+        f"  {rate}=500 sensitive=false synonyms={{DYNAMIC_DEFAULT_BROKER_CONFIG:{rate}=500}}",
+    ], described.stderr
+    refused = samsa_cli(*configs, "--entity-name", "1", "--alter", "--add-config", "log.retention.hours=1")
+    assert (
+        refused.returncode == 1
+        and "log.retention.hours cannot be altered while the broker runs" in refused.stderr
+    )

@@ -8,6 +8,8 @@ DYNAMIC_DEFAULT_BROKER_CONFIG source; the default broker entity (an empty name) 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from samsa.cluster.replication_quota import DEFAULT_BROKER
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.describe_configs import (
@@ -41,8 +43,16 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
             results.append(rows)
             continue
         wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+        is_broker = resource.resource_type == ResourceType.BROKER
+        defaults = await _dynamic_broker_config(ctx.services, DEFAULT_BROKER) if is_broker else {}
         configs = [
-            _config(ctx.services, resource.resource_type, name, value, source, request.include_synonyms)
+            _config(
+                ctx.services,
+                resource.resource_type,
+                (name, value, source),
+                defaults,
+                request.include_synonyms,
+            )
             for name, value, source in rows
             if wanted is None or name in wanted
         ]
@@ -57,7 +67,13 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
     return DescribeConfigsResponse(results=results)
 
 
-Rows = list[tuple[str, str | None, ConfigSource]]
+Row = tuple[str, str | None, ConfigSource]
+Rows = list[Row]
+DYNAMIC_SOURCES = (
+    ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    ConfigSource.DYNAMIC_BROKER_CONFIG,
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+)
 
 
 async def _rows(ctx: RequestContext, resource: DescribeConfigsResource) -> Rows | DescribeConfigsResult:
@@ -78,11 +94,8 @@ async def _rows(ctx: RequestContext, resource: DescribeConfigsResource) -> Rows 
 
 async def _dynamic_broker_rows(services: BrokerServices, name: str) -> Rows:
     """The dynamic configs of broker ``name`` (an id, or "" for the cluster default) that ZooKeeper holds."""
-    zk_support = services.zk_support
-    if zk_support is None:
-        return []
-    own = await zk_support.broker_config(name) if name else {}
-    default = await zk_support.broker_config(DEFAULT_BROKER)
+    own = await _dynamic_broker_config(services, name) if name else {}
+    default = await _dynamic_broker_config(services, DEFAULT_BROKER)
     rows: Rows = [(k, v, ConfigSource.DYNAMIC_BROKER_CONFIG) for k, v in sorted(own.items())]
     rows += [
         (k, v, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) for k, v in sorted(default.items()) if k not in own
@@ -90,13 +103,23 @@ async def _dynamic_broker_rows(services: BrokerServices, name: str) -> Rows:
     return rows
 
 
+async def _dynamic_broker_config(services: BrokerServices, entity: str) -> dict[str, str]:
+    """The dynamic configs ZooKeeper holds for a broker id or ``<default>``; none on a single broker."""
+    zk_support = services.zk_support
+    return {} if zk_support is None else await zk_support.broker_config(entity)
+
+
 def _synonyms(
-    services: BrokerServices, resource_type: int, name: str, value: str | None, source: ConfigSource
+    services: BrokerServices, resource_type: int, row: Row, dynamic_defaults: Mapping[str, str]
 ) -> list[DescribeConfigsSynonym]:
-    """Where the value of ``name`` may come from, by precedence, from ``source`` down."""
+    """Where the value of the row's key may come from, by precedence, from its source down."""
+    name, value, source = row
     synonyms = []
-    if source in (ConfigSource.DYNAMIC_TOPIC_CONFIG, ConfigSource.DYNAMIC_BROKER_CONFIG):
+    if source in DYNAMIC_SOURCES:
         synonyms.append(DescribeConfigsSynonym(name, value, int(source)))
+    if source is ConfigSource.DYNAMIC_BROKER_CONFIG and name in dynamic_defaults:
+        default_source = int(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+        synonyms.append(DescribeConfigsSynonym(name, dynamic_defaults[name], default_source))
     broker_name = BROKER_KEY_FOR_TOPIC_KEY.get(name, name) if resource_type == ResourceType.TOPIC else name
     broker_key = KEYS_BY_NAME.get(broker_name)
     if broker_key is None:
@@ -113,13 +136,13 @@ def _synonyms(
 def _config(
     services: BrokerServices,
     resource_type: int,
-    name: str,
-    value: str | None,
-    source: ConfigSource,
+    row: Row,
+    dynamic_defaults: Mapping[str, str],
     include_synonyms: bool,
 ) -> DescribeConfigsResourceResult:
+    name, value, source = row
     broker_key = KEYS_BY_NAME.get(BROKER_KEY_FOR_TOPIC_KEY.get(name, name))
-    synonyms = _synonyms(services, resource_type, name, value, source) if include_synonyms else []
+    synonyms = _synonyms(services, resource_type, row, dynamic_defaults) if include_synonyms else []
     return DescribeConfigsResourceResult(
         name=name,
         value=value,
