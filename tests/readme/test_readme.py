@@ -167,6 +167,8 @@ def test_shell_block(block: Block, broker: BrokerProcess, tmp_path: Path) -> Non
     if "cluster up" in block.code:
         assert "bootstrap servers: " in output and "every partition has its full ISR" in output
         assert "Topic: payments\tPartition: 5" in output and "stopped 3 brokers and ZooKeeper" in output
+    if "--add-config retention.ms=60000" in block.code:
+        assert output.count("Completed updating config for topic access-log.") == 2
     if "cluster restart" in block.code:
         assert "broker 2: 127.0.0.1:" in output and "stopped broker 3 (pid " in output
     if "kcat " in block.code:
