@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
 from tests.clients.harness import BrokerProcess
 
 from samsa.cli.app import cli
-from samsa.client import SyncClient
+from samsa.client import KafkaClient, SyncClient
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +130,29 @@ def test_failures_are_one_line_and_exit_1(broker: BrokerProcess, args: list[str]
     assert result.exit_code == 1, result.output
     assert message in result.stderr
     assert "Traceback" not in result.output and "org.apache" not in result.output
+
+
+def test_a_broker_without_incremental_alter_configs_gets_alter_configs(
+    broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As against a broker older than IncrementalAlterConfigs (Kafka < 2.3): the whole set of the topic's
+    dynamic configs is sent with AlterConfigs, the ones not touched kept."""
+    create(broker, "cfg-old-broker", "retention.ms=5000", "segment.bytes=1048576")
+
+    async def without_incremental(self: KafkaClient, api_key: int) -> bool:
+        return api_key != 44
+
+    sent: list[int] = []
+    real_send = KafkaClient.send
+
+    async def recording_send(self: KafkaClient, request: object, **kwargs: Any) -> Any:
+        sent.append(kwargs["api_key"])
+        return await real_send(self, request, **kwargs)
+
+    monkeypatch.setattr(KafkaClient, "supports", without_incremental)
+    monkeypatch.setattr(KafkaClient, "send", recording_send)
+    topic = ["--topic", "cfg-old-broker", "--alter"]
+    ok(run(broker, *topic, "--add-config", "cleanup.policy=compact", "--delete-config", "segment.bytes"))
+    assert 33 in sent and 44 not in sent
+    lines = ok(run(broker, "--topic", "cfg-old-broker", "--describe"))
+    assert [line.split(" ")[2] for line in lines[1:]] == ["cleanup.policy=compact", "retention.ms=5000"]

@@ -1,7 +1,8 @@
 """``samsa configs``: describe and alter topic and broker configs, like Kafka's ``kafka-configs.sh``.
 
 Talks to any Kafka-protocol broker through :mod:`samsa.client`: DescribeConfigs (with synonyms) to describe and
-IncrementalAlterConfigs to alter. Output lines follow Kafka's tool::
+IncrementalAlterConfigs to alter (AlterConfigs, with the entity's whole set of dynamic configs, on a broker too old
+for it). Output lines follow Kafka's tool::
 
     Dynamic configs for topic <name> are:              (All configs ... with --all)
       <key>=<value> sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:<key>=<value>, DEFAULT_CONFIG:<broker key>=<v>}
@@ -33,6 +34,7 @@ import click
 from samsa.client import BrokerError, ConfigEntry, KafkaClient, KafkaError
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+INCREMENTAL_ALTER_CONFIGS = 44
 # Kafka's ConfigEntry.ConfigSource names, by DescribeConfigs' config_source
 SOURCE_NAMES = {
     0: "UNKNOWN",
@@ -153,17 +155,24 @@ async def alter_entity(
     client: KafkaClient, entity: Entity, added: dict[str, str], deleted: list[str]
 ) -> None:
     assert entity.name is not None
-    if deleted:
-        current = await client.describe_configs([entity.name], resource_type=entity.resource_type)
+    incremental = await client.supports(INCREMENTAL_ALTER_CONFIGS)
+    current: dict[str, str] = {}
+    if deleted or not incremental:
+        described = await client.describe_configs([entity.name], resource_type=entity.resource_type)
         wanted = source_filter(entity, entity.name)
-        present = {e.name for e in current.get(entity.name, {}).values() if e.source == wanted}
-        missing = [key for key in deleted if key not in present]
+        current = {
+            e.name: e.value or "" for e in described.get(entity.name, {}).values() if e.source == wanted
+        }
+        missing = [key for key in deleted if key not in current]
         if missing:
             raise ArgumentError(f"Invalid config(s): {','.join(missing)} (not set on this {entity.singular})")
-    changes: dict[str, str | None] = {**added, **dict.fromkeys(deleted)}
-    error = (
-        await client.incremental_alter_configs({entity.name: changes}, resource_type=entity.resource_type)
-    )[entity.name]
+    if incremental:
+        changes: dict[str, str | None] = {**added, **dict.fromkeys(deleted)}
+        alter = client.incremental_alter_configs({entity.name: changes}, resource_type=entity.resource_type)
+    else:  # an older broker: AlterConfigs replaces the entity's whole set of dynamic configs
+        whole = {k: v for k, v in {**current, **added}.items() if k not in deleted}
+        alter = client.alter_configs({entity.name: whole}, resource_type=entity.resource_type)
+    error = (await alter)[entity.name]
     if error is not None:
         raise error
     if entity.name == DEFAULT_ENTITY:

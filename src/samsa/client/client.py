@@ -538,6 +538,40 @@ class KafkaClient:
         response = await self.send(request, api_key=iac.IncrementalAlterConfigsRequest.API_KEY)
         return {r.resource_name: _error_or_none(r.error_code, r.error_message) for r in response.responses}
 
+    async def alter_configs(
+        self,
+        configs: Mapping[str, Mapping[str, str]],
+        *,
+        resource_type: int = TOPIC_RESOURCE,
+        validate_only: bool = False,
+    ) -> dict[str, BrokerError | None]:
+        """AlterConfigs, the older request: each resource's dynamic configs become exactly ``configs[name]`` (keys
+        left out go back to their defaults); per resource None or the error."""
+        from samsa.protocol.messages import alter_configs as ac
+
+        request = ac.AlterConfigsRequest(
+            resources=[
+                ac.AlterConfigsResource(
+                    resource_type=resource_type,
+                    resource_name=name,
+                    configs=[ac.AlterableConfig(name=k, value=v) for k, v in values.items()],
+                )
+                for name, values in configs.items()
+            ],
+            validate_only=validate_only,
+        )
+        response = await self.send(request, api_key=ac.AlterConfigsRequest.API_KEY)
+        return {r.resource_name: _error_or_none(r.error_code, r.error_message) for r in response.responses}
+
+    async def supports(self, api_key: int) -> bool:
+        """Whether a broker (any one) serves ``api_key`` in a version this client speaks."""
+        connection = await self._any_connection()
+        try:
+            connection.pick_version(api_key)
+        except KafkaError:
+            return False
+        return True
+
     async def describe_log_dirs(
         self, topics: Mapping[str, Sequence[int]] | None = None, *, node_ids: Sequence[int] | None = None
     ) -> dict[int, list[LogDir]]:
