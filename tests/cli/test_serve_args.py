@@ -150,3 +150,15 @@ def test_the_wildcard_address_binds_when_another_is_advertised() -> None:
         {"listeners": "PLAINTEXT://0.0.0.0:9092", "advertised.listeners": "PLAINTEXT://broker1.example:9092"}
     )
     assert config.advertised_addresses == [("PLAINTEXT", "broker1.example", 9092)]
+
+
+def test_an_embedded_broker_on_a_port_in_use_names_it() -> None:
+    import samsa
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        refused = pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}: Address already in use")
+        with refused, samsa.Broker(port=port):
+            pass
