@@ -107,13 +107,13 @@ def read_config_file(path: str) -> dict[str, str]:
 
 def config_line(entry: ConfigEntry) -> str:
     synonyms = ", ".join(
-        f"{SOURCE_NAMES.get(s.source, s.source)}:{s.name}={_java(s.value)}" for s in entry.synonyms
+        f"{SOURCE_NAMES.get(s.source, s.source)}:{s.name}={_shown(s.value)}" for s in entry.synonyms
     )
     sensitive = "true" if entry.is_sensitive else "false"
-    return f"  {entry.name}={_java(entry.value)} sensitive={sensitive} synonyms={{{synonyms}}}"
+    return f"  {entry.name}={_shown(entry.value)} sensitive={sensitive} synonyms={{{synonyms}}}"
 
 
-def _java(value: str | None) -> str:
+def _shown(value: str | None) -> str:
     return "null" if value is None else value
 
 
