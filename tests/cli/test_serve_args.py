@@ -3,8 +3,10 @@ every command line it accepts exactly as argparse does, and hands every other on
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -101,3 +103,62 @@ def test_ctrl_c_while_the_command_is_still_importing_is_not_a_traceback(
     monkeypatch.setattr(samsa.cli.serve, "main", interrupted)
     assert samsa.cli.main(["serve"]) == 130
     assert capsys.readouterr().err == "Aborted!\n"
+
+
+def serve_process(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "samsa.cli", "serve", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_no_arguments_prints_the_usage_instead_of_serving_from_tmp() -> None:
+    refused = serve_process()
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("USAGE: samsa serve server.properties [--override property=value]*")
+
+
+def test_a_port_in_use_is_named_before_any_log_is_loaded(tmp_path: Path) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        listener = f"PLAINTEXT://127.0.0.1:{port}"
+        refused = serve_process(
+            "--override", f"listeners={listener}", "--override", f"log.dirs={tmp_path / 'logs'}"
+        )
+    assert refused.returncode == 1
+    assert (
+        refused.stderr
+        == f"samsa serve: cannot listen on {listener}: the address is already in use (port {port} of 127.0.0.1)\n"
+    )
+    assert not (tmp_path / "logs").exists()  # nothing loaded, nothing created
+
+
+def test_the_wildcard_address_is_never_advertised(tmp_path: Path) -> None:
+    refused = serve_process(
+        "--override", "listeners=PLAINTEXT://0.0.0.0:0", "--override", f"log.dirs={tmp_path}"
+    )
+    assert refused.returncode == 2
+    assert "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0" in refused.stderr
+    assert "set advertised.listeners" in refused.stderr
+
+
+def test_the_wildcard_address_binds_when_another_is_advertised() -> None:
+    from samsa.broker.config import KafkaConfig
+
+    config = KafkaConfig.from_properties(
+        {"listeners": "PLAINTEXT://0.0.0.0:9092", "advertised.listeners": "PLAINTEXT://broker1.example:9092"}
+    )
+    assert config.advertised_addresses == [("PLAINTEXT", "broker1.example", 9092)]
+
+
+def test_an_embedded_broker_on_a_port_in_use_names_it() -> None:
+    import samsa
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        refused = pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}: Address already in use")
+        with refused, samsa.Broker(port=port):
+            pass

@@ -82,7 +82,7 @@ def test_producer_record_too_large_fails(broker: BrokerProcess) -> None:
     create(broker, "huge")
     result = run("console-producer", "--bootstrap-server", broker.bootstrap, "--topic", "huge",
                  stdin=b"small\n" + b"y" * 2_000_000 + b"\n")  # fmt: skip
-    assert_one_line_failure(result, "RecordTooLargeException")
+    assert_one_line_failure(result, "(MESSAGE_TOO_LARGE)")
     assert "1 record(s) could not be sent" in result.stderr
     assert end_offsets(broker, "huge") == 1
 
@@ -100,7 +100,7 @@ def test_producer_invalid_topic_fails_at_once(broker: BrokerProcess) -> None:
     result = run(
         "console-producer", "--bootstrap-server", broker.bootstrap, "--topic", "bad/name", stdin=b"a\n"
     )
-    assert_one_line_failure(result, "InvalidTopicException")
+    assert_one_line_failure(result, "(INVALID_TOPIC_EXCEPTION)")
     assert time.monotonic() - started < 10
 
 

@@ -51,9 +51,8 @@ def test_topics_create_describe_alter_delete(broker: BrokerProcess, client: Sync
     again = samsa("topics", "--bootstrap-server", bs, "--create", "--topic", topic, "--partitions", "2")
     assert again.exit_code == 1
     assert again.stdout == f"Error while executing topic command : Topic '{topic}' already exists.\n"
-    assert f"ERROR org.apache.kafka.common.errors.TopicExistsException: Topic '{topic}' already exists." in (
-        again.stderr
-    )
+    assert f"ERROR Topic '{topic}' already exists. (TOPIC_ALREADY_EXISTS)\n" in again.stderr
+    assert "org.apache" not in again.stderr
 
     assert topic in samsa("topics", "--bootstrap-server", bs, "--list").stdout.splitlines()
     assert (
@@ -77,7 +76,7 @@ def test_topics_create_describe_alter_delete(broker: BrokerProcess, client: Sync
     shrink = samsa("topics", "--bootstrap-server", bs, "--alter", "--topic", topic, "--partitions", "1")
     assert shrink.exit_code == 1
     assert shrink.stdout.startswith("Error while executing topic command : ")
-    assert "InvalidPartitionsException" in shrink.stderr
+    assert "(INVALID_PARTITIONS)" in shrink.stderr
 
     deleted = samsa("topics", "--bootstrap-server", bs, "--delete", "--topic", topic)
     assert (deleted.exit_code, deleted.stdout) == (0, "")
@@ -221,9 +220,7 @@ def test_console_producer_bad_line_stops_with_exit_1(broker: BrokerProcess, clie
         stdin=b"k:v\nnoseparator\nk:after\n",
     )  # fmt: skip
     assert result.exit_code == 1
-    assert result.stderr == (
-        "org.apache.kafka.common.KafkaException: No key separator found on line number 2: 'noseparator'\n"
-    )
+    assert result.stderr == ("No key separator found on line number 2: 'noseparator'\n")
     data = client.fetch({TopicPartition(topic, 0): 0}, max_wait_ms=50)[TopicPartition(topic, 0)]
     assert [(r.key, r.value) for r in iter_consumer_records(data.records, topic, 0)] == [(b"k", b"v")]
 
@@ -274,12 +271,12 @@ def test_console_consumer_formats_like_kafka(broker: BrokerProcess, client: Sync
     assert from_offset.exit_code == 0
     assert from_offset.stdout == "null\n"
     assert from_offset.stderr.splitlines()[-1] == "Processed a total of 1 messages"
-    assert "TimeoutException" in from_offset.stderr
+    assert "ERROR" not in from_offset.stderr
 
     # without --from-beginning it starts at the end: nothing old is printed
     latest = samsa("console-consumer", "--bootstrap-server", bs, "--topic", topic, "--timeout-ms", "300")
     assert (latest.exit_code, latest.stdout) == (0, "")
-    assert latest.stderr.endswith("Processed a total of 0 messages\n")
+    assert latest.stderr == "Processed a total of 0 messages\n"  # a normal end: no ERROR line
 
     usage = samsa("console-consumer", "--bootstrap-server", bs, "--topic", topic, "--offset", "1")
     assert (usage.exit_code, usage.stderr) == (1, "The partition is required when offset is specified.\n")
@@ -304,11 +301,11 @@ def test_console_consumer_on_a_missing_topic(broker: BrokerProcess, client: Sync
     lines = refused.stderr.splitlines()
     assert lines[0].endswith(
         f"WARN [Consumer clientId=console-consumer] Error while fetching metadata : "
-        f"{{{missing}=UNKNOWN_TOPIC_OR_PARTITION}} (org.apache.kafka.clients.NetworkClient)"
+        f"{{{missing}=UNKNOWN_TOPIC_OR_PARTITION}}"
     )
     assert [line for line in lines if "WARN" in line] == [lines[0]], "reported once"
-    assert "org.apache.kafka.common.errors.TimeoutException" in lines
-    assert lines[-1] == "Processed a total of 0 messages"
+    # the end of --timeout-ms is a normal end: the count alone, no ERROR line
+    assert lines[1:] == ["Processed a total of 0 messages"]
     assert client.metadata([missing]).topics[missing].error_code != 0
 
 
@@ -406,11 +403,11 @@ def test_console_producer_logs_a_failed_send_per_record(broker: BrokerProcess, c
     # each failure logged as Kafka's tool does; unlike it (exit 0), a run that lost records does not exit 0
     assert result.exit_code == 1
     lines = result.stderr.splitlines()
-    assert len(lines) == 3
-    assert lines[0].endswith(
+    assert len(lines) == 2
+    assert (
         f"ERROR Error when sending message to topic {topic} with key: null, value: 500 bytes with error: "
-        "(org.apache.kafka.clients.producer.internals.ErrorLoggingCallback)"
-    )
-    assert lines[1].startswith("org.apache.kafka.common.errors.RecordTooLargeException: ")
+        "the batch at position 0 is 570 bytes"
+    ) in lines[0]
+    assert lines[0].endswith("(MESSAGE_TOO_LARGE)")
     data = client.fetch({TopicPartition(topic, 0): 0}, max_wait_ms=50)[TopicPartition(topic, 0)]
     assert [r.value for r in iter_consumer_records(data.records, topic, 0)] == [b"small"]

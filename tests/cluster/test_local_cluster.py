@@ -160,3 +160,94 @@ def test_ctrl_c_during_up_leaves_nothing_running(
         for pid in started:
             if pid > 0 and running(pid):
                 os.killpg(pid, signal.SIGKILL)
+
+
+def test_a_crashed_broker_is_started_again_and_down_stops_one_started_by_hand(cluster_dir: Path) -> None:
+    """`cluster up` refused to run again with one broker crashed, and `cluster down` left a broker started by hand
+    on its server.properties running ("2 had stopped already")."""
+    assert (
+        samsa_cli("cluster", "up", "--brokers", "2", "--port", "0", "--dir", str(cluster_dir)).returncode == 0
+    )
+    local = LocalCluster.find(cluster_dir)
+    local.kill(2)
+    started = samsa_cli("cluster", "start", "--broker", "2", "--dir", str(cluster_dir))
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.startswith("broker 2: 127.0.0.1:")
+    again = samsa_cli("cluster", "start", "--broker", "2", "--dir", str(cluster_dir))
+    assert again.returncode == 1 and "broker 2 is running" in again.stderr
+
+    # broker 2 crashes; an operator starts it by hand from its directory, on its relative server.properties
+    LocalCluster.find(cluster_dir).kill(2)
+    by_hand = subprocess.Popen(
+        [sys.executable, "-m", "samsa.cli", "serve", "server.properties"],
+        cwd=cluster_dir / "broker-2",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        LocalCluster.find(cluster_dir).wait_registered([2])
+        restarted = samsa_cli("cluster", "restart", "--broker", "1", "--dir", str(cluster_dir))
+        assert restarted.returncode == 0, restarted.stderr
+        assert restarted.stdout.startswith("stopped broker 1 (pid ")
+        assert LocalCluster.find(cluster_dir).running_pid(2) == by_hand.pid
+        down = samsa_cli("cluster", "down", "--dir", str(cluster_dir))
+        assert down.returncode == 0 and "stopped 2 brokers and ZooKeeper" in down.stdout, down.stdout
+        assert by_hand.wait(30) == 0  # a clean stop
+    finally:
+        if by_hand.poll() is None:
+            by_hand.kill()
+            by_hand.wait()
+
+
+def test_a_group_in_a_cluster_too_small_for_the_offsets_topic_is_told_why(cluster_dir: Path) -> None:
+    """With one of three brokers down before the first group, __consumer_offsets (replication factor 3) cannot be
+    made: consumer-groups said only COORDINATOR_NOT_AVAILABLE (15) and no broker logged why."""
+    assert (
+        samsa_cli("cluster", "up", "--brokers", "3", "--port", "0", "--dir", str(cluster_dir)).returncode == 0
+    )
+    local = LocalCluster.find(cluster_dir)
+    local.stop_broker(3)
+    first = local.broker(1).address
+    reason = (
+        "Number of alive brokers '2' does not meet the required replication factor '3' for the offsets topic "
+        "(configured via 'offsets.topic.replication.factor')"
+    )
+
+    def describe() -> subprocess.CompletedProcess[str]:
+        return samsa_cli("consumer-groups", "--bootstrap-server", first, "--describe", "--group", "billing")
+
+    wait_for("the reason in the tool's answer", lambda: reason in describe().stderr, timeout=60)
+    answered = describe()
+    assert (
+        answered.returncode == 1
+        and "COORDINATOR_NOT_AVAILABLE" in answered.stderr
+        and reason in answered.stderr
+    )
+    logged = [line for line in local.output(1, limit=1_000_000).splitlines() if reason in line]
+    assert len(logged) == 1 and " ERROR " in logged[0], logged  # once a minute, not once per request
+
+
+def test_configs_alters_and_describes_broker_dynamic_configs(cluster_dir: Path) -> None:
+    assert (
+        samsa_cli("cluster", "up", "--brokers", "1", "--port", "0", "--dir", str(cluster_dir)).returncode == 0
+    )
+    bootstrap = LocalCluster.find(cluster_dir).bootstrap_servers
+    configs = ("configs", "--bootstrap-server", bootstrap, "--entity-type", "brokers")
+    rate = "leader.replication.throttled.rate"
+    one = samsa_cli(*configs, "--entity-name", "1", "--alter", "--add-config", f"{rate}=1000")
+    assert one.stdout == "Completed updating config for broker 1.\n", one.stderr
+    every = samsa_cli(*configs, "--entity-default", "--alter", "--add-config", f"{rate}=500")
+    assert every.stdout == "Completed updating default config for brokers in the cluster.\n", every.stderr
+    described = samsa_cli(*configs, "--describe")
+    assert described.stdout.splitlines() == [
+        "Dynamic configs for broker 1 are:",
+        f"  {rate}=1000 sensitive=false synonyms={{DYNAMIC_BROKER_CONFIG:{rate}=1000, "
+        f"DYNAMIC_DEFAULT_BROKER_CONFIG:{rate}=500}}",
+        "Default configs for brokers in the cluster are:",
+        f"  {rate}=500 sensitive=false synonyms={{DYNAMIC_DEFAULT_BROKER_CONFIG:{rate}=500}}",
+    ], described.stderr
+    refused = samsa_cli(*configs, "--entity-name", "1", "--alter", "--add-config", "log.retention.hours=1")
+    assert (
+        refused.returncode == 1
+        and "log.retention.hours cannot be altered while the broker runs" in refused.stderr
+    )

@@ -9,7 +9,8 @@ substitutions are made (the README's fixed addresses and paths would collide bet
     /tmp/ck             -> a fresh temporary directory
     .venv/bin/          -> the directory of the interpreter running the tests
 
-The ``samsa serve`` lines each start a broker on a free port of 127.0.0.1 (``9092`` and ``0.0.0.0:9092`` replaced,
+The ``samsa serve`` lines each start a broker on a free port of 127.0.0.1 (``9092``, ``0.0.0.0:9092`` and the
+advertised ``broker1.example.com:9092`` replaced,
 ``/var/lib/samsa`` and ``config/server.properties``' ``log.dirs`` moved under a temporary directory), wait for its
 ready line and stop it with SIGTERM. Spark's session binds to 127.0.0.1 (``SPARK_LOCAL_IP``) as in every test.
 The ``make demo`` / ``make test`` block is not run here: it runs this suite.
@@ -129,6 +130,7 @@ def test_serve_lines(block: Block, tmp_path: Path) -> None:
         command = (
             line.replace(".venv/bin/", f"{BIN}/")
             .replace("0.0.0.0:9092", f"127.0.0.1:{port}")
+            .replace("broker1.example.com:9092", f"127.0.0.1:{port}")
             .replace("/var/lib/samsa", str(workdir / "var-lib-samsa"))
         )
         proc = subprocess.Popen(
@@ -165,6 +167,10 @@ def test_shell_block(block: Block, broker: BrokerProcess, tmp_path: Path) -> Non
     if "cluster up" in block.code:
         assert "bootstrap servers: " in output and "every partition has its full ISR" in output
         assert "Topic: payments\tPartition: 5" in output and "stopped 3 brokers and ZooKeeper" in output
+    if "--add-config retention.ms=60000" in block.code:
+        assert output.count("Completed updating config for topic access-log.") == 2
+    if "cluster restart" in block.code:
+        assert "broker 2: 127.0.0.1:" in output and "stopped broker 3 (pid " in output
     if "kcat " in block.code:
         assert "0  hello" in output.splitlines()
     if "console-producer" in block.code:

@@ -308,7 +308,24 @@ class KafkaConfig:
                 f"invalid value {','.join(self.listeners)!r} for configuration listeners: "
                 "no listener is left for clients once the controller listeners are set aside"
             )
+        self._check_advertised_routable()
         self._check_topic_defaults()
+
+    def _check_advertised_routable(self) -> None:
+        """Clients cannot connect to the wildcard address, so it is never advertised (Kafka refuses it too);
+        without ``advertised.listeners`` the listeners are what is advertised."""
+        given = bool(self._values["advertised.listeners"])
+        for name, host, port in self.advertised_addresses:
+            if host == "0.0.0.0":
+                hint = (
+                    ""
+                    if given
+                    else f" (set advertised.listeners, e.g. {name}://<this host's name or IP>:{port})"
+                )
+                raise ConfigError(
+                    "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0. "
+                    f"Use a routable IP address{hint}."
+                )
 
     def _check_topic_defaults(self) -> None:
         """The topic-level values derived from the broker's keys, checked as a topic's config would be, errors

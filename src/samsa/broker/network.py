@@ -493,7 +493,10 @@ def _listening_sockets(host: str, port: int, backlog: int) -> list[socket.socket
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             if port == 0 and len(sockets) > 1:  # one port for every address, as the first was given
                 address = (address[0], sockets[0].getsockname()[1], *address[2:])
-            sock.bind(address)
+            try:
+                sock.bind(address)
+            except OSError as exc:  # name the address: "Address already in use" alone does not say which
+                raise OSError(exc.errno, f"cannot listen on {host or '*'}:{port}: {exc.strerror}") from None
             sock.listen(backlog)
             sock.setblocking(False)
     except BaseException:

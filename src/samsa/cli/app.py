@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "console-consumer": "console_consumer:console_consumer",
     "log-dirs": "log_dirs:log_dirs",
     "consumer-groups": "consumer_groups:consumer_groups",
+    "configs": "configs:configs",
     "cluster": "cluster:cluster",
     "leader-election": "leader_election:leader_election",
     "reassign-partitions": "reassign_partitions:reassign_partitions",

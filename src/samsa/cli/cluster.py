@@ -3,14 +3,20 @@
 samsa cluster up --brokers 3          # prints the bootstrap servers; the processes keep running
 samsa cluster add                     # one more broker (partitions move to it with reassign-partitions)
 samsa cluster status                  # brokers, controller, partitions without a full ISR, moves, deletions
-samsa cluster down
+samsa cluster start --broker 2        # start a broker that stopped (crashed), on its log dir and port
+samsa cluster restart --broker 2      # stop it (a clean stop) if it runs, then start it
+samsa cluster down                    # every broker of the directory, one started by hand included
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from samsa.cluster.local import BrokerProcess
 
 DEFAULT_DIR = Path("/tmp/samsa-cluster")
 
@@ -52,7 +58,8 @@ def up(
 
     if (directory / STATE_FILE).exists():
         raise click.ClickException(
-            f"a cluster is already up in {directory}: `samsa cluster down --dir {directory}`"
+            f"a cluster is already up in {directory}: `samsa cluster start --broker N --dir {directory}` starts "
+            f"a broker that stopped, `samsa cluster down --dir {directory}` stops them all"
         )
     config = {}
     for item in overrides:
@@ -91,6 +98,58 @@ def add(directory: Path) -> None:
         f"broker {broker_id}: {broker.address} (pid {broker.pid}, logs in {directory}/broker-{broker_id})"
     )
     click.echo(f"bootstrap servers: {local.bootstrap_servers}")
+
+
+broker_option = click.option(
+    "--broker", "broker_id", type=int, required=True, help="the broker's id (broker-<id> in the directory)"
+)
+
+
+@cluster.command()
+@broker_option
+@dir_option
+def start(broker_id: int, directory: Path) -> None:
+    """Start one broker that is not running (after a crash, or a stop), on its log dir and port."""
+    from samsa.cluster.local import ClusterError, LocalCluster
+
+    try:
+        local = LocalCluster.find(directory)
+        pid = local.running_pid(broker_id)
+        if pid:
+            raise ClusterError(
+                f"broker {broker_id} is running (pid {pid}): `samsa cluster restart --broker {broker_id}` "
+                "restarts it"
+            )
+        local.start_broker(broker_id)
+        local.wait_controller_known([broker_id])
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    _started(local.broker(broker_id), directory)
+
+
+@cluster.command()
+@broker_option
+@dir_option
+def restart(broker_id: int, directory: Path) -> None:
+    """Stop one broker (a clean stop, moving its leaderships away) if it runs, whoever started it, then start
+    it again on its log dir and port."""
+    from samsa.cluster.local import ClusterError, LocalCluster
+
+    try:
+        local = LocalCluster.find(directory)
+        stopped = local.restart_broker(broker_id)
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"stopped broker {broker_id} (pid {stopped})" if stopped else f"broker {broker_id} was not running"
+    )
+    _started(local.broker(broker_id), directory)
+
+
+def _started(broker: BrokerProcess, directory: Path) -> None:
+    click.echo(
+        f"broker {broker.broker_id}: {broker.address} (pid {broker.pid}, logs in {directory}/broker-{broker.broker_id})"
+    )
 
 
 @cluster.command()

@@ -36,9 +36,8 @@ from samsa.client.records import ProducerRecord, build_batch, compression_type
 from samsa.records import RECORD_BATCH_OVERHEAD
 from samsa.storage.topic import InvalidTopicError, validate_topic
 
-from .topics import log_line
+from .topics import error_text, log_line
 
-CALLBACK_CLASS = "org.apache.kafka.clients.producer.internals.ErrorLoggingCallback"
 ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
 BATCH_SIZE = 16384
 MAX_REQUEST_SIZE = 1048576
@@ -90,7 +89,7 @@ def check_topic_name(topic: str) -> None:
     try:
         validate_topic(topic)
     except InvalidTopicError as exc:
-        raise MetadataError(f"org.apache.kafka.common.errors.InvalidTopicException: {exc}") from None
+        raise MetadataError(f"{exc} (INVALID_TOPIC_EXCEPTION)") from None
 
 
 class MetadataError(Exception):
@@ -198,10 +197,9 @@ class Sender:
             if meta is not None and meta.error_code:
                 error = BrokerError.from_code(meta.error_code, f"Topic {self.topic}")
                 if not error.retriable:
-                    raise MetadataError(f"org.apache.kafka.common.errors.{error.exception_name}: {error}")
+                    raise MetadataError(error_text(error))
             if time.monotonic() >= deadline:
                 raise MetadataError(
-                    "org.apache.kafka.common.errors.TimeoutException: "
                     f"Topic {self.topic} not present in metadata after {self.max_block_ms} ms."
                 )
             await asyncio.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
@@ -215,7 +213,7 @@ class Sender:
             if size > self.max_request_size:
                 self.log_failure(
                     record,
-                    "org.apache.kafka.common.errors.RecordTooLargeException",
+                    "MESSAGE_TOO_LARGE",
                     f"The message is {size} bytes when serialized which is larger than {self.max_request_size}, "
                     "which is the value of the max.request.size configuration.",
                 )
@@ -238,20 +236,18 @@ class Sender:
             )
         except BrokerError as exc:
             for record in records:
-                self.log_failure(
-                    record, f"org.apache.kafka.common.errors.{exc.exception_name}", exc.message or exc.name
-                )
+                self.log_failure(record, exc.name, exc.message or exc.name)
         except KafkaError as exc:
             for record in records:
-                self.log_failure(record, "org.apache.kafka.common.KafkaException", str(exc))
+                self.log_failure(record, None, str(exc))
 
-    def log_failure(self, record: ProducerRecord, exception: str, message: str) -> None:
+    def log_failure(self, record: ProducerRecord, error_name: str | None, message: str) -> None:
         self.failed += 1
         key = "null" if record.key is None else f"{len(record.key)} bytes"
         value = "null" if record.value is None else f"{len(record.value)} bytes"
         log_line(
             f"Error when sending message to topic {self.topic} with key: {key}, value: {value} with error: "
-            f"({CALLBACK_CLASS})\n{exception}: {message}"
+            + (f"{message} ({error_name})" if error_name else message)
         )
 
 
@@ -412,10 +408,10 @@ def console_producer(
     try:
         failed = asyncio.run(produce_lines(bootstrap_server, topic, reader, props, stream, sync))
     except LineError as exc:
-        click.echo(f"org.apache.kafka.common.KafkaException: {exc}", err=True)
+        click.echo(str(exc), err=True)
         sys.exit(1)
     except MetadataError as exc:
-        log_line(f"Error when sending messages to topic {topic}: ({CALLBACK_CLASS})\n{exc}")
+        log_line(f"Error when sending messages to topic {topic}: {exc}")
         sys.exit(1)
     except (KafkaError, ValueError) as exc:
         log_line(str(exc))

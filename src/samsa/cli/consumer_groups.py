@@ -1,15 +1,23 @@
 """``samsa consumer-groups``: list, describe, reset and delete consumer groups, like ``kafka-consumer-groups.sh``.
 
     --list                                  one group id a line
+    --list --state [STATE,...]              GROUP STATE, the groups in those states (all without a value)
     --describe --group G [--group G2 ...]   GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST
                                             CLIENT-ID, one row per partition the group owns or has committed
     --describe --members [--verbose]        GROUP CONSUMER-ID [GROUP-INSTANCE-ID] HOST CLIENT-ID #PARTITIONS
                                             [ASSIGNMENT], one row per member
     --describe --state                      GROUP COORDINATOR (ID) ASSIGNMENT-STRATEGY STATE #MEMBERS
     --reset-offsets --group G (--topic T[:P,..] | --all-topics)
-        (--to-earliest | --to-latest | --to-offset N | --to-datetime YYYY-MM-DDTHH:mm:SS.sss | --shift-by N)
-        [--dry-run | --execute]             prints GROUP TOPIC PARTITION NEW-OFFSET; commits only with --execute
+        (--to-earliest | --to-latest | --to-current | --to-offset N | --to-datetime YYYY-MM-DDTHH:mm:SS.sss
+         | --by-duration PnDTnHnMnS | --shift-by N)
+        [--dry-run | --execute] [--export]  prints GROUP TOPIC PARTITION NEW-OFFSET (with --export, CSV lines
+                                            topic,partition,offset; group,topic,partition,offset for several
+                                            groups); commits only with --execute
+    --reset-offsets --group G --from-file F  the offsets of a CSV file as --export writes it
     --delete --group G [--group G2 ...]
+    --delete-offsets --group G --topic T[:P,..]   TOPIC PARTITION STATUS, one row per partition
+
+``--timeout MS`` bounds each request to the brokers (default 30000).
 
 As in Kafka: offsets can be reset only while the group is inactive (Empty or unknown), a reset past either end of
 the log is clamped to it, and a reset with neither --dry-run nor --execute warns and behaves as --dry-run. Errors
@@ -20,8 +28,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
@@ -254,6 +265,50 @@ class ResetSpec:
     to_offset: int | None = None
     to_datetime: str | None = None
     shift_by: int | None = None
+    to_current: bool = False
+    by_duration: str | None = None
+    from_file: str | None = None
+
+    @property
+    def scenarios(self) -> list[bool]:
+        """One flag per way of choosing the new offsets: exactly one must be given."""
+        return [
+            self.to_earliest,
+            self.to_latest,
+            self.to_current,
+            self.to_offset is not None,
+            self.to_datetime is not None,
+            self.by_duration is not None,
+            self.shift_by is not None,
+            self.from_file is not None,
+        ]
+
+
+def parse_duration(text: str) -> int:
+    """An ISO-8601 duration as Kafka's ``--by-duration`` takes it (``PnDTnHnMn.nS``, e.g. ``PT1H30M``), in ms."""
+    match = re.fullmatch(
+        r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", text.strip().upper()
+    )
+    if match is None or text.strip().upper() in ("P", "PT"):
+        raise CommandError(f"Error parsing duration. It does not match the format PnDTnHnMn.nS: {text}")
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    return int((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1000)
+
+
+def read_offsets_file(path: str) -> dict[str, dict[TopicPartition, int]]:
+    """The offsets of a CSV file as ``--export`` writes it, by group ("" for a file of one group's lines)."""
+    try:
+        lines = [line.strip() for line in Path(path).read_text().splitlines() if line.strip()]
+    except OSError as exc:
+        raise CommandError(f"Cannot read {path}: {exc.strerror}") from None
+    out: dict[str, dict[TopicPartition, int]] = {}
+    for line in lines:
+        cells = [c.strip() for c in line.split(",")]
+        group, cells = (cells[0], cells[1:]) if len(cells) == 4 else ("", cells)
+        if len(cells) != 3 or not cells[1].isdigit() or not cells[2].lstrip("-").isdigit():
+            raise CommandError(f"Invalid line in {path}: {line!r} is not topic,partition,offset")
+        out.setdefault(group, {})[TopicPartition(cells[0], int(cells[1]))] = int(cells[2])
+    return out
 
 
 def parse_datetime(text: str) -> int:
@@ -311,6 +366,13 @@ async def plan_reset(
         return {tp: earliest[tp] for tp in partitions}
     if spec.to_latest:
         return {tp: latest[tp] for tp in partitions}
+    if spec.to_current:
+        current = await admin.committed_offsets(client, group_id, partitions)
+        return {tp: current.get(tp, latest[tp]) for tp in partitions}
+    if spec.by_duration is not None:
+        since = int(time.time() * 1000) - parse_duration(spec.by_duration)
+        found = await client.list_offsets(dict.fromkeys(partitions, since))
+        return {tp: found[tp][0] if found[tp][0] >= 0 else latest[tp] for tp in partitions}
     if spec.to_offset is not None:
         return {tp: clamp(tp, spec.to_offset) for tp in partitions}
     if spec.to_datetime is not None:
@@ -320,6 +382,12 @@ async def plan_reset(
     assert spec.shift_by is not None
     committed = await admin.committed_offsets(client, group_id, partitions)
     return {tp: clamp(tp, committed.get(tp, latest[tp]) + spec.shift_by) for tp in partitions}
+
+
+def format_csv(group_id: str, plan: dict[TopicPartition, int], with_group: bool) -> list[str]:
+    """``--export``: one ``topic,partition,offset`` line a partition, led by the group with several groups."""
+    lead = f"{group_id}," if with_group else ""
+    return [f"{lead}{tp.topic},{tp.partition},{plan[tp]}" for tp in sorted(plan)]
 
 
 def format_plan(group_id: str, plan: dict[TopicPartition, int]) -> list[str]:
@@ -336,8 +404,10 @@ async def run_reset(
     all_topics: bool,
     spec: ResetSpec,
     execute: bool,
+    export: bool = False,
 ) -> list[str]:
     out: list[str] = []
+    from_file = read_offsets_file(spec.from_file) if spec.from_file is not None else None
     for group_id in group_ids:
         description = await admin.describe_group(client, group_id)
         if description.state not in INACTIVE_STATES:
@@ -345,7 +415,12 @@ async def run_reset(
                 f"Assignments can only be reset if the group '{group_id}' is inactive, but the current state is "
                 f"{description.state}."
             )
-        plan = await plan_reset(client, group_id, await _scope(client, group_id, topics, all_topics), spec)
+        if from_file is not None:
+            plan = from_file.get(group_id) or from_file.get("") or {}
+        else:
+            plan = await plan_reset(
+                client, group_id, await _scope(client, group_id, topics, all_topics), spec
+            )
         if execute and plan:
             errors = await admin.commit_offsets(client, group_id, plan)
             failed = {tp: code for tp, code in errors.items() if code != 0}
@@ -354,11 +429,45 @@ async def run_reset(
                 raise CommandError(
                     f"committing the new offset of {tp.topic}-{tp.partition}: {BrokerError.from_code(code)}"
                 )
-        out += format_plan(group_id, plan)
+        out += format_csv(group_id, plan, len(group_ids) > 1) if export else format_plan(group_id, plan)
+    return out
+
+
+async def run_delete_offsets(client: KafkaClient, group_id: str, topics: Sequence[str]) -> list[str]:
+    """``--delete-offsets``: TOPIC PARTITION STATUS rows; a group-level refusal is a CommandError."""
+    partitions = await _scope(client, group_id, topics, False)
+    error, results = await admin.delete_offsets(client, group_id, partitions)
+    if error:
+        raise CommandError(
+            f"Deleting the offsets of group '{group_id}' failed: {BrokerError.from_code(error)}"
+        )
+    failed = any(results.values())
+    out = [
+        f"Request {'failed' if failed else 'succeeded'} for deleting offsets from group '{group_id}'.",
+        "",
+        f"{'TOPIC':<30} {'PARTITION':<10} STATUS",
+    ]
+    for tp in sorted(results):
+        code = results[tp]
+        status = "Successful" if code == 0 else f"Error: {BrokerError.from_code(code)}"
+        out.append(f"{tp.topic:<30} {tp.partition:<10} {status}")
+    if failed:
+        raise CommandError("\n".join(out))
     return out
 
 
 # --- list / delete -------------------------------------------------------------------------------------------
+
+
+async def run_list(client: KafkaClient, view: DescribeView) -> list[str]:
+    """``--list``: one group id a line; with ``--state``, GROUP STATE columns of the groups in the states asked."""
+    listed = await admin.list_groups(client)
+    if not view.list_states:
+        return [g.group_id for g in listed]
+    wanted = {s.lower() for s in view.states or ()}
+    rows = [(g.group_id, g.state) for g in listed if not wanted or g.state.lower() in wanted]
+    width = max([15, *(len(group_id) for group_id, _ in rows)])
+    return [f"{'GROUP':<{width}} STATE", *(f"{group_id:<{width}} {state}" for group_id, state in rows)]
 
 
 async def run_delete(client: KafkaClient, group_ids: Sequence[str]) -> list[str]:
@@ -384,6 +493,10 @@ class DescribeView:
     members: bool = False
     verbose: bool = False
     state: bool = False
+    states: tuple[str, ...] | None = (
+        None  # --list --state: the states to list (None: every group, with states)
+    )
+    list_states: bool = False
 
 
 # --- the command ---------------------------------------------------------------------------------------------
@@ -399,6 +512,9 @@ class DescribeView:
 )
 @click.option("--delete", is_flag=True, help="Delete consumer groups (only inactive ones can go).")
 @click.option("--reset-offsets", is_flag=True, help="Reset the committed offsets of an inactive group.")
+@click.option(
+    "--delete-offsets", is_flag=True, help="Delete a group's committed offsets of --topic partitions."
+)
 @click.option("--group", "groups", multiple=True, help="The consumer group (repeatable).")
 @click.option("--all-groups", is_flag=True, help="Apply to every group.")
 @click.option("--topic", "topics", multiple=True, help="Reset scope: TOPIC or TOPIC:P1,P2 (repeatable).")
@@ -407,12 +523,33 @@ class DescribeView:
 )
 @click.option("--to-earliest", is_flag=True, help="Reset to the earliest offset.")
 @click.option("--to-latest", is_flag=True, help="Reset to the latest offset.")
+@click.option("--to-current", is_flag=True, help="Reset to the committed offset (the latest where none).")
+@click.option("--by-duration", help="Reset to the first offset at or after now minus PnDTnHnMnS.")
+@click.option("--from-file", help="Reset to the offsets of a CSV file (topic,partition,offset; as --export).")
+@click.option("--export", is_flag=True, help="With --reset-offsets: print the new offsets as CSV.")
+@click.option(
+    "--timeout",
+    "timeout_ms",
+    type=click.IntRange(1),
+    default=30000,
+    show_default=True,
+    help="Request timeout, ms.",
+)
 @click.option("--to-offset", type=int, help="Reset to this offset (clamped to the log).")
 @click.option("--to-datetime", help="Reset to the first offset at or after yyyy-MM-ddTHH:mm:SS.sss.")
 @click.option("--shift-by", type=int, help="Move the committed offset by N (may be negative).")
 @click.option("--members", is_flag=True, help="With --describe: one row per member instead of per partition.")
 @click.option("--verbose", is_flag=True, help="With --describe --members: instance ids and assignments too.")
-@click.option("--state", is_flag=True, help="With --describe: the group's coordinator, strategy and state.")
+@click.option(
+    "--state",
+    "state_filter",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[STATES]",
+    help="With --describe: the group's coordinator, strategy and state; with --list: each group's state, only "
+    "the states given (comma separated) when any.",
+)
 @click.option("--dry-run", is_flag=True, help="Only print the new offsets (the default).")
 @click.option("--execute", is_flag=True, help="Commit the new offsets.")
 def consumer_groups(
@@ -421,38 +558,67 @@ def consumer_groups(
     describe: bool,
     delete: bool,
     reset_offsets: bool,
+    delete_offsets: bool,
     groups: tuple[str, ...],
     all_groups: bool,
     topics: tuple[str, ...],
     all_topics: bool,
     to_earliest: bool,
     to_latest: bool,
+    to_current: bool,
+    by_duration: str | None,
+    from_file: str | None,
+    export: bool,
+    timeout_ms: int,
     to_offset: int | None,
     to_datetime: str | None,
     shift_by: int | None,
     members: bool,
     verbose: bool,
-    state: bool,
+    state_filter: str | None,
     dry_run: bool,
     execute: bool,
 ) -> None:
     """List, describe, delete consumer groups and reset their offsets (kafka-consumer-groups.sh)."""
-    action = _one_action({"list": list_, "describe": describe, "delete": delete, "reset": reset_offsets})
-    spec = ResetSpec(to_earliest, to_latest, to_offset, to_datetime, shift_by)
-    view = DescribeView(members, verbose, state)
+    action = _one_action(
+        {
+            "list": list_,
+            "describe": describe,
+            "delete": delete,
+            "reset": reset_offsets,
+            "delete-offsets": delete_offsets,
+        }
+    )
+    spec = ResetSpec(
+        to_earliest, to_latest, to_offset, to_datetime, shift_by, to_current, by_duration, from_file
+    )
+    state = state_filter is not None
+    view = DescribeView(members, verbose, state and action == "describe")
+    if state and action == "list":
+        states = tuple(s.strip() for s in (state_filter or "").split(",") if s.strip())
+        view = DescribeView(states=states or None, list_states=True)
+    elif state_filter and action == "describe":
+        raise click.UsageError("Option --state takes a list of states with --list only")
+    elif state and action != "describe":
+        raise click.UsageError("Option --state needs --describe or --list")
     if action == "reset":
         _check_reset_options(spec, topics, all_topics, dry_run, execute)
+    if export and action != "reset":
+        raise click.UsageError("Option --export needs --reset-offsets")
+    if action == "delete-offsets" and (len(groups) != 1 or not topics):
+        raise click.UsageError("Option --delete-offsets needs one --group and at least one --topic")
     _check_describe_options(action == "describe", view)
     if action != "list" and not groups and not all_groups:
         raise click.UsageError("Option --describe, --delete and --reset-offsets need --group or --all-groups")
-    run = _run(bootstrap_server, action, groups, all_groups, topics, all_topics, spec, execute, view)
+    options = RunOptions(topics, all_topics, spec, execute, view, export, timeout_ms)
+    run = _run(bootstrap_server, action, groups, all_groups, options)
     try:
         lines = asyncio.run(run)
     except (CommandError, KafkaError) as exc:
         click.echo(f"Error: {exc}", err=True)
         raise SystemExit(1) from None
     if action == "reset" and not dry_run and not execute:
-        click.echo(NO_EXECUTE_WARNING)
+        click.echo(NO_EXECUTE_WARNING, err=export)  # CSV on stdout stays CSV
     for line in lines:
         click.echo(line)
 
@@ -462,7 +628,8 @@ def _one_action(flags: dict[str, bool]) -> str:
     chosen = [action for action, given in flags.items() if given]
     if len(chosen) != 1:
         raise click.UsageError(
-            "Command must include exactly one action: --list, --describe, --delete, --reset-offsets"
+            "Command must include exactly one action: --list, --describe, --delete, --reset-offsets, "
+            "--delete-offsets"
         )
     return chosen[0]
 
@@ -470,19 +637,17 @@ def _one_action(flags: dict[str, bool]) -> str:
 def _check_reset_options(
     spec: ResetSpec, topics: tuple[str, ...], all_topics: bool, dry_run: bool, execute: bool
 ) -> None:
-    scenarios = [
-        spec.to_earliest,
-        spec.to_latest,
-        spec.to_offset is not None,
-        spec.to_datetime is not None,
-        spec.shift_by is not None,
-    ]
-    if sum(scenarios) != 1:
+    if sum(spec.scenarios) != 1:
         raise click.UsageError(
-            "Option --reset-offsets takes exactly one of --to-earliest, --to-latest, --to-offset, "
-            "--to-datetime, --shift-by"
+            "Option --reset-offsets takes exactly one of --to-earliest, --to-latest, --to-current, --to-offset, "
+            "--to-datetime, --by-duration, --shift-by, --from-file"
         )
-    if not topics and not all_topics:
+    if spec.by_duration is not None:
+        try:
+            parse_duration(spec.by_duration)
+        except CommandError as exc:
+            raise click.UsageError(str(exc)) from None
+    if not topics and not all_topics and spec.from_file is None:
         raise click.UsageError("Option --reset-offsets needs one of --topic or --all-topics")
     if dry_run and execute:
         raise click.UsageError("Option --execute cannot be used with --dry-run")
@@ -497,20 +662,27 @@ def _check_describe_options(describe: bool, view: DescribeView) -> None:
         raise click.UsageError("Option --verbose needs --describe --members")
 
 
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """What the action needs besides the groups."""
+
+    topics: Sequence[str]
+    all_topics: bool
+    spec: ResetSpec
+    execute: bool
+    view: DescribeView
+    export: bool
+    timeout_ms: int
+
+
 async def _run(
-    bootstrap: str,
-    action: str,
-    groups: Sequence[str],
-    all_groups: bool,
-    topics: Sequence[str],
-    all_topics: bool,
-    spec: ResetSpec,
-    execute: bool,
-    view: DescribeView,
+    bootstrap: str, action: str, groups: Sequence[str], all_groups: bool, options: RunOptions
 ) -> list[str]:
-    async with KafkaClient(bootstrap, client_id="samsa-consumer-groups") as client:
+    view = options.view
+    client_id = "samsa-consumer-groups"
+    async with KafkaClient(bootstrap, client_id=client_id, request_timeout_ms=options.timeout_ms) as client:
         if action == "list":
-            return [g.group_id for g in await admin.list_groups(client)]
+            return await run_list(client, view)
         names = list(groups)
         if all_groups:
             names = [g.group_id for g in await admin.list_groups(client)]
@@ -522,4 +694,8 @@ async def _run(
             return await run_describe(client, names)
         if action == "delete":
             return await run_delete(client, names)
-        return await run_reset(client, names, topics, all_topics, spec, execute)
+        if action == "delete-offsets":
+            return await run_delete_offsets(client, names[0], options.topics)
+        return await run_reset(
+            client, names, options.topics, options.all_topics, options.spec, options.execute, options.export
+        )

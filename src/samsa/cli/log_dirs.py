@@ -80,7 +80,7 @@ def log_dir_entry(log_dir: LogDir, topics: set[str]) -> dict[str, Any]:
     ]
     error = None
     if log_dir.error_code:
-        error = "org.apache.kafka.common.errors." + BrokerError.from_code(log_dir.error_code).exception_name
+        error = BrokerError.from_code(log_dir.error_code).exception_name
     return java_map([("logDir", log_dir.path), ("error", error), ("partitions", partitions)])
 
 

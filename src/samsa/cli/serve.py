@@ -6,6 +6,10 @@ arguments before importing click (``samsa.cli.main``). The usual command lines (
 and ``--[no-]uvloop``) are read by ``parse_plain``, since argparse and the modules its help formatter imports cost
 about 7 ms here; anything else (``--help``, an unknown or abbreviated option, a value that looks like an option)
 goes to argparse, which parses it or says what is wrong, as it always did.
+
+With no argument at all it prints its usage and exits 1, as ``kafka-server-start.sh`` does, rather than serve
+from the default ``/tmp/kafka-logs``. Before any log is loaded, each listener's address is tried: one that another
+process holds ends the start at once, naming the listener (exit 1).
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     import argparse
 
+    from samsa.broker.config import KafkaConfig
+
 DESCRIPTION = "Run a broker until SIGTERM or SIGINT."
+USAGE = "USAGE: samsa serve server.properties [--override property=value]*  (samsa serve --help lists every option)"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -90,6 +97,9 @@ def main(argv: Sequence[str]) -> int:
     from samsa.broker.config import ConfigError, KafkaConfig
     from samsa.storage.properties import PropertiesError, load_properties
 
+    if not argv:
+        print(USAGE, file=sys.stderr)
+        return 1
     args = parse_args(argv)
     try:
         props = load_properties(args.properties) if args.properties else {}
@@ -103,6 +113,36 @@ def main(argv: Sequence[str]) -> int:
     except (PropertiesError, ConfigError) as exc:
         print(f"samsa serve: {exc}", file=sys.stderr)
         return 2
+    taken = listener_in_use(config)
+    if taken is not None:
+        print(f"samsa serve: {taken}", file=sys.stderr)
+        return 1
     from samsa.broker.runner import run_forever
 
     return run_forever(config, use_uvloop=args.uvloop)
+
+
+def listener_in_use(config: KafkaConfig) -> str | None:
+    """Why a listener cannot be opened (its address taken, or not this host's), tried before any log is loaded;
+    None when every listener's address can be bound. A fixed port only: port 0 always binds."""
+    import errno
+    import socket
+
+    for name, host, port in config.listener_addresses:
+        if port == 0:
+            continue
+        try:
+            infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        except OSError as exc:
+            return f"cannot listen on {name}://{host}:{port}: {exc.strerror or exc}"
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            try:
+                with socket.socket(family, kind, proto) as probe:
+                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EAFNOSUPPORT:
+                    continue  # a family this host does not have
+                reason = "the address is already in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+                return f"cannot listen on {name}://{host}:{port}: {reason} (port {port} of {address[0]})"
+    return None

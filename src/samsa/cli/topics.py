@@ -9,12 +9,20 @@ Talks to any Kafka-protocol broker through :mod:`samsa.client`. Output lines fol
 
 ``--topic`` is a regular expression (commas mean "or"), as in Kafka; ``--list`` is sorted and ``--describe``
 follows the iteration order of a Java HashMap of the names, as Kafka's tool does. A failed broker call prints
-``Error while executing topic command : <message>`` on stdout and the Java exception name on stderr, exit 1; a
+``Error while executing topic command : <message>`` on stdout and an ERROR line with the message and Kafka's
+error name on stderr, exit 1; a
 bad argument or a topic that does not exist prints its message on stderr, exit 1.
 
 ``--describe`` with ``--under-replicated-partitions`` (ISR smaller than the replicas), ``--unavailable-partitions``
 (no live leader), ``--under-min-isr-partitions`` (ISR under the topic's ``min.insync.replicas``, or no leader) or
-``--at-min-isr-partitions`` prints only the matching partitions' lines, without the topic lines, as Kafka's does.
+``--at-min-isr-partitions`` prints only the matching partitions' lines, without the topic lines, as Kafka's does;
+``--topics-with-overrides`` prints only the topic lines of topics whose configs are not all defaults.
+
+``--replica-assignment 1:2,2:3`` (with ``--create``) places each partition's replicas (comma between partitions,
+colon between replicas, the first the preferred leader) instead of ``--partitions``/``--replication-factor``.
+``--command-config`` reads the admin client's properties: ``request.timeout.ms`` and ``client.id`` are used; a
+security setting other than PLAINTEXT is refused (Samsa's tools and broker speak PLAINTEXT only); the rest are
+ignored. ``--version`` prints Samsa's version.
 """
 
 from __future__ import annotations
@@ -37,7 +45,6 @@ from samsa.topic_partition import TopicPartition
 from .log_dirs import java_hash_order, java_string_hash
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-TOOL_CLASS = "org.apache.kafka.tools.TopicCommand"
 SHORT_MAX = 32767
 
 
@@ -99,15 +106,12 @@ def log_line(text: str, level: str = "ERROR") -> None:
     click.echo(f"[{now}] {level} {text}", err=True)
 
 
-def log_error(exception: str, message: str, tool_class: str) -> None:
-    """The line Kafka's tools log for an exception."""
-    log_line(f"{exception}: {message} ({tool_class})")
-
-
-def java_exception(error: KafkaError) -> str:
+def error_text(error: KafkaError) -> str:
+    """A failure as the tools log it: the broker's message and Kafka's error name, ``Topic 't' already exists.
+    (TOPIC_ALREADY_EXISTS)``; a client-side failure's own message."""
     if isinstance(error, BrokerError):
-        return f"org.apache.kafka.common.errors.{error.exception_name}"
-    return "org.apache.kafka.common.KafkaException"
+        return f"{error.message} ({error.name})" if error.message else error.name
+    return str(error)
 
 
 def error_message(error: KafkaError) -> str:
@@ -123,6 +127,7 @@ async def create_topic(
     replication_factor: int | None,
     configs: dict[str, str],
     if_not_exists: bool,
+    assignment: dict[int, list[int]] | None = None,
 ) -> None:
     if replication_factor is not None and not 1 <= replication_factor <= SHORT_MAX:
         raise ArgumentError(f"The replication factor must be between 1 and {SHORT_MAX} inclusive")
@@ -133,12 +138,55 @@ async def create_topic(
             "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') could "
             "collide. To avoid issues it is best to use either, but not both."
         )
-    new = NewTopic(topic, partitions or -1, replication_factor or -1, configs)
+    new = NewTopic(topic, partitions or -1, replication_factor or -1, configs, assignment)
     error = (await client.create_topics([new]))[topic]
     if error is None:
         click.echo(f"Created topic {topic}.")
     elif not (if_not_exists and error.name == "TOPIC_ALREADY_EXISTS"):
         raise error
+
+
+def parse_replica_assignment(text: str) -> dict[int, list[int]]:
+    """``--replica-assignment``: partition -> broker ids, checked as Kafka's tool checks them (broker ids are
+    integers, no broker twice in a partition, the same replication factor everywhere)."""
+    assignment: dict[int, list[int]] = {}
+    for partition, replicas in enumerate(text.split(",")):
+        ids = [r.strip() for r in replicas.split(":") if r.strip()]
+        if not ids or not all(r.isdigit() for r in ids):
+            raise ArgumentError(
+                f"Invalid replica assignment {text!r}: broker ids must be integers, as 1:2,2:3"
+            )
+        brokers = [int(r) for r in ids]
+        duplicates = sorted({b for b in brokers if brokers.count(b) > 1})
+        if duplicates:
+            raise ArgumentError(
+                f"Partition replica lists may not contain duplicate entries: {','.join(map(str, duplicates))}"
+            )
+        if assignment and len(brokers) != len(assignment[0]):
+            raise ArgumentError(
+                f"Partition {partition} has different replication factor: {','.join(map(str, brokers))}"
+            )
+        assignment[partition] = brokers
+    return assignment
+
+
+def read_command_config(path: str) -> dict[str, str]:
+    """``--command-config``: the admin client properties; a security protocol other than PLAINTEXT (or any SASL
+    or SSL setting) is an ArgumentError, since Samsa speaks PLAINTEXT only."""
+    from samsa.storage.properties import PropertiesError, load_properties
+
+    try:
+        props = load_properties(path)
+    except PropertiesError as exc:
+        raise ArgumentError(str(exc)) from None
+    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
+    secured = sorted(k for k in props if k.startswith(("sasl.", "ssl.")))
+    if protocol != "PLAINTEXT" or secured:
+        setting = f"security.protocol={protocol}" if protocol != "PLAINTEXT" else secured[0]
+        raise ArgumentError(f"{path}: {setting} is not supported: Samsa's tools connect over PLAINTEXT only")
+    if not props.get("request.timeout.ms", "1").strip().isdigit():
+        raise ArgumentError(f"{path}: request.timeout.ms must be a number of milliseconds")
+    return props
 
 
 def partition_filter(report: str | None, live: set[int], min_isr: int) -> Callable[[PartitionMetadata], bool]:
@@ -161,6 +209,7 @@ async def describe_topics(
     if_exists: bool,
     report: str | None = None,
 ) -> None:
+    """``report``: a partition filter (``partition_filter``) or "overrides" (``--topics-with-overrides``)."""
     cluster = await client.metadata()
     names = select_topics(cluster, pattern, exclude_internal)
     ensure_found(names, pattern, not if_exists)
@@ -184,10 +233,12 @@ async def describe_topics(
         replication = len(partitions[0].replicas) if partitions else 0
         if partitions and (first := moving.get(TopicPartition(name, partitions[0].partition))):
             replication -= len(first[1])  # a move's adding replicas are not counted
-        if report is None:  # a partition report prints the matching partitions' lines alone
+        if report is None or (report == "overrides" and overridden):  # a partition report: its lines alone
             click.echo(
                 f"{head}\tPartitionCount: {len(partitions)}\tReplicationFactor: {replication}\tConfigs: {overridden}"
             )
+        if report == "overrides":
+            continue
         min_isr_entry = configs.get(name, {}).get("min.insync.replicas")
         min_isr = int(min_isr_entry.value) if min_isr_entry is not None and min_isr_entry.value else 1
         for p in filter(partition_filter(report, live, min_isr), partitions):
@@ -279,6 +330,20 @@ async def list_topics(client: KafkaClient, pattern: str | None, exclude_internal
     help="With --describe: only partitions whose ISR is smaller than min.insync.replicas.",
 )
 @click.option(
+    "--topics-with-overrides",
+    "report",
+    flag_value="overrides",
+    help="With --describe: only the topics whose configs differ from the defaults (topic lines only).",
+)
+@click.option(
+    "--replica-assignment",
+    help="With --create: each partition's replicas, comma between partitions, colon between replicas (1:2,2:3).",
+)
+@click.option("--command-config", help="A properties file for the admin client (PLAINTEXT only).")
+@click.version_option(
+    None, "--version", package_name="samsa", message="%(version)s", help="Print Samsa's version and exit."
+)
+@click.option(
     "--at-min-isr-partitions",
     "report",
     flag_value="at-min-isr",
@@ -299,6 +364,8 @@ def topics(
     if_not_exists: bool,
     exclude_internal: bool,
     report: str | None,
+    replica_assignment: str | None,
+    command_config: str | None,
 ) -> None:
     """Create, delete, describe, or change a topic (like kafka-topics.sh)."""
     given = {"create": create, "list": list_, "describe": describe, "alter": alter, "delete": delete}
@@ -310,13 +377,32 @@ def topics(
         fail('Missing required argument "[topic]"')
     if action == "alter" and partitions is None:
         fail("--partitions is required with --alter")
+    if replica_assignment is not None and action != "create":
+        fail("--replica-assignment is supported with --create only")
+    if replica_assignment is not None and (partitions is not None or replication_factor is not None):
+        fail("--replica-assignment cannot be used with --partitions or --replication-factor")
+    try:
+        assignment = parse_replica_assignment(replica_assignment) if replica_assignment is not None else None
+        client_props = read_command_config(command_config) if command_config is not None else {}
+    except ArgumentError as exc:
+        fail(str(exc))
+    client_id = client_props.get("client.id", "samsa-topics")
+    timeout_ms = int(client_props.get("request.timeout.ms", "30000").strip())
 
     async def run() -> None:
-        async with KafkaClient(bootstrap_server, client_id="samsa-topics") as client:
+        async with KafkaClient(
+            bootstrap_server, client_id=client_id, request_timeout_ms=timeout_ms
+        ) as client:
             if action == "create":
                 assert topic is not None
                 await create_topic(
-                    client, topic, partitions, replication_factor, parse_configs(configs), if_not_exists
+                    client,
+                    topic,
+                    partitions,
+                    replication_factor,
+                    parse_configs(configs),
+                    if_not_exists,
+                    assignment,
                 )
             elif action == "list":
                 await list_topics(client, topic, exclude_internal)
@@ -335,7 +421,7 @@ def topics(
         fail(str(exc))
     except KafkaError as exc:
         click.echo(f"Error while executing topic command : {error_message(exc)}")
-        log_error(java_exception(exc), error_message(exc), TOOL_CLASS)
+        log_line(error_text(exc))
         sys.exit(1)
 
 

@@ -11,6 +11,7 @@ from .sync import SyncClient
 from .types import (
     ClusterMetadata,
     ConfigEntry,
+    ConfigSynonym,
     FetchedPartition,
     LogDir,
     LogDirPartition,
@@ -24,6 +25,7 @@ __all__ = [
     "BrokerError",
     "ClusterMetadata",
     "ConfigEntry",
+    "ConfigSynonym",
     "FetchedPartition",
     "KafkaClient",
     "KafkaError",

@@ -22,6 +22,7 @@ from .errors import BrokerError, KafkaError
 from .types import (
     ClusterMetadata,
     ConfigEntry,
+    ConfigSynonym,
     FetchedPartition,
     LogDir,
     LogDirPartition,
@@ -472,6 +473,7 @@ class KafkaClient:
         resource_type: int = TOPIC_RESOURCE,
         keys: Sequence[str] | None = None,
         node_id: int | None = None,
+        include_synonyms: bool = False,
     ) -> dict[str, dict[str, ConfigEntry]]:
         """The configs of topics (or brokers, ``resource_type=4``) by name; raises BrokerError."""
         from samsa.protocol.messages import describe_configs as dc
@@ -485,7 +487,7 @@ class KafkaClient:
                 )
                 for n in names
             ],
-            include_synonyms=False,
+            include_synonyms=include_synonyms,
             include_documentation=False,
         )
         if node_id is None and resource_type == BROKER_RESOURCE and names and names[0].isdigit():
@@ -503,6 +505,7 @@ class KafkaClient:
                     source=c.config_source,
                     is_sensitive=c.is_sensitive,
                     is_default=c.is_default or c.config_source in (4, 5),
+                    synonyms=tuple(ConfigSynonym(s.name, s.value, s.source) for s in c.synonyms or ()),
                 )
                 for c in r.configs
             }
@@ -534,6 +537,40 @@ class KafkaClient:
         )
         response = await self.send(request, api_key=iac.IncrementalAlterConfigsRequest.API_KEY)
         return {r.resource_name: _error_or_none(r.error_code, r.error_message) for r in response.responses}
+
+    async def alter_configs(
+        self,
+        configs: Mapping[str, Mapping[str, str]],
+        *,
+        resource_type: int = TOPIC_RESOURCE,
+        validate_only: bool = False,
+    ) -> dict[str, BrokerError | None]:
+        """AlterConfigs, the older request: each resource's dynamic configs become exactly ``configs[name]`` (keys
+        left out go back to their defaults); per resource None or the error."""
+        from samsa.protocol.messages import alter_configs as ac
+
+        request = ac.AlterConfigsRequest(
+            resources=[
+                ac.AlterConfigsResource(
+                    resource_type=resource_type,
+                    resource_name=name,
+                    configs=[ac.AlterableConfig(name=k, value=v) for k, v in values.items()],
+                )
+                for name, values in configs.items()
+            ],
+            validate_only=validate_only,
+        )
+        response = await self.send(request, api_key=ac.AlterConfigsRequest.API_KEY)
+        return {r.resource_name: _error_or_none(r.error_code, r.error_message) for r in response.responses}
+
+    async def supports(self, api_key: int) -> bool:
+        """Whether a broker (any one) serves ``api_key`` in a version this client speaks."""
+        connection = await self._any_connection()
+        try:
+            connection.pick_version(api_key)
+        except KafkaError:
+            return False
+        return True
 
     async def describe_log_dirs(
         self, topics: Mapping[str, Sequence[int]] | None = None, *, node_ids: Sequence[int] | None = None

@@ -23,6 +23,11 @@ from samsa.protocol.messages.offset_commit import (
     OffsetCommitRequestPartition,
     OffsetCommitRequestTopic,
 )
+from samsa.protocol.messages.offset_delete import (
+    OffsetDeleteRequest,
+    OffsetDeleteRequestPartition,
+    OffsetDeleteRequestTopic,
+)
 from samsa.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 
 from .client import KafkaClient
@@ -193,3 +198,23 @@ async def delete_groups(client: KafkaClient, group_ids: Sequence[str]) -> dict[s
         for result in response.results:
             out[result.group_id] = result.error_code
     return out
+
+
+async def delete_offsets(
+    client: KafkaClient, group_id: str, partitions: Sequence[TopicPartition]
+) -> tuple[int, dict[TopicPartition, int]]:
+    """Delete the group's committed offsets of ``partitions`` (OffsetDelete): the group's error code and the
+    error code per partition (0 for success)."""
+    node = await find_coordinator(client, group_id)
+    by_topic: dict[str, list[OffsetDeleteRequestPartition]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(OffsetDeleteRequestPartition(tp.partition))
+    request = OffsetDeleteRequest(
+        group_id=group_id, topics=[OffsetDeleteRequestTopic(t, ps) for t, ps in by_topic.items()]
+    )
+    response = await client.send(request, api_key=ApiKey.OFFSET_DELETE, node_id=node, version=0)
+    return response.error_code, {
+        TopicPartition(topic.name, p.partition_index): p.error_code
+        for topic in response.topics
+        for p in topic.partitions
+    }

@@ -57,6 +57,16 @@ class ConfigEntry:
     )
     is_sensitive: bool
     is_default: bool
+    synonyms: tuple[ConfigSynonym, ...] = ()  # filled when asked for (``include_synonyms``), by precedence
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSynonym:
+    """Where else a config's value may come from: ``source`` as in :class:`ConfigEntry`."""
+
+    name: str
+    value: str | None
+    source: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,12 @@ Layout under the cluster's directory::
 
 Brokers run in their own sessions (``start_new_session``), so they outlive the command that started them; ``down``
 stops them with SIGTERM (a clean stop), then ZooKeeper. Tests may ``kill`` (SIGKILL), ``pause`` (SIGSTOP) and
-``resume`` brokers, ``start_broker`` one again on the same log dir and port, and ``add_broker`` a new one.
+``resume`` brokers, ``start_broker`` one again on the same log dir and port, and ``add_broker`` a new one;
+``restart_broker`` stops a broker if it runs and starts it again.
+
+A broker someone started by hand on its ``broker-<id>/server.properties`` (after a crash, say) is found by that
+path on a ``samsa serve`` command line in ``/proc/<pid>/cmdline`` (relative paths resolved against the process's
+working directory), so ``down`` and ``restart_broker`` stop it too (Linux).
 
 Not thread-safe: one owner at a time (the state file is not locked).
 """
@@ -242,10 +247,26 @@ class LocalCluster:
     def signal(self, broker_id: int, signum: int) -> None:
         pid = self.broker(broker_id).pid
         if pid:
-            try:
-                os.killpg(pid, signum)
-            except ProcessLookupError:
-                pass
+            _signal(pid, signum)
+
+    def running_pid(self, broker_id: int) -> int:
+        """The pid of the process serving this broker: the one this cluster started, else one started by hand on
+        its ``server.properties`` (module doc); 0 when none runs."""
+        pid = self.broker(broker_id).pid
+        if pid and _alive(pid):
+            return pid
+        return _serving(self.directory / f"broker-{broker_id}" / "server.properties")
+
+    def restart_broker(self, broker_id: int) -> int:
+        """Stop the broker if it runs (SIGTERM, a clean stop), then start it on its log dir and port; returns once
+        it is registered and knows the controller. The pid stopped, 0 when none ran."""
+        pid = self.running_pid(broker_id)
+        if pid:
+            self.broker(broker_id).pid = pid
+            self.stop_broker(broker_id)
+        self.start_broker(broker_id)
+        self.wait_controller_known([broker_id])
+        return pid
 
     def kill(self, broker_id: int) -> None:
         """SIGKILL: the broker's ZooKeeper session ends only when it times out."""
@@ -279,15 +300,18 @@ class LocalCluster:
         while pid and _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         if pid and _alive(pid):
-            os.killpg(pid, signal.SIGKILL)
+            _signal(pid, signal.SIGKILL)
         return None
 
     def down(self) -> int:
-        """Stop every broker (SIGTERM), then the ZooKeeper this cluster started; the brokers that were running."""
+        """Stop every broker (SIGTERM), those started by hand on their ``server.properties`` too, then the
+        ZooKeeper this cluster started; the number of brokers that were running."""
         running = 0
         for broker in self._state.brokers:
-            if broker.pid:
-                running += _alive(broker.pid)
+            pid = self.running_pid(broker.broker_id)
+            if pid:
+                running += 1
+                broker.pid = pid
                 self.stop_broker(broker.broker_id)
         if self._zookeeper_server is not None:
             self._zookeeper_server.stop()
@@ -315,6 +339,45 @@ def _accepts(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def _signal(pid: int, signum: int) -> None:
+    """Signal a broker: its whole process group when it leads one (as the brokers this module starts do), else
+    the process alone (a broker started by hand shares its shell's group)."""
+    try:
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _serving(properties: Path) -> int:
+    """The pid of a live ``samsa serve`` process whose properties file is ``properties``; 0 for none."""
+    target = properties.resolve()
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return 0
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            args = [a.decode(errors="replace") for a in (entry / "cmdline").read_bytes().split(b"\0") if a]
+            if "serve" not in args:
+                continue
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        after = args[args.index("serve") + 1 :]
+        paths = [
+            a
+            for i, a in enumerate(after)
+            if not a.startswith("-") and (i == 0 or after[i - 1] != "--override")
+        ]
+        if any((cwd / path).resolve() == target for path in paths) and _alive(int(entry.name)):
+            return int(entry.name)
+    return 0
 
 
 def _alive(pid: int) -> bool:

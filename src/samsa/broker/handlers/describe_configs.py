@@ -1,12 +1,16 @@
 """DescribeConfigs (32): topic and broker configuration with defaults and sources.
 
-Synonyms, when asked for, are Kafka's, most specific first: a topic key's own override (DYNAMIC_TOPIC_CONFIG), then
-the broker key that sets its default as set in the broker's properties (STATIC_BROKER_CONFIG) and as Kafka's default
-when it has one (DEFAULT_CONFIG); for a broker key, the same two. ``kafka-configs --describe`` prints them.
-"""
+Synonyms, when asked for, list where a value may come from by precedence, as Kafka lists them: a topic key's
+override (DYNAMIC_TOPIC_CONFIG), then the broker key it defaults to, as ``server.properties`` set it
+(STATIC_BROKER_CONFIG) and as Kafka's default (DEFAULT_CONFIG). A broker's dynamic configs (cluster mode: the
+replication throttle rates in ZooKeeper) are reported with their DYNAMIC_BROKER_CONFIG or
+DYNAMIC_DEFAULT_BROKER_CONFIG source; the default broker entity (an empty name) reports those alone."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from samsa.cluster.replication_quota import DEFAULT_BROKER
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
@@ -19,6 +23,7 @@ from samsa.protocol.messages.describe_configs import (
 
 from ..config import KEYS_BY_NAME
 from ..context import RequestContext
+from ..services import BrokerServices
 from ..topic_configs import (
     BROKER_KEY_FOR_TOPIC_KEY,
     CONFIG_TYPES,
@@ -38,8 +43,16 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
             results.append(rows)
             continue
         wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+        is_broker = resource.resource_type == ResourceType.BROKER
+        defaults = await _dynamic_broker_config(ctx.services, DEFAULT_BROKER) if is_broker else {}
         configs = [
-            _config(ctx, resource.resource_type, name, value, source, request.include_synonyms)
+            _config(
+                ctx.services,
+                resource.resource_type,
+                (name, value, source),
+                defaults,
+                request.include_synonyms,
+            )
             for name, value, source in rows
             if wanted is None or name in wanted
         ]
@@ -54,7 +67,13 @@ async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> Descri
     return DescribeConfigsResponse(results=results)
 
 
-Rows = list[tuple[str, str | None, ConfigSource]]
+Row = tuple[str, str | None, ConfigSource]
+Rows = list[Row]
+DYNAMIC_SOURCES = (
+    ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    ConfigSource.DYNAMIC_BROKER_CONFIG,
+    ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+)
 
 
 async def _rows(ctx: RequestContext, resource: DescribeConfigsResource) -> Rows | DescribeConfigsResult:
@@ -69,25 +88,61 @@ async def _rows(ctx: RequestContext, resource: DescribeConfigsResource) -> Rows 
         if name not in ("", str(ctx.services.node_id)):
             message = f"Unexpected broker id, expected {ctx.services.node_id}"
             return _error(kind, name, ErrorCode.INVALID_REQUEST, message)
-        return describe_broker(ctx.services)
+        return await _dynamic_broker_rows(ctx.services, name) + describe_broker(ctx.services)
     return _error(kind, name, ErrorCode.INVALID_REQUEST, f"Unsupported resource type {kind}")
 
 
+async def _dynamic_broker_rows(services: BrokerServices, name: str) -> Rows:
+    """The dynamic configs of broker ``name`` (an id, or "" for the cluster default) that ZooKeeper holds."""
+    own = await _dynamic_broker_config(services, name) if name else {}
+    default = await _dynamic_broker_config(services, DEFAULT_BROKER)
+    rows: Rows = [(k, v, ConfigSource.DYNAMIC_BROKER_CONFIG) for k, v in sorted(own.items())]
+    rows += [
+        (k, v, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) for k, v in sorted(default.items()) if k not in own
+    ]
+    return rows
+
+
+async def _dynamic_broker_config(services: BrokerServices, entity: str) -> dict[str, str]:
+    """The dynamic configs ZooKeeper holds for a broker id or ``<default>``; none on a single broker."""
+    zk_support = services.zk_support
+    return {} if zk_support is None else await zk_support.broker_config(entity)
+
+
+def _synonyms(
+    services: BrokerServices, resource_type: int, row: Row, dynamic_defaults: Mapping[str, str]
+) -> list[DescribeConfigsSynonym]:
+    """Where the value of the row's key may come from, by precedence, from its source down."""
+    name, value, source = row
+    synonyms = []
+    if source in DYNAMIC_SOURCES:
+        synonyms.append(DescribeConfigsSynonym(name, value, int(source)))
+    if source is ConfigSource.DYNAMIC_BROKER_CONFIG and name in dynamic_defaults:
+        default_source = int(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+        synonyms.append(DescribeConfigsSynonym(name, dynamic_defaults[name], default_source))
+    broker_name = BROKER_KEY_FOR_TOPIC_KEY.get(name, name) if resource_type == ResourceType.TOPIC else name
+    broker_key = KEYS_BY_NAME.get(broker_name)
+    if broker_key is None:
+        return synonyms
+    if services.config.is_explicit(broker_name):
+        static = broker_key.render(services.config.get(broker_name))
+        synonyms.append(DescribeConfigsSynonym(broker_name, static, int(ConfigSource.STATIC_BROKER_CONFIG)))
+    default = broker_key.render(broker_key.default)
+    if default is not None:
+        synonyms.append(DescribeConfigsSynonym(broker_name, default, int(ConfigSource.DEFAULT_CONFIG)))
+    return synonyms
+
+
 def _config(
-    ctx: RequestContext,
+    services: BrokerServices,
     resource_type: int,
-    name: str,
-    value: str | None,
-    source: ConfigSource,
+    row: Row,
+    dynamic_defaults: Mapping[str, str],
     include_synonyms: bool,
 ) -> DescribeConfigsResourceResult:
+    name, value, source = row
     broker_key = KEYS_BY_NAME.get(BROKER_KEY_FOR_TOPIC_KEY.get(name, name))
-    synonyms = []
-    if include_synonyms:
-        if source is ConfigSource.DYNAMIC_TOPIC_CONFIG:
-            synonyms.append(DescribeConfigsSynonym(name, value, int(source)))
-        if broker_key is not None:
-            synonyms += _broker_synonyms(ctx, broker_key.name)
+    synonyms = _synonyms(services, resource_type, row, dynamic_defaults) if include_synonyms else []
     return DescribeConfigsResourceResult(
         name=name,
         value=value,
@@ -98,19 +153,6 @@ def _config(
         synonyms=synonyms,
         config_type=CONFIG_TYPES.get(broker_key.type, 0) if broker_key else 0,
     )
-
-
-def _broker_synonyms(ctx: RequestContext, key_name: str) -> list[DescribeConfigsSynonym]:
-    key = KEYS_BY_NAME[key_name]
-    synonyms = []
-    config = ctx.services.config
-    if config.is_explicit(key_name):
-        value = key.render(config.get(key_name))
-        synonyms.append(DescribeConfigsSynonym(key_name, value, int(ConfigSource.STATIC_BROKER_CONFIG)))
-    if key.default is not None:
-        default = key.render(key.default)
-        synonyms.append(DescribeConfigsSynonym(key_name, default, int(ConfigSource.DEFAULT_CONFIG)))
-    return synonyms
 
 
 def _error(resource_type: int, name: str, code: ErrorCode, message: str) -> DescribeConfigsResult:

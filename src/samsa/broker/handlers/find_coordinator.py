@@ -3,12 +3,17 @@
 The leader of the group's ``__consumer_offsets`` partition (``abs(hashCode(key)) % partitions``) as the metadata
 store knows it: alone, this broker; in cluster mode, from the metadata cache, COORDINATOR_NOT_AVAILABLE while that
 partition has no live leader. Creates ``__consumer_offsets`` on first use, as Kafka does (in a cluster with
-``offsets.topic.replication.factor`` replicas: more than the live brokers leaves it uncreated, as in Kafka). v4+ asks for several keys at once. Key type 0 is a
-group, 1 a transactional id (answered the same way; transactions themselves are refused elsewhere).
+``offsets.topic.replication.factor`` replicas: more than the live brokers leaves it uncreated, as in Kafka, and
+says why: in the answer's error message, and at ERROR in the log once a minute per broker, not per request). v4+
+asks for several keys at once. Key type 0 is a group, 1 a transactional id (answered the same way; transactions
+themselves are refused elsewhere).
 """
 
 from __future__ import annotations
 
+import logging
+
+from samsa.log_throttle import LogThrottle
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.find_coordinator import (
     Coordinator,
@@ -22,8 +27,14 @@ from ..metadata_store import leader_of
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 
+OFFSETS_TOPIC_LOG_INTERVAL_MS = 60_000
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+
+log = logging.getLogger(__name__)
+_offsets_topic_unmade = LogThrottle(
+    OFFSETS_TOPIC_LOG_INTERVAL_MS
+)  # keyed by node id (brokers in one process)
 
 
 async def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
@@ -59,8 +70,9 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
     error = await store.ensure_offsets_topic()
     partitions = store.partitions_of(CONSUMER_OFFSETS_TOPIC)
     if error is not ErrorCode.NONE or not partitions:
+        message = _why_no_offsets_topic(ctx) if ctx.api_version >= 1 else None
         return _error(
-            key, error if error is not ErrorCode.NONE else ErrorCode.COORDINATOR_NOT_AVAILABLE, None
+            key, error if error is not ErrorCode.NONE else ErrorCode.COORDINATOR_NOT_AVAILABLE, message
         )
     tp = TopicPartition(CONSUMER_OFFSETS_TOPIC, partition_for(key, len(partitions)))
     node = leader_of(store, tp, ctx.connection.listener)
@@ -69,6 +81,28 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
     return Coordinator(
         key=key, node_id=node.broker_id, host=node.host, port=node.port, error_code=ErrorCode.NONE
     )
+
+
+def _why_no_offsets_topic(ctx: RequestContext) -> str | None:
+    """Why ``__consumer_offsets`` cannot be created, when the reason is too few live brokers for
+    ``offsets.topic.replication.factor`` in a cluster; logged at ERROR once a minute per broker."""
+    services = ctx.services
+    store = services.metadata_store
+    if services.zk_support is None or not store.catalog_known():
+        return None
+    live = len(store.alive_brokers(ctx.connection.listener))
+    wanted = int(services.config.get("offsets.topic.replication.factor"))
+    if live >= wanted:
+        return None
+    reason = (
+        f"Number of alive brokers '{live}' does not meet the required replication factor '{wanted}' for the "
+        "offsets topic (configured via 'offsets.topic.replication.factor'). Consumer groups wait until enough "
+        "brokers are up; while the cluster is starting this is expected."
+    )
+    held = _offsets_topic_unmade.due(services.clock.monotonic_ms(), services.node_id)
+    if held is not None:
+        log.error("%s%s", reason, LogThrottle.held_back(held))
+    return reason
 
 
 def _error(key: str, error: ErrorCode, message: str | None) -> Coordinator:

@@ -1,0 +1,158 @@
+"""``samsa configs`` against a real broker: kafka-configs.sh's flags and lines, changes that reach the topic's
+log and outlive a restart, and one-line failures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from tests.clients.harness import BrokerProcess
+
+from samsa.cli.app import cli
+from samsa.client import KafkaClient, SyncClient
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    proc = BrokerProcess(
+        data_dir=tmp_path_factory.mktemp("samsa-configs"), overrides={"log.retention.hours": "100"}
+    )
+    proc.start()
+    yield proc
+    proc.stop()
+
+
+def run(broker: BrokerProcess, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["configs", "--bootstrap-server", broker.bootstrap, *args])
+
+
+def ok(result: Result) -> list[str]:
+    assert result.exit_code == 0, result.output
+    return result.stdout.splitlines()
+
+
+def create(broker: BrokerProcess, topic: str, *configs: str) -> None:
+    args = ["topics", "--bootstrap-server", broker.bootstrap, "--create", "--if-not-exists", "--topic", topic]
+    for config in configs:
+        args += ["--config", config]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+
+
+def test_describe_lists_a_topics_overrides_with_synonyms(broker: BrokerProcess) -> None:
+    create(broker, "cfg-describe", "retention.ms=5000", "cleanup.policy=compact")
+    lines = ok(run(broker, "--entity-type", "topics", "--entity-name", "cfg-describe", "--describe"))
+    assert lines == [
+        "Dynamic configs for topic cfg-describe are:",
+        "  cleanup.policy=compact sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=compact, "
+        "DEFAULT_CONFIG:log.cleanup.policy=delete}",
+        "  retention.ms=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=5000}",
+    ]
+
+
+def test_describe_all_shows_every_key_with_its_source(broker: BrokerProcess) -> None:
+    create(broker, "cfg-all")
+    lines = ok(run(broker, "--topic", "cfg-all", "--describe", "--all"))
+    assert lines[0] == "All configs for topic cfg-all are:"
+    assert (
+        "  cleanup.policy=delete sensitive=false synonyms={DEFAULT_CONFIG:log.cleanup.policy=delete}" in lines
+    )
+    assert len(lines) > 20
+    broker_lines = ok(run(broker, "--entity-type", "brokers", "--entity-name", "1", "--describe", "--all"))
+    assert broker_lines[0] == "All configs for broker 1 are:"
+    assert (
+        "  log.retention.hours=100 sensitive=false synonyms={STATIC_BROKER_CONFIG:log.retention.hours=100, "
+        "DEFAULT_CONFIG:log.retention.hours=168}"
+    ) in broker_lines
+
+
+def test_alter_adds_and_deletes_and_the_change_outlives_a_restart(broker: BrokerProcess) -> None:
+    create(broker, "cfg-alter", "segment.bytes=1048576")
+    topic = ["--entity-type", "topics", "--entity-name", "cfg-alter"]
+    added = run(
+        broker, *topic, "--alter", "--add-config", "retention.ms=1000,cleanup.policy=[compact,delete]"
+    )
+    assert ok(added) == ["Completed updating config for topic cfg-alter."]
+    assert ok(run(broker, *topic, "--alter", "--delete-config", "segment.bytes")) == [
+        "Completed updating config for topic cfg-alter."
+    ]
+    broker.stop()
+    broker.start()
+    lines = ok(run(broker, *topic, "--describe"))
+    assert [line.split(" ")[2] for line in lines[1:]] == [
+        "cleanup.policy=compact,delete",
+        "retention.ms=1000",
+    ]
+    with SyncClient(broker.bootstrap) as client:
+        configs = client.describe_configs(["cfg-alter"])["cfg-alter"]
+    assert configs["segment.bytes"].source == 5  # back to the default
+
+
+def test_add_config_file(broker: BrokerProcess, tmp_path: Path) -> None:
+    create(broker, "cfg-file")
+    path = tmp_path / "topic.properties"
+    path.write_text("# lower retention\nretention.ms = 60000\nmax.message.bytes=2000\n")
+    ok(run(broker, "--topic", "cfg-file", "--alter", "--add-config-file", str(path)))
+    lines = ok(run(broker, "--topic", "cfg-file", "--describe"))
+    assert [line.split(" ")[2] for line in lines[1:]] == ["max.message.bytes=2000", "retention.ms=60000"]
+
+
+def test_brokers_describe_lists_each_broker_then_the_default(broker: BrokerProcess) -> None:
+    lines = ok(run(broker, "--entity-type", "brokers", "--describe"))
+    assert lines == ["Dynamic configs for broker 1 are:", "Default configs for brokers in the cluster are:"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--topic", "cfg-bad", "--alter", "--delete-config", "retention.ms"],
+            "Invalid config(s): retention.ms",
+        ),
+        (["--topic", "cfg-bad", "--alter", "--add-config", "retention.ms=abc"], "retention.ms"),
+        (["--topic", "cfg-bad", "--alter", "--add-config", "retention.ms"], "must be key=value"),
+        (["--topic", "cfg-bad", "--alter"], "at least one of --add-config"),
+        (["--topic", "cfg-bad", "--describe", "--alter"], "exactly one action"),
+        (["--topic", "no-such-topic", "--describe"], "Topic no-such-topic does not exist"),
+        (["--entity-type", "users", "--describe"], "not supported yet"),
+        (["--entity-type", "topics", "--entity-default", "--describe"], "brokers only"),
+        (
+            ["--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "x=1"],
+            "need a cluster",
+        ),
+    ],
+)
+def test_failures_are_one_line_and_exit_1(broker: BrokerProcess, args: list[str], message: str) -> None:
+    create(broker, "cfg-bad")
+    result = run(broker, *args)
+    assert result.exit_code == 1, result.output
+    assert message in result.stderr
+    assert "Traceback" not in result.output and "org.apache" not in result.output
+
+
+def test_a_broker_without_incremental_alter_configs_gets_alter_configs(
+    broker: BrokerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As against a broker older than IncrementalAlterConfigs (Kafka < 2.3): the whole set of the topic's
+    dynamic configs is sent with AlterConfigs, the ones not touched kept."""
+    create(broker, "cfg-old-broker", "retention.ms=5000", "segment.bytes=1048576")
+
+    async def without_incremental(self: KafkaClient, api_key: int) -> bool:
+        return api_key != 44
+
+    sent: list[int] = []
+    real_send = KafkaClient.send
+
+    async def recording_send(self: KafkaClient, request: object, **kwargs: Any) -> Any:
+        sent.append(kwargs["api_key"])
+        return await real_send(self, request, **kwargs)
+
+    monkeypatch.setattr(KafkaClient, "supports", without_incremental)
+    monkeypatch.setattr(KafkaClient, "send", recording_send)
+    topic = ["--topic", "cfg-old-broker", "--alter"]
+    ok(run(broker, *topic, "--add-config", "cleanup.policy=compact", "--delete-config", "segment.bytes"))
+    assert 33 in sent and 44 not in sent
+    lines = ok(run(broker, "--topic", "cfg-old-broker", "--describe"))
+    assert [line.split(" ")[2] for line in lines[1:]] == ["cleanup.policy=compact", "retention.ms=5000"]
