@@ -40,7 +40,7 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 
 PAYLOAD = b"x" * 100
 THROUGHPUT_CONF: dict[str, Any] = {"linger.ms": 5, "batch.size": 1048576, "delivery.report.only.error": True}

@@ -41,7 +41,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from samsa.client import KafkaClient
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 
 TOPIC = "moving"
 PARTITIONS = 100

@@ -29,7 +29,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from samsa.client import KafkaClient
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.topic_partition import TopicPartition as SamsaTopicPartition
 
 RECORD = b"r" * 1000

@@ -48,7 +48,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.cluster.failover import Failover, FailoverProbe, leaders, summary
 from tests.cluster.resends import resent_values, without_resent
 
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 from samsa.cluster.zookeeper import ZooKeeperServer
 

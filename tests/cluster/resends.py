@@ -16,7 +16,7 @@ from collections.abc import Hashable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.records.batch_view import iter_batches
 from samsa.records.iterate import iter_records
 

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.badinput.wire import Connection
 from tests.cluster.waiting import wait_for
 
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.find_coordinator import FindCoordinatorRequest
 from samsa.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic

@@ -30,7 +30,7 @@ from resends import read_without_resent
 from test_replication import Acked, controller_of, partitions, read_all, running_cluster, wait_for
 
 from samsa.client import KafkaClient, TopicPartition
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.elect_leaders import ElectLeadersRequest, TopicPartitions
 

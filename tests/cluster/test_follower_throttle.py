@@ -23,7 +23,7 @@ from test_replication import partitions, wait_for
 
 from samsa.cli.app import cli
 from samsa.client.sync import SyncClient
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow, pytest.mark.clients]

@@ -22,7 +22,7 @@ from test_replication import IDEMPOTENT_ACKS_ALL
 from tests.cluster.waiting import wait_for
 from tests.small_disk import fill, small_tmpfs
 
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.slow, pytest.mark.clients]

@@ -20,7 +20,7 @@ from test_reassignment import current_controller, reassign, replica_dirs
 from test_replication import Acked, controller_of, partitions, read_all, wait_for
 
 from samsa.client.sync import SyncClient
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow, pytest.mark.clients]
 

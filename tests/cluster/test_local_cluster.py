@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 from tests.cluster.waiting import wait_for
 
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.slow, pytest.mark.clients]

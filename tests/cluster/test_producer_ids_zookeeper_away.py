@@ -15,7 +15,7 @@ import pytest
 from tests.badinput.wire import Connection
 from tests.cluster.waiting import wait_for
 
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.cluster.zookeeper import ZooKeeperServer
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.init_producer_id import InitProducerIdRequest

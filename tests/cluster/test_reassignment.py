@@ -28,7 +28,7 @@ from test_replication import Acked, controller_of, create, partitions, read_all,
 
 from samsa.cli.app import cli
 from samsa.client import BrokerError, KafkaClient
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 from samsa.topic_partition import TopicPartition
 

@@ -17,7 +17,7 @@ from tests.cluster.nemesis import broker_epoch
 from tests.cluster.waiting import wait_for
 
 from samsa.client.connection import BrokerConnection
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 from samsa.cluster.zookeeper import ZooKeeperServer
 from samsa.protocol import ErrorCode

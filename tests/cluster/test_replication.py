@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from resends import read_without_resent
 from tests.cluster.waiting import wait_for
 
-from samsa.cluster.local import LocalCluster
+from samsa.cluster.launcher import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 from samsa.coordinator.offsets_topic import partition_for
 

@@ -161,7 +161,7 @@ def test_shell_block(block: Block, broker: BrokerProcess, tmp_path: Path) -> Non
         if (
             tmp_path / "ck" / "cluster" / "cluster.json"
         ).exists():  # a failed cluster block leaves none running
-            from samsa.cluster.local import LocalCluster
+            from samsa.cluster.launcher import LocalCluster
 
             LocalCluster.find(tmp_path / "ck" / "cluster").down()
     if "cluster up" in block.code:

@@ -1,4 +1,4 @@
-"""``samsa cluster up|add|down|status``: a ZooKeeper and N brokers on this machine (:mod:`samsa.cluster.local`).
+"""``samsa cluster up|add|down|status``: a ZooKeeper and N brokers on this machine (:mod:`samsa.cluster.launcher`).
 
 samsa cluster up --brokers 3          # prints the bootstrap servers; the processes keep running
 samsa cluster add                     # one more broker (partitions move to it with reassign-partitions)
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from samsa.cluster.local import BrokerProcess
+    from samsa.cluster.launcher import BrokerProcess
 
 DEFAULT_DIR = Path("/tmp/samsa-cluster")
 
@@ -54,7 +54,7 @@ def up(
     brokers: int, zookeeper: str | None, base_port: int, overrides: tuple[str, ...], directory: Path
 ) -> None:
     """Start ZooKeeper (unless --zookeeper) and the brokers; print the bootstrap servers."""
-    from samsa.cluster.local import STATE_FILE, ClusterError, LocalCluster
+    from samsa.cluster.launcher import STATE_FILE, ClusterError, LocalCluster
 
     if (directory / STATE_FILE).exists():
         raise click.ClickException(
@@ -86,7 +86,7 @@ def up(
 def add(directory: Path) -> None:
     """Start one more broker with the same settings; it joins by registering, and holds no partition until
     `samsa reassign-partitions` moves some onto it."""
-    from samsa.cluster.local import ClusterError, LocalCluster
+    from samsa.cluster.launcher import ClusterError, LocalCluster
 
     try:
         local = LocalCluster.find(directory)
@@ -110,7 +110,7 @@ broker_option = click.option(
 @dir_option
 def start(broker_id: int, directory: Path) -> None:
     """Start one broker that is not running (after a crash, or a stop), on its log dir and port."""
-    from samsa.cluster.local import ClusterError, LocalCluster
+    from samsa.cluster.launcher import ClusterError, LocalCluster
 
     try:
         local = LocalCluster.find(directory)
@@ -133,7 +133,7 @@ def start(broker_id: int, directory: Path) -> None:
 def restart(broker_id: int, directory: Path) -> None:
     """Stop one broker (a clean stop, moving its leaderships away) if it runs, whoever started it, then start
     it again on its log dir and port."""
-    from samsa.cluster.local import ClusterError, LocalCluster
+    from samsa.cluster.launcher import ClusterError, LocalCluster
 
     try:
         local = LocalCluster.find(directory)
@@ -156,7 +156,7 @@ def _started(broker: BrokerProcess, directory: Path) -> None:
 @dir_option
 def down(directory: Path) -> None:
     """Stop the brokers (a clean stop), then ZooKeeper if `up` started it."""
-    from samsa.cluster.local import ClusterError, LocalCluster
+    from samsa.cluster.launcher import ClusterError, LocalCluster
 
     try:
         local = LocalCluster.find(directory)
@@ -177,7 +177,7 @@ def down(directory: Path) -> None:
 @click.option("--bootstrap", is_flag=True, help="print only the bootstrap servers (for scripts)")
 def status(directory: Path, bootstrap: bool) -> None:
     """Brokers, the controller, partitions whose ISR is not every replica, moves and deletions under way."""
-    from samsa.cluster.local import ClusterError, LocalCluster
+    from samsa.cluster.launcher import ClusterError, LocalCluster
 
     if bootstrap:
         try:
