@@ -17,6 +17,19 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+# Kafka's tools by their main classes (the kafka-*.sh scripts run these)
+TOPICS = "org.apache.kafka.tools.TopicCommand"
+PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+GET_OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
+DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
+LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
+CONFIGS = "org.apache.kafka.tools.ConfigCommand"
+DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
+STORAGE = "kafka.tools.StorageTool"
+
+
 ROOT = Path(__file__).resolve().parents[2]
 FETCH_SCRIPT = ROOT / "tools" / "kafka" / "fetch.sh"
 CACHE = Path(os.environ.get("SAMSA_KAFKA_CACHE", ROOT / ".cache" / "kafka"))

@@ -16,9 +16,9 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.clients.harness import free_port
+from tests.clients.harness import free_port, stop_process
 
-from .jars import KafkaJars
+from .jars import STORAGE, TOPICS, KafkaJars
 
 
 def random_cluster_id() -> str:
@@ -70,7 +70,7 @@ class KafkaBroker:
         (self.directory / "server.properties").write_text(
             "".join(f"{k}={v}\n" for k, v in properties.items())
         )
-        self.jars.run("kafka.tools.StorageTool", "format", "-t", random_cluster_id(),
+        self.jars.run(STORAGE, "format", "-t", random_cluster_id(),
                       "-c", str(self.directory / "server.properties"))  # fmt: skip
 
     def start(self, timeout: float = 60.0) -> None:
@@ -100,20 +100,12 @@ class KafkaBroker:
         except OSError:
             return False
         done = self.jars.run(
-            "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", self.bootstrap, "--list",
+            TOPICS, "--bootstrap-server", self.bootstrap, "--list",
             "--command-config", "/dev/null", timeout=60, check=False,
         )  # fmt: skip
         return done.returncode == 0
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60.0) -> int | None:
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        try:
-            code = self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
+        code = stop_process(self.process, sig, timeout)
         self.process = None
         return code

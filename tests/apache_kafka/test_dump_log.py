@@ -25,10 +25,8 @@ from samsa.records import CompressionType, Record, build_batch, build_legacy_mes
 from samsa.storage import Log, LogConfig
 from tests.clients.harness import BrokerProcess, Message, ck_produce
 
-from .jars import KafkaJars
+from .jars import DUMP_LOG, TOPICS, KafkaJars
 
-DUMP = "org.apache.kafka.tools.DumpLogSegments"
-TOPICS = "org.apache.kafka.tools.TopicCommand"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 SEGMENT_BYTES = 64 * 1024
 LEGACY_CODECS = (CompressionType.NONE, CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4)
@@ -127,7 +125,7 @@ def kafka_complaints(stderr: str) -> list[str]:
 
 def index_mismatches(kafka4: KafkaJars, files: str) -> dict[str, list[str]]:
     """Kafka's --verify-index-only over ``files``: the mismatched entries it printed, by file."""
-    verified = kafka4.run(DUMP, "--verify-index-only", "--files", files)
+    verified = kafka4.run(DUMP_LOG, "--verify-index-only", "--files", files)
     mismatches: dict[str, list[str]] = {}
     current = ""
     for line in (verified.stdout + verified.stderr).splitlines():
@@ -157,7 +155,7 @@ def test_every_segment_record_for_record(kafka4: KafkaJars, written: Path) -> No
             f"{partition}'s segments were expected to roll"
         )
     files = ",".join(logs)
-    kafka = kafka4.run(DUMP, "--deep-iteration", "--print-data-log", "--files", files)
+    kafka = kafka4.run(DUMP_LOG, "--deep-iteration", "--print-data-log", "--files", files)
     assert kafka_complaints(kafka.stderr) == []
     ours = samsa_dump("--deep-iteration", "--print-data-log", "--files", files)
     # one known difference, in the records of compressed legacy sets: test_compressed_legacy_record_lines
@@ -174,7 +172,7 @@ def test_indexes_pass_kafkas_checks_and_read_the_same(kafka4: KafkaJars, written
     """Every .index and .timeindex passes Kafka's sanity check and its verification against the .log (no
     mismatch printed), and Kafka lists the same entries as Samsa's dump-log."""
     files = ",".join(partition_files(written, (".index", ".timeindex")))
-    sanity = kafka4.run(DUMP, "--index-sanity-check", "--files", files).stdout.splitlines()
+    sanity = kafka4.run(DUMP_LOG, "--index-sanity-check", "--files", files).stdout.splitlines()
     checked = [line for line in sanity if not line.startswith("Dumping ")]
     assert all(line.endswith((" passed sanity check.", " is empty.")) for line in checked), sanity
     assert sum(line.endswith(" passed sanity check.") for line in checked) > len(checked) // 2
@@ -183,7 +181,7 @@ def test_indexes_pass_kafkas_checks_and_read_the_same(kafka4: KafkaJars, written
     mismatches = index_mismatches(kafka4, files)
     assert mismatches == {}
 
-    kafka = kafka4.run(DUMP, "--files", files).stdout
+    kafka = kafka4.run(DUMP_LOG, "--files", files).stdout
     assert kafka.splitlines() == samsa_dump("--files", files).splitlines()
     assert re.search(r"^timestamp: \d+ offset: \d+$", kafka, re.MULTILINE)
     assert re.search(r"^offset: \d+ position: \d+$", kafka, re.MULTILINE)
@@ -194,7 +192,7 @@ def test_producer_snapshots_name_each_producers_last_batch(kafka4: KafkaJars, wr
     the last sequence and offset of the last batch the partition's log holds from that producer."""
     snapshots = partition_files(written, (".snapshot",))
     assert any("v2-zstd-0" in s for s in snapshots)
-    out = kafka4.run(DUMP, "--files", ",".join(snapshots)).stdout
+    out = kafka4.run(DUMP_LOG, "--files", ",".join(snapshots)).stdout
     for snapshot, body in re.findall(r"^Dumping (\S+)\n((?:producerId.*\n?)*)", out, re.MULTILINE):
         partition = Path(snapshot).parent
         logs = ",".join(str(p) for p in sorted(partition.glob("*.log")))
@@ -221,7 +219,7 @@ def test_compressed_legacy_record_lines(kafka4: KafkaJars, written: Path) -> Non
     """Each message inside a compressed legacy wrapper is printed with its own CRC and validity, as Kafka does (the
     deep dump above compares without them, to keep this difference its own test)."""
     files = ",".join(str(p) for p in sorted((written / "legacy-v0-0").glob("*.log")))
-    kafka = kafka4.run(DUMP, "--deep-iteration", "--files", files).stdout
+    kafka = kafka4.run(DUMP_LOG, "--deep-iteration", "--files", files).stdout
     assert kafka.splitlines() == samsa_dump("--deep-iteration", "--files", files).splitlines()
 
 

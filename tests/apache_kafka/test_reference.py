@@ -15,16 +15,18 @@ import pytest
 
 from tests.clients.harness import BrokerProcess, Message, ck_consume, ck_produce
 
-from .jars import KafkaJars
+from .jars import (
+    CONFIGS,
+    CONSOLE_CONSUMER,
+    DELETE_RECORDS,
+    DUMP_LOG,
+    GET_OFFSETS,
+    GROUPS,
+    PRODUCER_PERF,
+    TOPICS,
+    KafkaJars,
+)
 from .kafka_broker import KafkaBroker
-
-TOPICS = "org.apache.kafka.tools.TopicCommand"
-PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
-CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
-GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-GET_OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
-DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
-CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +158,8 @@ def test_samsa_serves_a_log_dir_kafka_wrote(kafka4: KafkaJars, tmp_path: Path, s
     finally:
         assert samsa.stop() == 0
     logs = ",".join(str(p) for p in sorted((copy / "written-0").glob("*.log")))
-    dumped = kafka4.run("org.apache.kafka.tools.DumpLogSegments", "--deep-iteration", "--files", logs)
+    dumped = kafka4.run(DUMP_LOG, "--deep-iteration", "--files", logs)
     assert dumped.stdout.count("| offset: ") == 1300 and "isvalid: false" not in dumped.stdout
     indexes = ",".join(str(p) for p in sorted((copy / "written-0").glob("*index")))
-    checked = kafka4.run("org.apache.kafka.tools.DumpLogSegments", "--index-sanity-check", "--files", indexes)
+    checked = kafka4.run(DUMP_LOG, "--index-sanity-check", "--files", indexes)
     assert "passed sanity check" in checked.stdout and "Corrupt" not in checked.stdout + checked.stderr

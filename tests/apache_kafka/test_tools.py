@@ -18,16 +18,18 @@ import pytest
 
 from tests.clients.harness import BrokerProcess
 
-from .jars import KafkaJars
+from .jars import (
+    CONFIGS,
+    CONSOLE_CONSUMER,
+    DELETE_RECORDS,
+    GET_OFFSETS,
+    GROUPS,
+    LOG_DIRS,
+    PRODUCER_PERF,
+    TOPICS,
+    KafkaJars,
+)
 
-TOPICS = "org.apache.kafka.tools.TopicCommand"
-PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
-CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
-GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
-GET_OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
-DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
-LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
-CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 CODECS = ("gzip", "snappy", "lz4", "zstd")
 RECORDS_PER_CODEC = 2000
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from samsa.cluster.launcher import accepts_connections
+
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +70,7 @@ def test_a_wheel_installs_a_working_samsa_with_runtime_dependencies_only(tmp_pat
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while not _accepts(port):
+        while not accepts_connections(port):
             assert broker.poll() is None and time.monotonic() < deadline, "the broker did not start"
             time.sleep(0.01)
         created = run(
@@ -78,11 +80,3 @@ def test_a_wheel_installs_a_working_samsa_with_runtime_dependencies_only(tmp_pat
     finally:
         broker.send_signal(signal.SIGTERM)
         assert broker.wait(30) == 0
-
-
-def _accepts(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False

@@ -17,6 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 READY_MARKER = "started"
 
@@ -25,6 +26,19 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def stop_process(process: subprocess.Popen[Any] | None, sig: int, timeout: float) -> int | None:
+    """Signal a server process and wait for it, killing it after ``timeout``: its exit code (None: none ran)."""
+    if process is None:
+        return None
+    if process.poll() is None:
+        process.send_signal(sig)
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait()
 
 
 @dataclass(frozen=True)
@@ -116,15 +130,7 @@ class BrokerProcess:
         threading.Thread(target=drain, daemon=True).start()
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20.0) -> int | None:
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-        try:
-            code = self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait()
+        code = stop_process(self.process, sig, timeout)
         self.process = None
         return code
 

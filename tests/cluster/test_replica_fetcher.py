@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from samsa.broker.replica_manager import FetchRequestPartition, ReplicaManager, ReplicaState
+from samsa.broker.handlers.fetch import requested_partitions
+from samsa.broker.replica_manager import ReplicaManager, ReplicaState
 from samsa.clock import ManualClock
 from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from samsa.protocol.errors import ErrorCode
@@ -53,18 +54,7 @@ class InMemoryConnection:
         self.closed = True
 
     async def request(self, message: FetchRequest, api_key: int, version: int | None = None) -> Any:
-        wanted = [
-            FetchRequestPartition(
-                TopicPartition(topic.topic, p.partition),
-                p.fetch_offset,
-                p.partition_max_bytes,
-                p.current_leader_epoch,
-                message.replica_id,
-                p.last_fetched_epoch,
-            )
-            for topic in message.topics
-            for p in topic.partitions
-        ]
+        wanted = requested_partitions(message)  # as the leader's Fetch handler reads them
         results = await self._leader.fetch(
             wanted,
             max_wait_ms=message.max_wait_ms,

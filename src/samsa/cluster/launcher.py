@@ -215,7 +215,7 @@ class LocalCluster:
         try:
             for broker_id in broker_ids:
                 broker = self.broker(broker_id)
-                while not (_accepts(broker.port) and broker_id in zk.live_brokers()):
+                while not (accepts_connections(broker.port) and broker_id in zk.live_brokers()):
                     process = self._processes.get(broker_id)
                     if process is not None and process.poll() is not None:
                         raise ClusterError(f"broker {broker_id} exited at start: {self.output(broker_id)}")
@@ -333,7 +333,8 @@ async def _knows_controller(address: str) -> bool:
         return False
 
 
-def _accepts(port: int) -> bool:
+def accepts_connections(port: int) -> bool:
+    """Whether something listens on ``port`` of 127.0.0.1 (a broker's listener is up)."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5):
             return True

@@ -35,18 +35,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         isolation = FetchIsolation.TXN_COMMITTED
     else:
         isolation = FetchIsolation.HIGH_WATERMARK
-    wanted = [
-        FetchRequestPartition(
-            TopicPartition(topic.topic, p.partition),
-            p.fetch_offset,
-            p.partition_max_bytes,
-            p.current_leader_epoch,
-            request.replica_id,
-            p.last_fetched_epoch,
-        )
-        for topic in request.topics
-        for p in topic.partitions
-    ]
+    wanted = requested_partitions(request)
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     results = await ctx.services.replica_manager.fetch(
         wanted,
@@ -74,3 +63,19 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         else:
             responses.append(FetchableTopicResponse(topic=want.tp.topic, partitions=[data]))
     return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+
+
+def requested_partitions(request: FetchRequest) -> list[FetchRequestPartition]:
+    """The request's partitions as the replica manager reads them, in request order."""
+    return [
+        FetchRequestPartition(
+            TopicPartition(topic.topic, p.partition),
+            p.fetch_offset,
+            p.partition_max_bytes,
+            p.current_leader_epoch,
+            request.replica_id,
+            p.last_fetched_epoch,
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    ]
