@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from samsa.broker.network import READ_CHUNK, FrameProtocol
+from samsa.framing import READ_CHUNK, FrameProtocol
 from samsa.protocol.errors import FrameError
 
 LOOPS = ["asyncio", "uvloop"]

@@ -1,7 +1,10 @@
 """One TCP connection to one broker: framing, correlation ids and ApiVersions negotiation.
 
 Requests may be pipelined: each gets a fresh correlation id and a future that the reader task completes when the
-matching response frame arrives. Event-loop thread only; not thread-safe.
+matching response frame arrives. Responses are received straight into the buffers they are decoded from
+(``samsa.framing.FrameProtocol``): a fetched record set is a view of the bytes the kernel wrote, so a follower
+appends it with no user-space copy when its frame fits a receive buffer, one when it does not. Event-loop thread
+only; not thread-safe.
 """
 
 from __future__ import annotations
@@ -11,15 +14,16 @@ import contextlib
 import struct
 from typing import Any
 
+from samsa.framing import FrameProtocol
 from samsa.protocol import (
     ApiKey,
-    FrameSplitter,
     ProtocolError,
     RequestHeader,
     api_schema,
     decode_response,
     encode_request,
 )
+from samsa.protocol.frames import DEFAULT_MAX_FRAME_SIZE
 from samsa.protocol.messages._registry import APIS
 
 from .errors import BrokerError, KafkaError
@@ -38,7 +42,7 @@ class BrokerConnection:
         self.client_id = client_id
         self.timeout = request_timeout_ms / 1000
         self.api_versions: dict[int, tuple[int, int]] = {}
-        self._reader: asyncio.StreamReader | None = None
+        self._reader: FrameProtocol | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._pending: dict[int, tuple[asyncio.Future[Any], int, int]] = {}
         self._next_correlation = 0
@@ -54,13 +58,19 @@ class BrokerConnection:
         return self._writer is None or self._failure is not None
 
     async def open(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), self.timeout
+            transport, protocol = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: FrameProtocol(DEFAULT_MAX_FRAME_SIZE, loop), self.host, self.port
+                ),
+                self.timeout,
             )
         except (OSError, asyncio.TimeoutError) as exc:
             reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else str(exc) or type(exc).__name__
             raise KafkaError(f"cannot connect to broker {self.address}: {reason}") from exc
+        self._reader = protocol
+        self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         await self._negotiate()
 
@@ -137,22 +147,24 @@ class BrokerConnection:
 
     async def _read_loop(self) -> None:
         assert self._reader is not None
-        splitter = FrameSplitter()
         try:
             while True:
-                data = await self._reader.read(65536)
-                if not data:
+                frame = await self._reader.read_frame()
+                if frame is None:
                     self._fail(KafkaError(f"connection to broker {self.address} was closed by the broker"))
                     return
-                for frame in splitter.feed(data):
-                    self._dispatch(frame)
+                self._dispatch(frame)
+        except asyncio.IncompleteReadError:
+            self._fail(
+                KafkaError(f"connection to broker {self.address} was closed by the broker mid-response")
+            )
         except (OSError, ProtocolError) as exc:
             self._fail(KafkaError(f"connection to broker {self.address} failed: {exc}"))
         except asyncio.CancelledError:
             self._fail(KafkaError(f"connection to broker {self.address} was closed"))
             raise
 
-    def _dispatch(self, frame: bytearray) -> None:
+    def _dispatch(self, frame: memoryview) -> None:
         correlation_id = _CORRELATION.unpack_from(frame, 0)[0]
         entry = self._pending.pop(correlation_id, None)
         if entry is None:

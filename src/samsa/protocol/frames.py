@@ -19,7 +19,7 @@ SIZE_PREFIX = 4
 
 def frame_size(prefix: bytes | bytearray | memoryview, max_frame_size: int, offset: int = 0) -> int:
     """The size a frame's 4-byte prefix (at ``offset``) declares; FrameError or FrameTooLargeError when it cannot
-    be accepted. The one reading of the prefix: ``FrameSplitter`` and the broker's stream reader both use it."""
+    be accepted. The one reading of the prefix: ``FrameSplitter`` and ``samsa.framing.FrameProtocol`` both use it."""
     size = int(I32.unpack_from(prefix, offset)[0])
     if size < 0:
         raise FrameError(size)
