@@ -45,7 +45,7 @@ from pyspark.sql.types import StructType
 from samsa.records import BatchView, iter_batches
 
 from .arrow import RecordBatchBuilder, spark_ddl
-from .connection import SamsaBrokerError, broker_error, connect
+from .connection import SamsaBrokerError, broker_error, connect, short_errors, short_iteration
 
 if TYPE_CHECKING:
     from samsa.client import FetchedPartition, SyncClient
@@ -75,6 +75,14 @@ class SamsaDataLossError(RuntimeError):
     """Offsets a query needs are gone from the log (and ``failOnDataLoss`` is true)."""
 
 
+OWN_ERRORS = (
+    SamsaBrokerError,
+    SamsaOptionError,
+    SamsaDataLossError,
+)  # their message says all (connection doc)
+shortened = short_errors(OWN_ERRORS)
+
+
 TP = tuple[str, int]
 
 
@@ -90,7 +98,7 @@ def discover_partitions(client: SyncClient, opts: SourceOptions, *, strict: bool
     except SamsaBrokerError:
         raise
     except Exception as exc:
-        raise broker_error(opts.bootstrap_servers, exc) from exc
+        raise broker_error(opts.bootstrap_servers, exc) from None
     found: list[TP] = []
     for name, topic in sorted(meta.topics.items()):
         if not sub.matches(name) or topic.error_code == UNKNOWN_TOPIC_OR_PARTITION:
@@ -104,7 +112,9 @@ def discover_partitions(client: SyncClient, opts: SourceOptions, *, strict: bool
             missing = [t for t in sub.topics if t not in known]
             if missing:
                 raise SamsaOptionError(
-                    f"option 'subscribe': unknown topic(s) {missing} on {opts.bootstrap_servers}"
+                    f"option 'subscribe': unknown topic(s) {missing} on {opts.bootstrap_servers}; create "
+                    f"{'them' if len(missing) > 1 else 'it'} first (`samsa topics --bootstrap-server "
+                    f"{opts.bootstrap_servers} --create --topic {missing[0]}`)"
                 )
         if sub.assigned:
             missing_tp = [tp for tp in sub.assigned if tp not in set(found)]
@@ -342,6 +352,7 @@ class BrokerBatchReader(DataSourceReader):  # type: ignore[misc]
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
 
+    @shortened
     def partitions(self) -> list[OffsetRange]:
         client = connect(self.opts.bootstrap_servers)
         try:
@@ -356,7 +367,7 @@ class BrokerBatchReader(DataSourceReader):  # type: ignore[misc]
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, OffsetRange):  # PySpark's InputPartition(None) when partitions() is []
             return iter(())
-        return read_range(partition)
+        return short_iteration(read_range(partition), OWN_ERRORS)
 
 
 class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
@@ -377,6 +388,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
             self._client = connect(self.opts.bootstrap_servers)
         return self._client
 
+    @shortened
     def initialOffset(self) -> dict[str, dict[str, int]]:
         client = self._conn()
         tps = discover_partitions(client, self.opts)
@@ -387,11 +399,13 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
             return ReadMaxRows(self.opts.max_offsets_per_trigger)
         return ReadAllAvailable()
 
+    @shortened
     def prepareForTriggerAvailableNow(self) -> None:
         client = self._conn()
         tps = discover_partitions(client, self.opts, strict=False)
         self._available_now = list_offsets(client, self.opts.bootstrap_servers, {tp: LATEST for tp in tps})
 
+    @shortened
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
         client = self._conn()
         begin = offsets_from_json(start)
@@ -415,6 +429,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
             return offsets_json(begin)
         return offsets_json(latest)
 
+    @shortened
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[OffsetRange]:
         begin = offsets_from_json(start)
         finish = offsets_from_json(end)
@@ -425,7 +440,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, OffsetRange)
-        return read_range(partition)
+        return short_iteration(read_range(partition), OWN_ERRORS)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark's checkpoint holds the offsets; nothing to do on the broker."""
