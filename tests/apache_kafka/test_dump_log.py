@@ -6,7 +6,9 @@ null values, a compacted topic with tombstones, legacy v0 and v1 message sets of
 ``Log``: no produce version Samsa serves carries them), and segments rolled at 64 KiB (several ``.log``/``.index``/``.timeindex`` triples each). The oracle is
 Samsa's own ``samsa dump-log``, which prints Kafka's format: the two outputs must be the same line for line (batch
 headers, every record with its key and payload, index and time index entries), Kafka's index checks must pass, and
-Kafka's reading of each producer snapshot must name, for each producer, the last batch the log holds from it.
+Kafka's reading of each producer snapshot must name, for each producer, the last batch the log holds from it, and
+be Samsa's line for line; a consumer group's records in ``__consumer_offsets``, decoded by ``--offsets-decoder``,
+are the same in both dumps too.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tests.clients.harness import BrokerProcess, Message, ck_produce
 
 from .jars import DUMP_LOG, TOPICS, KafkaJars
 
+GROUP = "dump-log-group"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 SEGMENT_BYTES = 64 * 1024
 LEGACY_CODECS = (CompressionType.NONE, CompressionType.GZIP, CompressionType.SNAPPY, CompressionType.LZ4)
@@ -61,11 +64,31 @@ def written(kafka4: KafkaJars, tmp_path_factory: pytest.TempPathFactory) -> Path
         kafka4.run(TOPICS, "--bootstrap-server", broker.bootstrap, "--create", "--topic", "compacted",
                    "--partitions", "1", "--config", "cleanup.policy=compact")  # fmt: skip
         ck_produce(broker.bootstrap, "compacted", messages("compacted", 2000, keyed=True), codec="lz4")
+        consume_and_commit(broker.bootstrap, "v2-none", GROUP)
     finally:
         assert broker.stop() == 0
     for magic in (0, 1):
         write_legacy(broker.data_dir / f"legacy-v{magic}-0", magic)
     return broker.data_dir
+
+
+def consume_and_commit(bootstrap: str, topic: str, group: str) -> None:
+    """A subscribed consumer of ``group`` reads ``topic`` and commits: the coordinator writes the group's metadata
+    (with the member's subscription and assignment) and its offsets, then the empty group when it leaves."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})  # fmt: skip
+    consumer.subscribe([topic])
+    read = 0
+    deadline = time.monotonic() + 30
+    try:
+        while read < 100 and time.monotonic() < deadline:
+            read += sum(1 for m in consumer.consume(100, 0.5) if not m.error())
+        assert read >= 100, f"the group read {read} records of {topic}"
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
 
 
 def write_legacy(directory: Path, magic: int) -> None:
@@ -193,6 +216,7 @@ def test_producer_snapshots_name_each_producers_last_batch(kafka4: KafkaJars, wr
     snapshots = partition_files(written, (".snapshot",))
     assert any("v2-zstd-0" in s for s in snapshots)
     out = kafka4.run(DUMP_LOG, "--files", ",".join(snapshots)).stdout
+    assert out.splitlines() == samsa_dump("--files", ",".join(snapshots)).splitlines()
     for snapshot, body in re.findall(r"^Dumping (\S+)\n((?:producerId.*\n?)*)", out, re.MULTILINE):
         partition = Path(snapshot).parent
         logs = ",".join(str(p) for p in sorted(partition.glob("*.log")))
@@ -242,3 +266,13 @@ def test_follower_multi_batch_append_index_entries(kafka4: KafkaJars, tmp_path: 
     finally:
         log.close()
     assert index_mismatches(kafka4, str(directory / "00000000000000000000.index")) == {}
+
+
+def test_offsets_decoder_over_a_groups_records(kafka4: KafkaJars, written: Path) -> None:
+    """``--offsets-decoder`` over the ``__consumer_offsets`` segments Samsa's coordinator wrote: Kafka's dump and
+    Samsa's are the same lines, and they hold the group's commit and its consumer member's decoded subscription."""
+    logs = ",".join(str(p) for p in sorted(written.glob("__consumer_offsets-*/*.log")))
+    kafka = kafka4.run(DUMP_LOG, "--offsets-decoder", "--files", logs).stdout
+    assert kafka.splitlines() == samsa_dump("--offsets-decoder", "--files", logs).splitlines()
+    assert f'key: {{"type":"1","data":{{"group":"{GROUP}","topic":"v2-none","partition":0}}}}' in kafka
+    assert '"subscription":{"topics":["v2-none"]' in kafka

@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from samsa.cli.topics import topics as samsa_topics
 from tests.clients.harness import BrokerProcess
 
 from .jars import (
@@ -80,6 +82,10 @@ def test_topic_lifecycle(kafka4: KafkaJars, samsa: BrokerProcess) -> None:
     assert [p.split("\t")[1:6] for p in partitions] == [
         ["Topic: lifecycle", f"Partition: {i}", "Leader: 1", "Replicas: 1", "Isr: 1"] for i in range(3)
     ]
+    ours = CliRunner().invoke(samsa_topics, [*b, "--describe", "--topic", "lifecycle"])
+    assert ours.exit_code == 0, ours.output
+    # Samsa's tool prints Kafka's lines, down to the Elr: N/A and LastKnownElr: N/A columns
+    assert ours.stdout == described
 
     kafka4.run(TOPICS, *b, "--alter", "--topic", "lifecycle", "--partitions", "5")
     described = kafka4.run(TOPICS, *b, "--describe", "--topic", "lifecycle").stdout

@@ -251,3 +251,169 @@ def test_a_segment_set_aside_by_recovery_is_dumped_as_a_log(tmp_path: Path) -> N
     assert (code, err) == (0, [])
     assert out[1] == "Log starting offset: 0"
     assert any(line.startswith("baseOffset: 0 ") for line in out)
+
+
+# --- producer snapshots and __consumer_offsets (--offsets-decoder) -------------------------------------------
+
+SNAPSHOT_LINES = [
+    "producerId: 7 producerEpoch: 2 coordinatorEpoch: 3 currentTxnFirstOffset: OptionalLong[5] lastTimestamp: 999 "
+    "firstSequence: 2147483643 lastSequence: 2147483647 lastOffset: 100 offsetDelta: 4 timestamp: 999",
+    "producerId: 8 producerEpoch: 1 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty lastTimestamp: 55",
+]
+
+
+def _snapshot(directory: Path) -> Path:
+    """Two producers: one whose last batch wraps its sequence past Int.MAX inside an open transaction, one with
+    no batch (its entry ends at lastTimestamp, as Kafka prints it)."""
+    from samsa.storage.producer_state import BatchMetadata, ProducerStateEntry, write_snapshot
+
+    wrapped = ProducerStateEntry(7, 2, coordinator_epoch=3, current_txn_first_offset=5, last_timestamp=999)
+    wrapped.batches.append(BatchMetadata(2**31 - 1, 100, 4, 999))
+    path = directory / "00000000000000000101.snapshot"
+    write_snapshot(path, [wrapped, ProducerStateEntry(8, 1, last_timestamp=55)])
+    return path
+
+
+def test_producer_snapshot(tmp_path: Path) -> None:
+    path = _snapshot(tmp_path)
+    code, out, err = _run("--files", str(path))
+    assert (code, err) == (0, [])
+    assert out == [f"Dumping {path}", *SNAPSHOT_LINES]
+    empty = tmp_path / "00000000000000000000.snapshot"
+    from samsa.storage.producer_state import write_snapshot
+
+    write_snapshot(empty, [])
+    assert _run("--files", str(empty)) == (0, [f"Dumping {empty}"], [])
+
+
+def test_corrupt_producer_snapshot_fails(tmp_path: Path) -> None:
+    path = _snapshot(tmp_path)
+    path.write_bytes(path.read_bytes() + b"xx")
+    code, out, err = _run("--files", str(path))
+    assert code == 1 and out == [f"Dumping {path}"]
+    assert err == [
+        f"Cannot dump {path}: stored crc {_stored_crc(path)} does not match computed crc "
+        + err[0].split()[-1]
+    ]
+
+
+def _stored_crc(path: Path) -> int:
+    crc: int = struct.unpack_from(">I", path.read_bytes(), 2)[0]
+    return crc
+
+
+def _offsets_log(directory: Path) -> Path:
+    """One batch of what the group coordinator writes, plus the odd records a dump may meet: commits of key
+    versions 0 and 1 (one with an expire timestamp, v1), tombstones, a consumer group whose members' protocol
+    bytes decode, one whose do not, a group of another protocol type, and keys no coordinator writes."""
+    from samsa.coordinator import offsets_topic as ot
+    from samsa.coordinator.group import OffsetAndMetadata
+    from samsa.protocol.messages.consumer_protocol import (
+        ConsumerProtocolAssignment,
+        ConsumerProtocolAssignmentTopicPartition,
+        ConsumerProtocolSubscription,
+        ConsumerProtocolSubscriptionTopicPartition,
+    )
+    from samsa.protocol.messages.group_metadata_record import GroupMetadataValue, MemberMetadata
+    from samsa.protocol.messages.offset_commit_record import OffsetCommitKey, OffsetCommitValue
+    from samsa.storage.topic import TopicPartition
+
+    version = struct.Struct(">h").pack
+    tp = TopicPartition('tö"x', 3)
+    subscription = ConsumerProtocolSubscription(
+        ["t", "u"], b"\x01", [ConsumerProtocolSubscriptionTopicPartition("t", [0, 1])], 4, "rack-a"
+    )
+    assignment = ConsumerProtocolAssignment([ConsumerProtocolAssignmentTopicPartition("t", [0])], None)
+
+    def group(name: str, protocol_type: str, sub: bytes, assign: bytes) -> tuple[bytes, bytes]:
+        member = MemberMetadata("m1", "inst", "c", "/h", 5, 10, sub, assign)
+        value = GroupMetadataValue(protocol_type, 3, "range", "m1", 9, [member])
+        return ot.group_metadata_key(name), version(3) + value.encode(3)
+
+    items: list[tuple[bytes | None, bytes | None]] = [
+        (ot.offset_commit_key("g", tp), ot.offset_commit_value(OffsetAndMetadata(5, -1, "meta\né", 10, 20))),
+        (ot.offset_commit_key("g", tp), None),
+        (
+            version(0) + OffsetCommitKey("g0", "t", 1).encode(0),
+            version(0) + OffsetCommitValue(offset=1, metadata="m", commit_timestamp=2).encode(0),
+        ),
+        (ot.group_metadata_key("g"), None),
+        group("c", "consumer", version(3) + subscription.encode(3), version(1) + assignment.encode(1)),
+        group("i", "consumer", b"\x00" * 6, b"garbage"),
+        group("h", "connect", b"\x01\x02\xff", b""),
+        (version(5) + b"xyz", b"\x00\x01"),
+    ]
+    path = directory / "00000000000000000000.log"
+    path.write_bytes(
+        build_batch([Record(i, 1000 + i, k, v) for i, (k, v) in enumerate(items)], base_offset=0)
+    )
+    return path
+
+
+OFFSETS_DATA = [
+    ' key: {"type":"1","data":{"group":"g","topic":"tö\\"x","partition":3}} payload: {"version":"1","data":'
+    '{"offset":5,"metadata":"meta\\né","commitTimestamp":10,"expireTimestamp":20}}',
+    ' key: {"type":"1","data":{"group":"g","topic":"tö\\"x","partition":3}} payload: <DELETE>',
+    ' key: {"type":"0","data":{"group":"g0","topic":"t","partition":1}} payload: {"version":"0","data":'
+    '{"offset":1,"metadata":"m","commitTimestamp":2}}',
+    ' key: {"type":"2","data":{"group":"g"}} payload: <DELETE>',
+    ' key: {"type":"2","data":{"group":"c"}} payload: {"version":"3","data":{"protocolType":"consumer",'
+    '"generation":3,"protocol":"range","leader":"m1","currentStateTimestamp":9,"members":[{"memberId":"m1",'
+    '"groupInstanceId":"inst","clientId":"c","clientHost":"/h","rebalanceTimeout":5,"sessionTimeout":10,'
+    '"subscription":{"topics":["t","u"],"userData":"AQ==","ownedPartitions":[{"topic":"t","partitions":[0,1]}],'
+    '"generationId":4,"rackId":"rack-a"},"assignment":{"assignedPartitions":[{"topic":"t","partitions":[0]}],'
+    '"userData":null}}]}}',
+    ' key: {"type":"2","data":{"group":"i"}} payload: {"version":"3","data":{"protocolType":"consumer",'
+    '"generation":3,"protocol":"range","leader":"m1","currentStateTimestamp":9,"members":[{"memberId":"m1",'
+    '"groupInstanceId":"inst","clientId":"c","clientHost":"/h","rebalanceTimeout":5,"sessionTimeout":10,'
+    '"subscription":"AAAAAAAA","assignment":"Z2FyYmFnZQ=="}]}}',
+    ' key: {"type":"2","data":{"group":"h"}} payload: {"version":"3","data":{"protocolType":"connect",'
+    '"generation":3,"protocol":"range","leader":"m1","currentStateTimestamp":9,"members":[{"memberId":"m1",'
+    '"groupInstanceId":"inst","clientId":"c","clientHost":"/h","rebalanceTimeout":5,"sessionTimeout":10,'
+    '"subscription":"AQL/","assignment":""}]}}',
+]
+
+
+def test_offsets_decoder(tmp_path: Path) -> None:
+    log = _offsets_log(tmp_path)
+    code, out, err = _run("--offsets-decoder", "--files", str(log))
+    assert (code, err) == (0, [])
+    records = out[3:]
+    assert [line.split(" headerKeys: []", 1)[1] for line in records[:-1]] == OFFSETS_DATA
+    assert records[-1].endswith(
+        " headerKeys: [] key: Error at offset 7, skipping. "
+        "Key type 5 is not an offset commit (0, 1) or a group metadata (2) key"
+    )
+    assert records[0].startswith("| offset: 0 CreateTime: 1000 keySize: 16 valueSize: 35 sequence: -1 ")
+    _, plain, _ = _run("--print-data-log", "--files", str(log))
+    assert '{"type":' not in "\n".join(plain)  # without the option, keys are printed as text
+
+
+def _kafka_jars() -> object:
+    """Kafka 4's jars when fetched (``make kafka-jars``) and java is here; the comparisons skip otherwise."""
+    import shutil as sh
+
+    import pytest
+    from tests.apache_kafka.jars import KAFKA_4, KafkaJars, jar_dir
+
+    directory = jar_dir(KAFKA_4)
+    if not (directory / ".complete").exists() or sh.which("java") is None:
+        pytest.skip(f"Kafka {KAFKA_4} jars not in {directory} (make kafka-jars)")
+    return KafkaJars(KAFKA_4, directory)
+
+
+def test_snapshot_and_offsets_decoder_match_kafkas_tool(tmp_path: Path) -> None:
+    """Kafka's DumpLogSegments over the same files prints the same lines, but for the reason given for a key no
+    coordinator writes (Kafka's names its Java buffer; Kafka's dump stops on a record without a key, Samsa's
+    says so and goes on, so that record is not in these files)."""
+    from tests.apache_kafka.jars import DUMP_LOG, KafkaJars
+
+    jars = _kafka_jars()
+    assert isinstance(jars, KafkaJars)
+    files = f"{_snapshot(tmp_path)},{_offsets_log(tmp_path)}"
+    kafka = jars.run(DUMP_LOG, "--offsets-decoder", "--files", files)
+    code, out, err = _run("--offsets-decoder", "--files", files)
+    assert (code, err) == (0, [])
+    assert out[:-1] == kafka.stdout.splitlines()[:-1]
+    unknown = "| offset: 7 CreateTime: 1007 keySize: 5 valueSize: 2 sequence: -1 headerKeys: [] key: Error at offset 7, skipping. "
+    assert kafka.stdout.splitlines()[-1].startswith(unknown) and out[-1].startswith(unknown)

@@ -69,7 +69,8 @@ def test_topics_create_describe_alter_delete(broker: BrokerProcess, client: Sync
         f"Topic: {topic}\tTopicId: {topic_id}\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: "
     )
     assert described.stdout.splitlines()[1:] == [
-        f"\tTopic: {topic}\tPartition: {p}\tLeader: 1\tReplicas: 1\tIsr: 1" for p in range(3)
+        f"\tTopic: {topic}\tPartition: {p}\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: N/A\tLastKnownElr: N/A"
+        for p in range(3)
     ]
     assert len(topic_id) == 22
 

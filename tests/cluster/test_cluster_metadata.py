@@ -246,5 +246,5 @@ def test_samsa_topics_describe_like_kafkas_tool(cluster: list[samsa.Broker]) -> 
     state = describe(client, "six")
     for p in range(6):
         leader, replicas, isr = state[p]
-        expected = f"\tTopic: six\tPartition: {p}\tLeader: {leader}\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}"
-        assert any(line.startswith(expected) for line in lines), (expected, lines)
+        expected = f"\tTopic: six\tPartition: {p}\tLeader: {leader}\tReplicas: {','.join(map(str, replicas))}\tIsr: {','.join(map(str, isr))}\tElr: N/A\tLastKnownElr: N/A"
+        assert expected in lines, (expected, lines)

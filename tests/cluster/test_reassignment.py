@@ -423,6 +423,7 @@ def test_throttled_move_is_reported_and_its_throttles_cleared(cluster: LocalClus
     assert code == 0
     assert out.splitlines() == [
         "\tTopic: slow\tPartition: 0\tLeader: 1\tReplicas: 3,1,2\tIsr: 1,2\tAdding Replicas: 3\tRemoving Replicas: 2"
+        "\tElr: N/A\tLastKnownElr: N/A"
     ]
     code, out, _ = samsa(
         "topics", "--bootstrap-server", cluster.bootstrap_servers, "--describe", "--topic", "slow"
@@ -501,14 +502,14 @@ def test_partition_reports_and_log_dirs_across_brokers(cluster: LocalCluster) ->
         return sorted(out.splitlines())
 
     assert report("--under-replicated-partitions") == [
-        "\tTopic: pair\tPartition: 0\tLeader: 3\tReplicas: 3,4\tIsr: 3",
+        "\tTopic: pair\tPartition: 0\tLeader: 3\tReplicas: 3,4\tIsr: 3\tElr: N/A\tLastKnownElr: N/A",
     ]
     assert report("--unavailable-partitions") == [
-        "\tTopic: solo\tPartition: 0\tLeader: none\tReplicas: 4\tIsr: 4",
+        "\tTopic: solo\tPartition: 0\tLeader: none\tReplicas: 4\tIsr: 4\tElr: N/A\tLastKnownElr: N/A",
     ]
     assert report("--under-min-isr-partitions") == [
-        "\tTopic: pair\tPartition: 0\tLeader: 3\tReplicas: 3,4\tIsr: 3",
-        "\tTopic: solo\tPartition: 0\tLeader: none\tReplicas: 4\tIsr: 4",
+        "\tTopic: pair\tPartition: 0\tLeader: 3\tReplicas: 3,4\tIsr: 3\tElr: N/A\tLastKnownElr: N/A",
+        "\tTopic: solo\tPartition: 0\tLeader: none\tReplicas: 4\tIsr: 4\tElr: N/A\tLastKnownElr: N/A",
     ]
     code, out, _ = samsa("log-dirs", "--bootstrap-server", cluster.bootstrap_servers, "--describe")
     assert out.splitlines()[1] == "Received log directory information from brokers 1,2,3"

@@ -14,11 +14,19 @@ Lines it prints (``<TsType>`` is CreateTime, LogAppendTime or NoTimestampType):
     offset: <o> position: <p>                                              (.index)
     timestamp: <t> offset: <o>                                             (.timeindex)
     version: .. producerId: .. firstOffset: .. lastOffset: .. lastStableOffset: ..  (.txnindex)
+    producerId: .. producerEpoch: .. coordinatorEpoch: .. currentTxnFirstOffset: OptionalLong[..]|OptionalLong.empty
+      lastTimestamp: .. firstSequence: .. lastSequence: .. lastOffset: .. offsetDelta: .. timestamp: ..
+                                      (.snapshot, one line per producer; from firstSequence on only when the
+                                       entry names a batch)
+
+``--offsets-decoder`` prints every record of a ``__consumer_offsets`` segment with its key and value decoded
+(``key: {"type":"1","data":{...}} payload: {"version":"3","data":{...}}``, ``payload: <DELETE>`` for a
+tombstone; :mod:`samsa.cli.offsets_json`), as Kafka's option does; it implies ``--print-data-log``.
 
 Index problems go to stderr as Kafka prints them ("Mismatches in :<path>", "Found timestamp mismatch in :<path>",
 ...). Differences from Kafka, on purpose: a batch failing its CRC, an unframeable batch, an index failing its sanity
 check or disagreeing with its log, an index entry pointing outside its log and a missing file make the exit
-code 1 (Kafka prints and exits 0), and each such problem is also reported on stderr naming the file and the byte
+code 1 (Kafka prints and exits 0), as does a producer snapshot failing its CRC, version or size check, and each such problem is also reported on stderr naming the file and the byte
 position. Legacy record lines end with ``isValid: .. crc: N``, a compressed wrapper's inner messages each with their
 own (Kafka 3.x prints a stray ``}`` there). Index files are read through storage's read-only ``OffsetIndex`` / ``TimeIndex``, whose entries
 end at the first zeroed slot (where Kafka's dump stops too), so the sanity check of an active segment's
@@ -48,6 +56,12 @@ from samsa.records.batch_view import DELETE_HORIZON_MASK
 from samsa.records.legacy import inner_message_crcs
 from samsa.storage.index import OffsetIndex, TimeIndex
 from samsa.storage.log_dir_reader import SegmentFiles
+from samsa.storage.producer_state import (
+    SNAPSHOT_SUFFIX,
+    CorruptSnapshotError,
+    ProducerStateEntry,
+    read_snapshot,
+)
 from samsa.storage.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -64,6 +78,7 @@ RECORD_INDENT = "|"
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 
 Printer = Callable[[str], None]
+RecordData = Callable[[Record], str]  # a record's `` key: .. payload: ..`` text
 
 
 @dataclass(slots=True)
@@ -74,6 +89,7 @@ class DumpOptions:
     verify_index_only: bool = False
     max_bytes: int = INT32_MAX
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    offsets_decoder: bool = False
 
 
 @dataclass(slots=True)
@@ -168,7 +184,18 @@ def control_text(record: Record) -> str:
     return f" controlType: {control.control_type.name}({int(control.control_type)})"
 
 
-def record_lines(batch: BatchView, print_data: bool) -> list[str]:
+def plain_record_data(record: Record) -> str:
+    """Key and payload as UTF-8 text, each left out when null (Kafka's default decoder)."""
+    parts = []
+    if record.key is not None:
+        parts.append(f" key: {_decode_text(record.key)}")
+    if record.value is not None:
+        parts.append(f" payload: {_decode_text(record.value)}")
+    return "".join(parts)
+
+
+def record_lines(batch: BatchView, data: RecordData | None) -> list[str]:
+    """One line per record; ``data`` (when given) prints each non-control record's key and payload."""
     ts_name = _TS_NAMES[batch.timestamp_type]
     lines: list[str] = []
     compressed_legacy = batch.magic < 2 and batch.compression != 0
@@ -194,11 +221,8 @@ def record_lines(batch: BatchView, print_data: bool) -> list[str]:
             parts.append(f" isValid: {_java_bool(batch.is_valid())} crc: {batch.stored_crc}")
         if batch.is_control:
             parts.append(control_text(record))
-        if print_data and not batch.is_control:
-            if record.key is not None:
-                parts.append(f" key: {_decode_text(record.key)}")
-            if record.value is not None:
-                parts.append(f" payload: {_decode_text(record.value)}")
+        if data is not None and not batch.is_control:
+            parts.append(data(record))
         lines.append("".join(parts))
     return lines
 
@@ -211,7 +235,9 @@ def dump_log_file(path: Path, opts: DumpOptions, out: Printer, report: DumpRepor
             raise ValueError(f"the file name does not start with a base offset: {path.name}")
         out(f"Log starting offset: {base}")
     end = min(len(data), opts.max_bytes)
-    deep = opts.deep_iteration or opts.print_data_log
+    print_data = opts.print_data_log or opts.offsets_decoder
+    deep = opts.deep_iteration or print_data
+    record_data = _record_data(opts) if print_data else None
     valid_bytes = 0
     position = 0
     try:
@@ -224,7 +250,7 @@ def dump_log_file(path: Path, opts: DumpOptions, out: Printer, report: DumpRepor
                     f"computed crc {batch.computed_crc()}, size {batch.size_in_bytes}"
                 )
             if deep:
-                for line in record_lines(batch, opts.print_data_log):
+                for line in record_lines(batch, record_data):
                     out(line)
             valid_bytes += batch.size_in_bytes
             position = valid_bytes
@@ -234,6 +260,14 @@ def dump_log_file(path: Path, opts: DumpOptions, out: Printer, report: DumpRepor
     trailing = len(data) - valid_bytes
     if trailing > 0 and opts.max_bytes == INT32_MAX:
         out(f"Found {trailing} invalid bytes at the end of {path.name}")
+
+
+def _record_data(opts: DumpOptions) -> RecordData:
+    if opts.offsets_decoder:
+        from .offsets_json import offsets_record_text  # the generated group-record codecs, only when asked
+
+        return offsets_record_text
+    return plain_record_data
 
 
 # --- .index / .timeindex (read through storage's read-only indexes) ------------------------------------------
@@ -384,6 +418,37 @@ def dump_txn_index_file(path: Path, out: Printer, report: DumpReport) -> None:
         )
 
 
+# --- .snapshot (producer state) -------------------------------------------------------------------------------
+
+
+def snapshot_entry_line(entry: ProducerStateEntry) -> str:
+    """One producer of a snapshot: its epochs, open transaction and last timestamp, then the batch it names."""
+    txn_first = entry.current_txn_first_offset
+    line = (
+        f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+        f"coordinatorEpoch: {entry.coordinator_epoch} currentTxnFirstOffset: "
+        f"{f'OptionalLong[{txn_first}]' if txn_first >= 0 else 'OptionalLong.empty'} "
+        f"lastTimestamp: {entry.last_timestamp}"
+    )
+    if entry.batches:
+        batch = entry.batches[0]
+        line += (
+            f" firstSequence: {batch.first_seq} lastSequence: {batch.last_seq} lastOffset: {batch.last_offset} "
+            f"offsetDelta: {batch.offset_delta} timestamp: {batch.timestamp}"
+        )
+    return line
+
+
+def dump_snapshot_file(path: Path, out: Printer, report: DumpReport) -> None:
+    try:
+        entries = read_snapshot(path)
+    except CorruptSnapshotError as exc:
+        report.errors.append(f"Cannot dump {path}: {exc.reason}")
+        return
+    for entry in entries:
+        out(snapshot_entry_line(entry))
+
+
 # --- driver --------------------------------------------------------------------------------------------------
 
 
@@ -409,6 +474,8 @@ def dump_files(files: list[Path], opts: DumpOptions, out: Printer, err: Printer)
                 dump_time_index_file(path, opts, out, report)
             elif suffix == TXN_INDEX_SUFFIX:
                 dump_txn_index_file(path, out, report)
+            elif suffix == SNAPSHOT_SUFFIX:
+                dump_snapshot_file(path, out, report)
             else:
                 err(f"Ignoring unknown file {path}")
         except BrokenPipeError:
@@ -425,12 +492,17 @@ def dump_files(files: list[Path], opts: DumpOptions, out: Printer, err: Printer)
 @click.option(
     "--files",
     required=True,
-    help="Comma-separated data and index files (.log, .index, .timeindex, .txnindex).",
+    help="Comma-separated data, index and producer snapshot files (.log, .index, .timeindex, .txnindex, .snapshot).",
 )
 @click.option(
     "--print-data-log", is_flag=True, help="Print each record's key and payload (implies --deep-iteration)."
 )
 @click.option("--deep-iteration", is_flag=True, help="Print every record, not only batch headers.")
+@click.option(
+    "--offsets-decoder",
+    is_flag=True,
+    help="Decode records as __consumer_offsets keys and values (implies --print-data-log).",
+)
 @click.option("--index-sanity-check", is_flag=True, help="Only run the index sanity check.")
 @click.option(
     "--verify-index-only", is_flag=True, help="Check index entries against the log without printing them."
@@ -457,10 +529,17 @@ def dump_log(
     verify_index_only: bool,
     max_bytes: int,
     max_message_size: int,
+    offsets_decoder: bool,
 ) -> None:
     """Print segment files as Kafka's kafka-dump-log.sh does."""
     opts = DumpOptions(
-        print_data_log, deep_iteration, index_sanity_check, verify_index_only, max_bytes, max_message_size
+        print_data_log,
+        deep_iteration,
+        index_sanity_check,
+        verify_index_only,
+        max_bytes,
+        max_message_size,
+        offsets_decoder,
     )
     paths = [Path(name) for name in files.split(",") if name]
     report = dump_files(paths, opts, click.echo, lambda line: click.echo(line, err=True))

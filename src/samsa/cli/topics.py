@@ -4,8 +4,11 @@ Talks to any Kafka-protocol broker through :mod:`samsa.client`. Output lines fol
 
     Created topic <name>.
     Topic: <name>\tTopicId: <id>\tPartitionCount: <n>\tReplicationFactor: <r>\tConfigs: k=v,...
-    \tTopic: <name>\tPartition: <p>\tLeader: <id|none>\tReplicas: 1,2\tIsr: 1,2
-    (while the partition moves: ...\tAdding Replicas: 3\tRemoving Replicas: 2)
+    \tTopic: <name>\tPartition: <p>\tLeader: <id|none>\tReplicas: 1,2\tIsr: 1,2\tElr: N/A\tLastKnownElr: N/A
+    (while the partition moves, before Elr: ...\tAdding Replicas: 3\tRemoving Replicas: 2)
+
+``Elr``/``LastKnownElr`` are Kafka 3.7+'s eligible leader replicas (KIP-966); Samsa keeps none and does not serve
+DescribeTopicPartitions, so both read ``N/A``, as Kafka's tool prints them against such a broker.
 
 ``--topic`` is a regular expression (commas mean "or"), as in Kafka; ``--list`` is sorted and ``--describe``
 follows the iteration order of a Java HashMap of the names, as Kafka's tool does. A failed broker call prints
@@ -46,6 +49,8 @@ from .log_dirs import java_hash_order, java_string_hash
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 SHORT_MAX = 32767
+# what Kafka 3.7+'s tool prints for the eligible leader replicas of a broker without DescribeTopicPartitions
+NO_ELR = "\tElr: N/A\tLastKnownElr: N/A"
 
 
 class ArgumentError(Exception):
@@ -250,7 +255,7 @@ async def describe_topics(
             if move is not None:
                 line += f"\tAdding Replicas: {','.join(map(str, move[1]))}"
                 line += f"\tRemoving Replicas: {','.join(map(str, move[2]))}"
-            click.echo(line)
+            click.echo(line + NO_ELR)
 
 
 async def reassignments(
