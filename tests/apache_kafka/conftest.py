@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.clients.harness import BrokerProcess
+from tests.clients.harness import BrokerProcess, running_broker
 
 from .jars import KAFKA_3, KAFKA_4, JarsMissing, KafkaJars, ensure_jars
 
@@ -45,7 +45,5 @@ def kafka3() -> KafkaJars:
 @pytest.fixture(scope="module")
 def samsa(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """One Samsa broker process per test module; tests use distinct topic and group names."""
-    proc = BrokerProcess(data_dir=tmp_path_factory.mktemp("samsa-data"))
-    proc.start()
-    yield proc
-    proc.stop()
+    with running_broker(tmp_path_factory.mktemp("samsa-data")) as proc:
+        yield proc

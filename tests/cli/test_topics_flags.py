@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from tests.clients.harness import BrokerProcess
+from tests.clients.harness import BrokerProcess, running_broker
 
 import samsa
 from samsa.cli.app import cli
@@ -16,10 +16,8 @@ from samsa.cli.app import cli
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(data_dir=tmp_path_factory.mktemp("samsa-topics-flags"))
-    proc.start()
-    yield proc
-    proc.stop()
+    with running_broker(tmp_path_factory.mktemp("samsa-topics-flags")) as proc:
+        yield proc
 
 
 def topics(broker: BrokerProcess, *args: str) -> Result:

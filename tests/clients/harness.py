@@ -7,6 +7,7 @@ produce with one client and consume with another and compare bytes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -14,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,17 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running_broker(data_dir: Path) -> Iterator[BrokerProcess]:
+    """A ``samsa serve`` process on ``data_dir`` for the ``with`` block: started, and stopped after it."""
+    proc = BrokerProcess(data_dir=data_dir)
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
 
 
 def stop_process(process: subprocess.Popen[Any] | None, sig: int, timeout: float) -> int | None:

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.broker.replication_leader import F2, F3, LAG_MS, LEADER, REPLICAS, TP, Leader
 
-from samsa.broker.replica_manager import FetchRequestPartition, ReplicaManager, ReplicaState
-from samsa.clock import ManualClock
 from samsa.cluster.isr_channel import IsrChange, IsrChannel
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.messages.alter_partition import (
@@ -23,15 +22,7 @@ from samsa.protocol.messages.alter_partition import (
     AlterPartitionResponseTopicData,
 )
 from samsa.records import build_batch
-from samsa.storage import FetchIsolation
-from samsa.storage.config import LogConfig
-from samsa.storage.log_manager import LogManager
-from samsa.storage.topic import TopicPartition
 
-TP = TopicPartition("t", 0)
-LEADER, F2, F3 = 1, 2, 3
-REPLICAS = (LEADER, F2, F3)
-LAG_MS = 10_000
 CONTROLLER = (9, "controller", 9092)
 
 # what the controller does with one partition's change: (error, committed ISR)
@@ -84,15 +75,11 @@ class Controller:
         return AlterPartitionResponse(topics=topics)
 
 
-class Leader:
+class ChannelLeader(Leader):
     """Broker 1 leading ``TP`` (replicas 1, 2, 3), its ISR changes going through an ``IsrChannel``."""
 
     def __init__(self, directory: Path) -> None:
-        self.clock = ManualClock()
-        self.logs = LogManager([directory], LogConfig(), self.clock)
-        self.logs.startup()
-        [self.log] = self.logs.create_topic(TP.topic, 1)
-        self.manager = ReplicaManager(self.logs, LEADER, self.clock, replica_lag_time_max_ms=LAG_MS)
+        super().__init__(directory)
         self.controller = Controller()
         self.controller_known: tuple[int, str, int] | None = CONTROLLER
         self.slept: list[float] = []
@@ -108,24 +95,12 @@ class Leader:
         self.manager.isr_changes = lambda partition, new_isr: self.channel.submit(
             IsrChange(partition.tp, partition.leader_epoch, partition.partition_epoch, new_isr)
         )
-        self.manager.make_leader(TP, self.log, ReplicaState(LEADER, 1, REPLICAS, REPLICAS, 0))
 
     async def sleep(self, seconds: float) -> None:
         """A backoff: the clock moves, nothing waits."""
         self.slept.append(seconds)
         self.clock.advance(int(seconds * 1000))
         self.controller_known = CONTROLLER
-
-    async def fetch(self, replica: int, offset: int) -> None:
-        request = FetchRequestPartition(TP, offset, 1 << 20, 1, replica)
-        await self.manager.fetch(
-            [request],
-            max_wait_ms=0,
-            min_bytes=1,
-            max_bytes=1 << 20,
-            isolation=FetchIsolation.LOG_END,
-            replica_id=replica,
-        )
 
     async def lagging_f3(self) -> None:
         """F2 caught up, F3 behind for longer than the lag time: the leader asks for ISR {1, 2}."""
@@ -149,20 +124,20 @@ class Leader:
 
 
 @pytest.fixture
-def leader(tmp_path: Path) -> Iterator[Leader]:
-    made = Leader(tmp_path)
+def leader(tmp_path: Path) -> Iterator[ChannelLeader]:
+    made = ChannelLeader(tmp_path)
     yield made
     made.logs.shutdown()
 
 
-async def settle(leader: Leader) -> None:
+async def settle(leader: ChannelLeader) -> None:
     """Let the channel send what is pending and apply the answers (no time passes but its backoffs')."""
     for _ in range(20):
         await asyncio.sleep(0)
 
 
 def test_a_shrink_accepted_by_the_controller_commits_the_isr_and_moves_the_high_watermark(
-    leader: Leader,
+    leader: ChannelLeader,
 ) -> None:
     async def scenario() -> None:
         await leader.lagging_f3()
@@ -178,7 +153,9 @@ def test_a_shrink_accepted_by_the_controller_commits_the_isr_and_moves_the_high_
     asyncio.run(scenario())
 
 
-def test_a_refused_change_rolls_back_and_a_stale_one_waits_for_the_controllers_state(leader: Leader) -> None:
+def test_a_refused_change_rolls_back_and_a_stale_one_waits_for_the_controllers_state(
+    leader: ChannelLeader,
+) -> None:
     async def scenario() -> None:
         leader.controller.decide = lambda isr: (ErrorCode.INELIGIBLE_REPLICA, [])
         await leader.lagging_f3()
@@ -197,7 +174,7 @@ def test_a_refused_change_rolls_back_and_a_stale_one_waits_for_the_controllers_s
     asyncio.run(scenario())
 
 
-def test_a_failed_request_is_sent_again_after_a_doubling_backoff(leader: Leader) -> None:
+def test_a_failed_request_is_sent_again_after_a_doubling_backoff(leader: ChannelLeader) -> None:
     async def scenario() -> None:
         leader.controller.fail_first = [ErrorCode.NOT_CONTROLLER, ErrorCode.NOT_CONTROLLER]
         leader.controller_known = None  # no controller known at first

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.clients.harness import BrokerProcess, ck_consume
+from tests.clients.harness import BrokerProcess, ck_consume, running_broker
 
 pytestmark = pytest.mark.clients
 
@@ -30,10 +30,8 @@ ORDERS = [f"order-{i}" for i in range(RECORDS)]
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(data_dir=tmp_path_factory.mktemp("delivery"))
-    proc.start()
-    yield proc
-    proc.stop()
+    with running_broker(tmp_path_factory.mktemp("delivery")) as proc:
+        yield proc
 
 
 def run_example(

@@ -16,16 +16,14 @@ from samsa.protocol.messages.create_topics import CreatableTopic, CreateTopicsRe
 from samsa.protocol.messages.init_producer_id import InitProducerIdRequest
 from samsa.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from samsa.records import build_batch
-from tests.clients.harness import BrokerProcess, ck_consume
+from tests.clients.harness import BrokerProcess, ck_consume, running_broker
 from tests.embedded.wire import WireClient
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(data_dir=tmp_path_factory.mktemp("idempotence"))
-    proc.start()
-    yield proc
-    proc.stop()
+    with running_broker(tmp_path_factory.mktemp("idempotence")) as proc:
+        yield proc
 
 
 def create_topic(wire: WireClient, name: str) -> None:
