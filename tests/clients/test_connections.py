@@ -53,7 +53,9 @@ def test_an_idle_connection_is_closed_and_a_busy_one_is_not() -> None:
         idle.close()
 
 
-def test_idle_connections_closed_in_one_sweep_are_logged_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
+def test_idle_connections_closed_in_one_sweep_are_logged_in_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="samsa.broker.network")
     with samsa.Broker(config={"connections.max.idle.ms": "400"}) as broker:
         idle = [socket.create_connection(("127.0.0.1", port_of(broker))) for _ in range(20)]
