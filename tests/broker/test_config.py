@@ -96,6 +96,11 @@ def test_topic_defaults_follow_broker_keys() -> None:
         ("log.cleanup.policy", "shred", "must be one of"),
         ("listeners", "127.0.0.1:9092", "NAME://host:port"),
         ("message.max.bytes", "99999999999", "expected an int"),
+        ("listeners", "FOO://127.0.0.1:9092", "no security protocol defined for listener FOO"),
+        ("listener.security.protocol.map", "FOO", "is not NAME:PROTOCOL"),
+        ("listener.security.protocol.map", "FOO:TLS", "is not NAME:PROTOCOL"),
+        ("socket.request.max.bytes", "10", "at least 1024"),
+        ("log.retention.bytes", "-5", "at least -1"),
     ],
 )
 def test_bad_values_name_key_and_value(key: str, value: str, fragment: str) -> None:
@@ -103,6 +108,33 @@ def test_bad_values_name_key_and_value(key: str, value: str, fragment: str) -> N
         KafkaConfig.from_properties({key: value})
     assert fragment in str(info.value)
     assert key in str(info.value) or value in str(info.value)
+
+
+def test_a_listener_name_is_served_when_the_protocol_map_maps_it_to_plaintext() -> None:
+    config = KafkaConfig.from_properties(
+        {"listeners": "FOO://127.0.0.1:9092", "listener.security.protocol.map": "FOO:PLAINTEXT"}
+    )
+    assert config.listener_addresses == [("FOO", "127.0.0.1", 9092)]
+    with pytest.raises(ConfigError, match="security protocol SSL is not supported"):
+        KafkaConfig.from_properties(
+            {"listeners": "FOO://127.0.0.1:9092", "listener.security.protocol.map": "FOO:SSL"}
+        )
+    # a controller listener needs no entry while the map is Kafka's default (Kafka maps it to PLAINTEXT) ...
+    KafkaConfig.from_properties({"listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093"})
+    # ... but does once a map is given
+    with pytest.raises(ConfigError, match="no security protocol defined for listener CONTROLLER"):
+        KafkaConfig.from_properties(
+            {
+                "listeners": "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT",
+            }
+        )
+
+
+def test_unlimited_retention_bytes_and_the_smallest_request_limit_are_accepted() -> None:
+    config = KafkaConfig.from_properties({"log.retention.bytes": "-1", "socket.request.max.bytes": "1024"})
+    assert config.topic_defaults()["retention.bytes"] == "-1"
+    assert config.get("socket.request.max.bytes") == 1024
 
 
 def test_unknown_keys_are_kept_not_fatal() -> None:

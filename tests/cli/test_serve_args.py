@@ -143,6 +143,24 @@ def test_the_wildcard_address_is_never_advertised(tmp_path: Path) -> None:
     assert "set advertised.listeners" in refused.stderr
 
 
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("listeners=FOO://127.0.0.1:0", "no security protocol defined for listener FOO"),
+        ("socket.request.max.bytes=10", "socket.request.max.bytes: value must be at least 1024"),
+        ("log.retention.bytes=-5", "log.retention.bytes: value must be at least -1"),
+    ],
+)
+def test_values_kafka_refuses_or_that_serve_no_one_stop_the_start(
+    tmp_path: Path, override: str, message: str
+) -> None:
+    refused = serve_process("--override", override, "--override", f"log.dirs={tmp_path / 'logs'}")
+    assert refused.returncode == 2
+    assert message in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "logs").exists()
+
+
 def test_the_wildcard_address_binds_when_another_is_advertised() -> None:
     from samsa.broker.config import KafkaConfig
 

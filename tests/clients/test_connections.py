@@ -4,6 +4,8 @@ test_descriptor_exhaustion.py."""
 
 from __future__ import annotations
 
+import logging
+import re
 import socket
 import time
 
@@ -49,6 +51,23 @@ def test_an_idle_connection_is_closed_and_a_busy_one_is_not() -> None:
             assert closed_by_broker(idle, within=2.0)
             assert answers(busy)
         idle.close()
+
+
+def test_idle_connections_closed_in_one_sweep_are_logged_in_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="samsa.broker.network")
+    with samsa.Broker(config={"connections.max.idle.ms": "400"}) as broker:
+        idle = [socket.create_connection(("127.0.0.1", port_of(broker))) for _ in range(20)]
+        try:
+            assert all(closed_by_broker(sock, within=3.0) for sock in idle)
+        finally:
+            for sock in idle:
+                sock.close()
+    lines = [r.getMessage() for r in caplog.records if "idle for more than" in r.getMessage()]
+    counts = [int(m.group(1)) for line in lines if (m := re.match(r"closed (\d+) connections? idle", line))]
+    assert sum(counts) == 20, lines
+    assert len(lines) <= 3, lines  # one a sweep (sweeps are 100 ms apart here), not one a connection
 
 
 def test_connections_beyond_the_per_ip_cap_are_closed() -> None:

@@ -20,6 +20,12 @@ from typing import Any
 from samsa.server_defaults import INT_MAX, LONG_MAX, SERVER_DEFAULTS
 
 _SERVER_DEFAULT: Any = object()
+
+# Kafka's security protocols, and its default listener.security.protocol.map (each protocol's name is a listener
+# name mapped to itself)
+SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+DEFAULT_SECURITY_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
+SOCKET_REQUEST_MIN_BYTES = 1024
 """A ``ConfigKey``'s default when none is given: the key's entry in ``SERVER_DEFAULTS``."""
 
 
@@ -143,7 +149,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("default.replication.factor", INT, 1, minimum=1),
     ConfigKey("delete.topic.enable", B, True),
     ConfigKey("message.max.bytes", INT, minimum=0, topic_key="max.message.bytes"),
-    ConfigKey("socket.request.max.bytes", INT, 104857600, minimum=1),
+    # Kafka's minimum is 1, and it starts with 10; below 1 KiB not even a Produce request of one small batch fits,
+    # so every client would be disconnected at its first request: refused at start instead
+    ConfigKey("socket.request.max.bytes", INT, 104857600, minimum=SOCKET_REQUEST_MIN_BYTES),
     ConfigKey("connections.max.idle.ms", L, 600000, minimum=1),
     ConfigKey("socket.listen.backlog.size", INT, 50, minimum=1),
     ConfigKey("max.connections", INT, INT_MAX, minimum=0),
@@ -159,6 +167,12 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("zookeeper.session.timeout.ms", INT, 18000, minimum=1),
     ConfigKey(
         "zookeeper.connection.timeout.ms", INT, None, minimum=1, doc="default: zookeeper.session.timeout.ms"
+    ),
+    ConfigKey(
+        "listener.security.protocol.map",
+        S,
+        DEFAULT_SECURITY_PROTOCOL_MAP,
+        doc="NAME:PROTOCOL for each listener name; a name with no entry is refused",
     ),
     ConfigKey(
         "inter.broker.listener.name",
@@ -190,7 +204,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("log.retention.ms", L, None),
     ConfigKey("log.retention.minutes", INT, None),
     ConfigKey("log.retention.hours", INT),
-    ConfigKey("log.retention.bytes", L, topic_key="retention.bytes"),
+    # -1 is unlimited; Kafka takes any negative value as unlimited without a word, so -5 (a typo for 5?, a size
+    # meant to be set?) slips through: only -1 is accepted
+    ConfigKey("log.retention.bytes", L, minimum=-1, doc="-1: unlimited", topic_key="retention.bytes"),
     ConfigKey("log.retention.check.interval.ms", L, minimum=1),
     ConfigKey("log.cleanup.policy", LS, choices=("delete", "compact"), topic_key="cleanup.policy"),
     ConfigKey("log.segment.delete.delay.ms", L, minimum=0, topic_key="file.delete.delay.ms"),
@@ -292,12 +308,13 @@ class KafkaConfig:
             raise ConfigError(
                 f"invalid value for configuration {exc}; expected host:count,host:count"
             ) from None
+        protocols = self.security_protocol_map
         for name in ("listeners", "advertised.listeners"):
             for listener in self._values[name] or ():
-                protocol = _parse_listener(listener)[0]
+                protocol = self._security_protocol(name, listener, protocols)
                 if (
                     protocol in UNSUPPORTED_SECURITY_PROTOCOLS
-                    and protocol not in self.controller_listener_names
+                    and _parse_listener(listener)[0] not in self.controller_listener_names
                 ):
                     raise ConfigError(
                         f"invalid value {listener!r} for configuration {name}: security protocol {protocol} is "
@@ -310,6 +327,36 @@ class KafkaConfig:
             )
         self._check_advertised_routable()
         self._check_topic_defaults()
+
+    @property
+    def security_protocol_map(self) -> dict[str, str]:
+        """``listener.security.protocol.map`` as listener name -> security protocol (ConfigError when malformed)."""
+        raw = str(self._values["listener.security.protocol.map"])
+        mapping: dict[str, str] = {}
+        for pair in _parse_list(raw):
+            name, colon, protocol = (part.strip() for part in pair.partition(":"))
+            if not colon or not name or protocol not in SECURITY_PROTOCOLS:
+                raise ConfigError(
+                    f"invalid value {raw!r} for configuration listener.security.protocol.map: {pair!r} is not "
+                    f"NAME:PROTOCOL with PROTOCOL one of {', '.join(sorted(SECURITY_PROTOCOLS))}"
+                )
+            mapping[name] = protocol
+        return mapping
+
+    def _security_protocol(self, key: str, listener: str, protocols: Mapping[str, str]) -> str:
+        """The security protocol of ``listener`` (a value of ``key``), as Kafka finds it: the listener name must
+        be in ``listener.security.protocol.map``, except a controller listener name while the map is not given
+        (Kafka then maps it to PLAINTEXT)."""
+        name = _parse_listener(listener)[0]
+        protocol = protocols.get(name)
+        if protocol is not None:
+            return protocol
+        if name in self.controller_listener_names and "listener.security.protocol.map" not in self._explicit:
+            return "PLAINTEXT"
+        raise ConfigError(
+            f"invalid value {listener!r} for configuration {key}: no security protocol defined for listener "
+            f"{name} (add {name}:PLAINTEXT to listener.security.protocol.map, or name the listener PLAINTEXT)"
+        )
 
     def _check_advertised_routable(self) -> None:
         """Clients cannot connect to the wildcard address, so it is never advertised (Kafka refuses it too);

@@ -321,11 +321,20 @@ class ZkBroker:
             self._spawn(self._rejoin())
 
     async def _rejoin(self) -> None:
-        try:
-            await self._register()
-        except Exception:
-            log.exception("broker %d could not register again after its session expired", self.node_id)
-            return
+        while (
+            True
+        ):  # the new session may be cut in turn (ZooKeeper still unsteady): register again, one line a try
+            try:
+                await self._register()
+                break
+            except ZkSessionInterruptedError as exc:
+                if self._closing:
+                    return
+                log.warning("broker %d: could not register again yet (%s); retrying", self.node_id, exc)
+                await asyncio.sleep(1.0)
+            except Exception:
+                log.exception("broker %d could not register again after its session expired", self.node_id)
+                return
         self.controller.session_renewed()
         await self._config_changed()  # the watch went with the old session
         # so did the registered brokers' watch, if the controller has not reached us yet (else it returns at once)

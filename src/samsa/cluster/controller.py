@@ -46,7 +46,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from kazoo.exceptions import BadVersionError, SessionExpiredError
+from kazoo.exceptions import BadVersionError
 from kazoo.retry import KazooRetry
 
 from samsa.client.connection import BrokerConnection
@@ -83,7 +83,7 @@ from .elections import Elections
 from .metadata_cache import LEADER_DELETED, NO_LEADER
 from .reassignment import Reassignments
 from .topic_deletion import TopicDeletions
-from .zk_client import ControllerEpoch, ControllerMovedError, ZkClient
+from .zk_client import ControllerEpoch, ControllerMovedError, ZkClient, is_session_interruption
 from .znodes import BrokerRegistration, PartitionState, TopicAssignment
 
 __all__ = ["Controller", "topic_uuid"]
@@ -316,15 +316,18 @@ class Controller:
                 log.info("controller epoch %d fenced off (%s): resigning", self.epoch, exc)
                 await self._resign()
                 self.put_event(self._elect)
-            except SessionExpiredError:
-                # ``session_lost`` resigns; ``session_renewed`` runs the election again
+            except Exception as exc:
+                if not is_session_interruption(exc):
+                    log.exception("controller event %s failed", getattr(event, "__name__", event))
+                    continue
+                # an expiry: ``session_lost`` resigns and ``session_renewed`` runs the election again; a connection
+                # lost past ``zk_call``'s deadline: the next event (or watch) does the work again
                 log.info(
-                    "controller event %s stopped: the ZooKeeper session of broker %d expired",
+                    "controller event %s stopped: the ZooKeeper session of broker %d was away (%s)",
                     getattr(event, "__name__", event),
                     self.broker_id,
+                    type(exc).__name__,
                 )
-            except Exception:
-                log.exception("controller event %s failed", getattr(event, "__name__", event))
 
     async def zk_call(self, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
         # A lost connection (ZooKeeper restarting, a brief network cut) is retried until the session is back,

@@ -454,7 +454,9 @@ class Elections:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("automatic leader rebalance failed")
+                # the controller's event loop said it: one INFO line when the ZooKeeper session was away (the next
+                # check runs with the session back), an ERROR with the traceback otherwise
+                pass
             await asyncio.sleep(self.config.leader_imbalance_check_interval_s)
 
     async def _rebalance_once(self) -> None:

@@ -60,7 +60,7 @@ from samsa.protocol.messages.list_partition_reassignments import (
 from samsa.topic_partition import TopicPartition
 
 from .metadata_cache import NO_LEADER
-from .zk_client import ControllerMovedError
+from .zk_client import ControllerMovedError, is_session_interruption
 from .znodes import ADMIN_REASSIGN_PARTITIONS, PartitionState, TopicAssignment, ZNodeFormatError
 
 if TYPE_CHECKING:
@@ -251,7 +251,11 @@ class Reassignments:
                 await self._advance(tp, started=False)
             except ControllerMovedError:
                 raise
-            except Exception:  # one partition's failure (re-tried at the next check) must not stop the others
+            except (
+                Exception
+            ) as exc:  # one partition's failure (re-tried at the next check) must not stop the others
+                if is_session_interruption(exc):
+                    raise  # the controller's event loop says it in one line; the check runs again with the session
                 log.exception("controller: reassignment of %s could not advance", tp)
 
     async def _advance(self, tp: TopicPartition, *, started: bool) -> None:

@@ -35,6 +35,7 @@ from kazoo.exceptions import (
     SessionExpiredError,
 )
 from kazoo.protocol.states import KazooState, ZnodeStat
+from kazoo.retry import KazooRetry, RetryFailedError
 
 from samsa.topic_partition import TopicPartition
 
@@ -60,6 +61,8 @@ __all__ = [
     "ZkClient",
     "ZkError",
     "ZkSessionInterruptedError",
+    "is_session_interruption",
+    "reconnect_policy",
 ]
 
 log = logging.getLogger(__name__)
@@ -76,6 +79,35 @@ class BrokerAlreadyRegisteredError(ZkError):
 class ZkSessionInterruptedError(ZkError):
     """The connection to ZooKeeper was lost, or this client's session expired, during the call. The client
     reconnects by itself (with a new session after an expiry); the call is safe to repeat."""
+
+
+def is_session_interruption(exc: BaseException) -> bool:
+    """Whether ``exc`` says the ZooKeeper session was away (connection lost, session expired, a retry of a lost
+    connection that ran out of time), not that the operation is wrong: the task that met it logs one line and
+    runs again with the session (a new one after an expiry, whose watches are set again at re-registration)."""
+    return isinstance(exc, (ZkSessionInterruptedError, ConnectionLoss, SessionExpiredError, RetryFailedError))
+
+
+# How kazoo reconnects after a lost connection: every 0.1 s at first, doubling up to 1 s (+-20% jitter so brokers
+# do not reconnect in step), forever. Kafka's ZooKeeper client tries again about every second; kazoo's default
+# backs off to an hour (a minute in its docs), so a ZooKeeper restarted after 20 s was found 22-41 s later,
+# past a 6 s session timeout: every session expired although ZooKeeper restores them for a client that comes
+# back within its timeout.
+RECONNECT_DELAY_S = 0.1
+RECONNECT_MAX_DELAY_S = 1.0
+RECONNECT_JITTER = 0.2
+
+
+def reconnect_policy() -> KazooRetry:
+    """The bounded backoff kazoo reconnects with (see ``RECONNECT_MAX_DELAY_S``)."""
+    return KazooRetry(
+        max_tries=-1,
+        delay=RECONNECT_DELAY_S,
+        backoff=2,
+        max_delay=RECONNECT_MAX_DELAY_S,
+        max_jitter=RECONNECT_JITTER,
+        sleep_func=time.sleep,  # kazoo requires its threading handler's sleep
+    )
 
 
 class TopicZnodeExistsError(ZkError):
@@ -101,7 +133,9 @@ class ZkClient:
         self, connect: str, *, session_timeout_ms: int = 18000, now_ms: Callable[[], int] | None = None
     ):
         self.connect = connect
-        self.kazoo = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        self.kazoo = KazooClient(
+            hosts=connect, timeout=session_timeout_ms / 1000, connection_retry=reconnect_policy()
+        )
         self._now_ms = now_ms or (lambda: int(time.time() * 1000))
 
     def start(self, timeout_s: float = 15.0) -> None:

@@ -13,7 +13,11 @@ Sequence (storage spec 7.3 and 7.5):
    be read is emptied); the bytes cut are kept beside it (``*.log.cut-at-<position>.salvage``, unless all
    zeros), and every later segment is set aside (renamed ``*.salvage``, kept for the operator). After a clean
    shutdown the active segment is checked (``LogSegment.check``) and recovered if it fails; the other segments
-   are checked when first read. Every recovery, removal and set-aside is logged at WARN with the file, offsets
+   are checked when first read; then a batch beyond the latest producer snapshot (written at the log end by a
+   clean stop) that repeats a batch the snapshot holds (same producer id, epoch and sequences: a copy with a new
+   base offset, which its CRC does not cover) is cut with what follows it, kept aside
+   (``*.log.repeated-at-<position>.salvage``) and said at ERROR (``cut_repeated_batches``): Kafka loads it, and
+   its records are read twice. Every recovery, removal and set-aside is logged at WARN with the file, offsets
    and bytes; ``LoadedLog.report`` counts them for the directory's summary line.
    Then, unless the log is replicated, it continues after every offset it is known to have handed out: those of
    the segments set aside, of valid batches in bytes cut, its checkpointed recovery point and high watermark,
@@ -40,6 +44,7 @@ import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from samsa.clock import Clock
 from samsa.records import CorruptRecordError
@@ -47,7 +52,15 @@ from samsa.records import CorruptRecordError
 from .config import LogConfig
 from .file_records import FileRecords
 from .leader_epoch import LeaderEpochFileCache
-from .producer_state import ProducerStateManager
+from .producer_state import (
+    INT32_MAX,
+    BatchMetadata,
+    CorruptSnapshotError,
+    ProducerStateEntry,
+    ProducerStateManager,
+    read_snapshot,
+    snapshot_file,
+)
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -62,6 +75,9 @@ from .segment import (
 )
 from .segment import offset_from_file_name as _offset_of
 from .segments import LogSegments
+
+if TYPE_CHECKING:
+    from samsa.records.batch_view import BatchView
 
 _log = logging.getLogger(__name__)
 
@@ -309,6 +325,7 @@ def load(
     if len(segments) and not directory.name.endswith("-delete"):
         if had_clean_shutdown:
             _check_after_clean_shutdown(segments, epochs, report)
+            claimed = cut_repeated_batches(directory, segments, report)
         else:
             claimed = recover_segments(segments, recovery_point, epochs, report)
     if had_clean_shutdown and 0 <= previous_end < log_start_offset:
@@ -444,6 +461,105 @@ def _check_after_clean_shutdown(
     reason = last.check()
     if reason is not None:
         _recover(last, epochs, report, f"after a clean shutdown: {reason}")
+
+
+def cut_repeated_batches(directory: Path, segments: LogSegments, report: LoadReport) -> int:
+    """After a clean shutdown: cut the log at the first batch beyond the latest producer snapshot that repeats a
+    batch the producer state already holds (same producer id and epoch, same first and last sequence: Kafka's
+    duplicate rule) at a higher offset. A clean stop writes the snapshot at the log end and the broker's appends
+    refuse such a batch, so it came from outside (bytes copied with a new base offset, which the CRC does not
+    cover); Kafka loads it, and its records are then read twice. The bytes cut are kept beside the segment
+    (``*.log.repeated-at-<position>.salvage``), the later segments set aside, all said at ERROR; the offsets of
+    the valid batches cut are claimed as recovery claims them. Returns the next offset the set-aside segments
+    claimed, -1 when none."""
+    offset = ProducerStateManager(directory).latest_snapshot_offset()
+    if offset is None or not len(segments):
+        return -1
+    try:
+        producers = {entry.producer_id: entry for entry in read_snapshot(snapshot_file(directory, offset))}
+    except (CorruptSnapshotError, OSError):
+        return -1  # the load rebuilds the state from the log and says why
+    later = segments.values(offset)
+    for i, segment in enumerate(later):
+        found = segment.translate_offset(max(offset, segment.base_offset))
+        if found is None:
+            continue
+        for position, batch in segment.log.batches(found.position):
+            if _repeats_a_held_batch(producers, batch, position, segment):
+                _cut_repeat(segment, position, batch.base_offset, report)
+                return _set_aside(segments, later[i + 1 :], report, "it follows a repeated batch")
+    return -1
+
+
+def _repeats_a_held_batch(
+    producers: dict[int, ProducerStateEntry], batch: BatchView, position: int, segment: LogSegment
+) -> bool:
+    """Whether ``batch`` repeats a batch ``producers`` hold at a lower offset (said at ERROR); else it is
+    added to them, as the replay adds it."""
+    if batch.magic < 2 or batch.producer_id < 0:
+        return False
+    entry = producers.get(batch.producer_id)
+    if entry is None:
+        entry = producers[batch.producer_id] = ProducerStateEntry(batch.producer_id)
+    if batch.is_control:
+        entry.maybe_update_epoch(batch.producer_epoch)
+        return False
+    held = entry.find_duplicate(batch.producer_epoch, batch.base_sequence, batch.last_sequence)
+    if held is not None and held.last_offset < batch.base_offset:
+        _log.error(
+            "%s: the batch at position %d (offsets %d to %d) repeats producer %d's batch at offsets %d to %d "
+            "(epoch %d, sequences %d to %d), which the producer snapshot holds: a copy, not an append "
+            "(the broker refuses a repeated batch); cut with what follows it, kept aside, so that its records "
+            "are not read twice",
+            segment.log.path,
+            position,
+            batch.base_offset,
+            batch.last_offset,
+            batch.producer_id,
+            held.first_offset,
+            held.last_offset,
+            batch.producer_epoch,
+            batch.base_sequence,
+            batch.last_sequence,
+        )
+        return True
+    entry.add_batch(
+        batch.producer_epoch,
+        BatchMetadata(batch.last_sequence, batch.last_offset, batch.last_offset_delta, batch.max_timestamp),
+    )
+    return False
+
+
+def _cut_repeat(segment: LogSegment, position: int, base_offset: int, report: LoadReport) -> None:
+    """Cut ``segment`` at ``position`` (the batch at ``base_offset``), its bytes from there kept in a
+    ``*.salvage`` file beside it."""
+    size = segment.size
+    report.cut_held_to = max(
+        report.cut_held_to,
+        segment.log.valid_batches_end(position, segment.base_offset, segment.base_offset + INT32_MAX),
+    )
+    path = segment_file(
+        segment.log.path.parent, segment.base_offset, LOG_SUFFIX, f".repeated-at-{position}{SET_ASIDE_SUFFIX}"
+    )
+    try:
+        if segment.log.copy_out(position, path):
+            report.set_aside.append(path)
+    except OSError as exc:
+        _log.error(
+            "could not keep the bytes cut from %s in %s (%s): cut without a copy", segment.log.path, path, exc
+        )
+    segment.truncate_to(base_offset)
+    report.segments_recovered += 1
+    report.bytes_truncated += size - segment.size
+    _log.error(
+        "cut %d of %d bytes from %s at position %d (kept in %s); it now ends at offset %d",
+        size - segment.size,
+        size,
+        segment.log.path,
+        position,
+        path.name,
+        segment.read_next_offset(),
+    )
 
 
 def _holds_producer_batches(segment: LogSegment) -> bool:
