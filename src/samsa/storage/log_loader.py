@@ -322,10 +322,11 @@ def load(
     complete_swaps(directory, swaps)
     segments = load_segment_files(directory, config, clock, epochs, report)
     claimed = -1  # the next offset of segments set aside: the log continues after it
+    producer_state = ProducerStateManager(directory)
     if len(segments) and not directory.name.endswith("-delete"):
         if had_clean_shutdown:
             _check_after_clean_shutdown(segments, epochs, report)
-            claimed = cut_repeated_batches(directory, segments, report)
+            claimed = cut_repeated_batches(producer_state, segments, report)
         else:
             claimed = recover_segments(segments, recovery_point, epochs, report)
     if had_clean_shutdown and 0 <= previous_end < log_start_offset:
@@ -339,7 +340,6 @@ def load(
             previous_end,
         )
         log_start_offset = 0
-    producer_state = ProducerStateManager(directory)
     if replicated:
         claimed = -1
     else:
@@ -463,7 +463,9 @@ def _check_after_clean_shutdown(
         _recover(last, epochs, report, f"after a clean shutdown: {reason}")
 
 
-def cut_repeated_batches(directory: Path, segments: LogSegments, report: LoadReport) -> int:
+def cut_repeated_batches(
+    producer_state: ProducerStateManager, segments: LogSegments, report: LoadReport
+) -> int:
     """After a clean shutdown: cut the log at the first batch beyond the latest producer snapshot that repeats a
     batch the producer state already holds (same producer id and epoch, same first and last sequence: Kafka's
     duplicate rule) at a higher offset. A clean stop writes the snapshot at the log end and the broker's appends
@@ -472,11 +474,12 @@ def cut_repeated_batches(directory: Path, segments: LogSegments, report: LoadRep
     (``*.log.repeated-at-<position>.salvage``), the later segments set aside, all said at ERROR; the offsets of
     the valid batches cut are claimed as recovery claims them. Returns the next offset the set-aside segments
     claimed, -1 when none."""
-    offset = ProducerStateManager(directory).latest_snapshot_offset()
+    offset = producer_state.latest_snapshot_offset()
     if offset is None or not len(segments):
         return -1
     try:
-        producers = {entry.producer_id: entry for entry in read_snapshot(snapshot_file(directory, offset))}
+        snapshot = snapshot_file(producer_state.directory, offset)
+        producers = {entry.producer_id: entry for entry in read_snapshot(snapshot)}
     except (CorruptSnapshotError, OSError):
         return -1  # the load rebuilds the state from the log and says why
     later = segments.values(offset)
