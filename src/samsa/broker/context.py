@@ -27,6 +27,11 @@ class RequestContext:
         return self.header.request_api_version
 
     @property
+    def principal(self) -> str:
+        """The principal the request acts as (``User:ANONYMOUS`` on a connection that did not authenticate)."""
+        return self.connection.principal
+
+    @property
     def active_controller(self) -> Controller | None:
         """The cluster's controller when this broker is it (None: another broker is, or there is no cluster), for
         the requests only the controller serves."""

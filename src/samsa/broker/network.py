@@ -55,6 +55,10 @@ from samsa.protocol.primitives import FileRegionLike
 log = logging.getLogger(__name__)
 
 
+ANONYMOUS_PRINCIPAL = "User:ANONYMOUS"
+"""Kafka's principal for a connection that has not authenticated (a PLAINTEXT or SSL listener without client
+certificates)."""
+
 # A byte range of an open file: what a fetch response carries instead of copied bytes (sent with sendfile).
 FileRegion = FileRegionLike
 
@@ -63,12 +67,14 @@ ResponsePart = bytes | bytearray | memoryview | FileRegion
 
 @dataclass(slots=True)
 class ConnectionInfo:
-    """Who is on the other end of a connection."""
+    """Who is on the other end of a connection: its address, the listener it came in on, and the principal it
+    authenticated as (Kafka's ``KafkaPrincipal`` string, ``User:ANONYMOUS`` before and without authentication)."""
 
     connection_id: str
     client_host: str
     client_port: int
     listener: str
+    principal: str = ANONYMOUS_PRINCIPAL
 
 
 Handler = Callable[[ConnectionInfo, memoryview], Awaitable[Sequence[ResponsePart] | None]]
