@@ -87,6 +87,12 @@ def same_steps(jars: KafkaJars, bootstrap: str, work: Path) -> dict[str, str]:
     step("alter config 2", CONFIGS, "--entity-type", "topics", "--entity-name", "ref", "--alter", "--add-config",
          "max.message.bytes=200000,cleanup.policy=compact")  # fmt: skip
     step("describe config", CONFIGS, "--entity-type", "topics", "--entity-name", "ref", "--describe")
+    step("alter broker default", CONFIGS, "--entity-type", "brokers", "--entity-default", "--alter",
+         "--add-config", "log.cleaner.delete.retention.ms=3600000,log.retention.ms=7200000")  # fmt: skip
+    step("describe broker default", CONFIGS, "--entity-type", "brokers", "--entity-default", "--describe")
+    every = jars.run(CONFIGS, *b, "--entity-type", "topics", "--entity-name", "ref", "--describe", "--all").stdout
+    for key in ("delete.retention.ms", "retention.ms"):  # a topic default from the broker default, and an override
+        out[f"topic {key}"] = next(line for line in every.splitlines() if line.strip().startswith(f"{key}="))
     step("alter partitions", TOPICS, "--alter", "--topic", "ref", "--partitions", "3")
     step("describe partitions", TOPICS, "--describe", "--topic", "ref")
     return out
@@ -97,7 +103,7 @@ def test_same_steps_same_output(
 ) -> None:
     """Every step prints the same against both brokers, but for two differences of KRaft-era features (stated in
     docs/kafka-compat.md) taken out of Kafka's output first: Kafka 4.4 stores ``min.insync.replicas`` with each new
-    topic (its eligible-leader-replicas feature), and answers DescribeTopicPartitions with empty ELR lists where
+    topic and as a cluster-wide dynamic default (its eligible-leader-replicas feature), and answers DescribeTopicPartitions with empty ELR lists where
     Samsa, which does not serve that API, lets kafka-topics fall back to Metadata and print N/A."""
     theirs = same_steps(kafka4, kafka.bootstrap, tmp_path)
     theirs["describe partitions"] = (
@@ -108,6 +114,10 @@ def test_same_steps_same_output(
     theirs["describe config"] = theirs["describe config"].replace(
         "  min.insync.replicas=1 sensitive=false "
         "synonyms={DYNAMIC_TOPIC_CONFIG:min.insync.replicas=1, DEFAULT_CONFIG:min.insync.replicas=1}\n",
+        "",
+    )
+    theirs["describe broker default"] = theirs["describe broker default"].replace(
+        "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}\n",
         "",
     )
     assert len(theirs["consumed offsets"].split()) == 2000

@@ -3,6 +3,7 @@ log and outlive a restart, and one-line failures."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from tests.clients.harness import BrokerProcess
 
 from samsa.cli.app import cli
 from samsa.client import KafkaClient, SyncClient
+from samsa.records import Record, build_batch
+from samsa.topic_partition import TopicPartition
 
 
 @pytest.fixture(scope="module")
@@ -119,8 +122,32 @@ def test_brokers_describe_lists_each_broker_then_the_default(broker: BrokerProce
         (["--entity-type", "users", "--describe"], "not supported yet"),
         (["--entity-type", "topics", "--entity-default", "--describe"], "brokers only"),
         (
-            ["--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "x=1"],
-            "need a cluster",
+            ["--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "log.dirs=/x"],
+            "log.dirs cannot be altered while the broker runs",
+        ),
+        (
+            [
+                "--entity-type",
+                "brokers",
+                "--entity-name",
+                "1",
+                "--alter",
+                "--add-config",
+                "log.retention.ms=x",
+            ],
+            "log.retention.ms",
+        ),
+        (
+            [
+                "--entity-type",
+                "brokers",
+                "--entity-name",
+                "7",
+                "--alter",
+                "--add-config",
+                "log.retention.ms=1",
+            ],
+            "Unexpected broker id",
         ),
     ],
 )
@@ -156,3 +183,44 @@ def test_a_broker_without_incremental_alter_configs_gets_alter_configs(
     assert 33 in sent and 44 not in sent
     lines = ok(run(broker, "--topic", "cfg-old-broker", "--describe"))
     assert [line.split(" ")[2] for line in lines[1:]] == ["cleanup.policy=compact", "retention.ms=5000"]
+
+
+def test_dynamic_topic_defaults_apply_at_once_and_outlive_a_restart(tmp_path: Path) -> None:
+    """log.* keys altered on the broker entities (the cluster default, then broker 1's own, which wins) become
+    every topic's defaults under its own overrides at once: a lower retention deletes old segments without
+    waiting for the retention check; the values come back after a restart, with their sources."""
+    broker = BrokerProcess(data_dir=tmp_path, overrides={"log.retention.check.interval.ms": "3600000"})
+    broker.start()
+    try:
+        create(broker, "dyn-plain", "segment.bytes=1000")
+        create(broker, "dyn-own", "retention.ms=3600000")
+        hour_ago = int(time.time() * 1000) - 3_600_000
+        tp = TopicPartition("dyn-plain", 0)
+        with SyncClient(broker.bootstrap) as client:
+            for i in range(4):  # each batch fills a 1,000-byte segment: 3 closed segments, 1 active
+                client.produce(tp, build_batch([Record(0, hour_ago + i, None, b"v" * 900)]))
+            assert client.list_offsets({tp: -2})[tp][0] == 0
+        brokers = ["--entity-type", "brokers"]
+        ok(run(broker, *brokers, "--entity-default", "--alter", "--add-config", "log.retention.ms=60000"))
+        ok(run(broker, *brokers, "--entity-name", "1", "--alter", "--add-config", "log.retention.ms=120000"))
+        with SyncClient(broker.bootstrap) as client:
+            assert client.list_offsets({tp: -2})[tp][0] > 0  # applied at once, not at the hourly check
+        for _ in range(2):
+            with SyncClient(broker.bootstrap) as client:
+                plain = client.describe_configs(["dyn-plain"])["dyn-plain"]
+                own = client.describe_configs(["dyn-own"])["dyn-own"]
+            assert (plain["retention.ms"].value, plain["retention.ms"].source) == ("120000", 2)
+            assert (own["retention.ms"].value, own["retention.ms"].source) == ("3600000", 1)
+            lines = ok(run(broker, *brokers, "--describe"))
+            assert lines[1].startswith(
+                "  log.retention.ms=120000 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.ms=120000, "
+                "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=60000"
+            ), lines
+            broker.stop()
+            broker.start()
+        ok(run(broker, *brokers, "--entity-name", "1", "--alter", "--delete-config", "log.retention.ms"))
+        with SyncClient(broker.bootstrap) as client:
+            plain = client.describe_configs(["dyn-plain"])["dyn-plain"]
+        assert (plain["retention.ms"].value, plain["retention.ms"].source) == ("60000", 3)
+    finally:
+        broker.stop()

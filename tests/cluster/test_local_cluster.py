@@ -246,8 +246,28 @@ def test_configs_alters_and_describes_broker_dynamic_configs(cluster_dir: Path) 
         "Default configs for brokers in the cluster are:",
         f"  {rate}=500 sensitive=false synonyms={{DYNAMIC_DEFAULT_BROKER_CONFIG:{rate}=500}}",
     ], described.stderr
-    refused = samsa_cli(*configs, "--entity-name", "1", "--alter", "--add-config", "log.retention.hours=1")
-    assert (
-        refused.returncode == 1
-        and "log.retention.hours cannot be altered while the broker runs" in refused.stderr
+    refused = samsa_cli(*configs, "--entity-name", "1", "--alter", "--add-config", "log.dirs=/elsewhere")
+    assert refused.returncode == 1 and "log.dirs cannot be altered while the broker runs" in refused.stderr
+    # a topic default set for every broker reaches the topics through ZooKeeper's change notification
+    topics = ("topics", "--bootstrap-server", bootstrap)
+    created = samsa_cli(
+        *topics, "--create", "--topic", "dyn", "--partitions", "1", "--replication-factor", "1"
+    )
+    assert created.returncode == 0, created.stderr
+    every = samsa_cli(*configs, "--entity-default", "--alter", "--add-config", "log.retention.ms=90000")
+    assert every.returncode == 0, every.stderr
+
+    def topic_retention() -> str:
+        all_configs = samsa_cli(
+            "configs", "--bootstrap-server", bootstrap, "--topic", "dyn", "--describe", "--all"
+        )
+        lines = [line.strip() for line in all_configs.stdout.splitlines()]
+        return next((line for line in lines if line.startswith("retention.ms=")), "")
+
+    wait_for(
+        "the dynamic default retention applied to the topic",
+        lambda: topic_retention().startswith(
+            "retention.ms=90000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=90000"
+        ),
+        timeout=10,
     )

@@ -27,8 +27,10 @@ from samsa.storage.log_manager import TASK_FAILURE_LOG_INTERVAL_MS, LogManager
 from samsa.storage.meta import read_meta_properties
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
 
+from .broker_configs import load_dynamic_config
 from .config import KafkaConfig
 from .dispatch import RequestDispatcher
+from .dynamic_config import DynamicBrokerConfig
 from .network import ConnectionLimits, Server
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
@@ -66,6 +68,7 @@ class KafkaServer:
         self.producer_ids = ProducerIdManager([Path(d) for d in config.log_dirs], self._highest_producer_id)
         self._group_coordinator = LazyGroupCoordinator(self._create_group_coordinator)
         self.zk_broker: ZkBroker | None = None
+        dynamic_config = DynamicBrokerConfig(config)
         if config.get("zookeeper.connect"):
             from .zk_broker import ZkBroker  # cluster mode only: the single broker never imports kazoo
 
@@ -76,6 +79,7 @@ class KafkaServer:
                 self.registered_addresses,
                 self.partitions_changed,
                 clock,
+                dynamic_config,
             )
         self._metadata_store: Lazy[MetadataStore] = Lazy(self._create_metadata_store)
         self.services = BrokerServices(
@@ -87,6 +91,7 @@ class KafkaServer:
             zk_support=self.zk_broker,
             group_coordinator_provider=self._group_coordinator,
             metadata_store_provider=self._metadata_store,
+            dynamic_config=dynamic_config,
         )
         self.dispatcher = RequestDispatcher(self.services)
         self._servers: list[Server] = []
@@ -111,6 +116,8 @@ class KafkaServer:
                 stored, self.config.get("cluster.id") or self.cluster_id
             )
             self.log_manager.cluster_id = self.cluster_id
+        else:  # alone, its dynamic configs are kept in its log dirs: the logs open with the defaults they give
+            await load_dynamic_config(self.services)
         self.log_manager.startup()
         self._started = True
         if self.zk_broker is None:

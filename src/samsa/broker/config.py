@@ -287,6 +287,11 @@ class KafkaConfig:
         config._check()
         return config
 
+    def with_overrides(self, props: Mapping[str, str]) -> KafkaConfig:
+        """This config with ``props`` laid over what ``server.properties`` set, checked as a whole (dynamic broker
+        configs: ``dynamic_config``)."""
+        return KafkaConfig.from_properties({**self._explicit, **self._unknown, **props})
+
     def _check(self) -> None:
         for name in ("node.id", "broker.id"):
             if name in self._explicit and int(self._values[name]) < 0:

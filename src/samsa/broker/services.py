@@ -1,7 +1,8 @@
 """The services request handlers use, passed to them by name, as Kafka's ``KafkaApis`` takes its collaborators.
 
 ``BrokerServices`` holds the replica manager, the log manager (topic defaults), the group coordinator, the metadata
-view (``MetadataStore``), the broker's config, node id and clock, and in cluster mode the broker's ZooKeeper side
+view (``MetadataStore``), the broker's config (static, and with its dynamic values: ``dynamic_config``), node id
+and clock, and in cluster mode the broker's ZooKeeper side
 as the handlers use it (``ZkSupport``: the controller module, the metadata cache, the fence on controller
 requests). The ``KafkaServer`` builds it and the request dispatcher hands it to each handler in the
 ``RequestContext``; no handler sees the server.
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from samsa.topic_partition import TopicPartition
 
     from .config import KafkaConfig
+    from .dynamic_config import DynamicBrokerConfig
     from .metadata_store import MetadataStore
     from .replica_manager import ReplicaManager
 
@@ -129,6 +131,7 @@ class BrokerServices:
     zk_support: ZkSupport | None  # None: the single-broker default, no controller
     group_coordinator_provider: Callable[[], GroupCoordinator]
     metadata_store_provider: Callable[[], MetadataStore]
+    dynamic_config: DynamicBrokerConfig  # the broker's config with its dynamic values over it
 
     @property
     def group_coordinator(self) -> GroupCoordinator:

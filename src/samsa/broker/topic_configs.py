@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from samsa.protocol import ErrorCode
 from samsa.storage.errors import InvalidConfigError
 
-from .config import BROKER_KEYS, ConfigType
+from .config import BROKER_KEYS, KEYS_BY_NAME, ConfigType
 
 if TYPE_CHECKING:
     from .services import BrokerServices
@@ -74,31 +74,81 @@ def effective_config(services: BrokerServices, overrides: Mapping[str, str]) -> 
     return config.to_properties()
 
 
-def describe_topic(
-    services: BrokerServices, overrides: Mapping[str, str]
-) -> list[tuple[str, str | None, ConfigSource]]:
-    """(key, value, source) for every topic-level key of a topic with these overrides, sorted by key."""
-    rows: list[tuple[str, str | None, ConfigSource]] = []
+Entry = tuple[str, str | None, ConfigSource]
+"""(name, value, source): a described config, or one of its synonyms."""
+
+# Kafka's synonym chains: the broker keys a value may come from, the first of a chain winning over the next
+BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
+    name: chain
+    for chain in (
+        ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+        ("log.roll.ms", "log.roll.hours"),
+        ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    )
+    for name in chain
+}
+BROKER_SYNONYMS["log.flush.interval.ms"] = ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")
+
+
+def broker_synonyms(
+    services: BrokerServices, name: str, own: Mapping[str, str], default: Mapping[str, str]
+) -> list[Entry]:
+    """Where broker key ``name``'s value may come from, by precedence, as Kafka lists them: source by source
+    (this broker's dynamic configs ``own``, the cluster default's ``default``, ``server.properties``, Kafka's
+    defaults), each over ``name``'s synonym chain, the entries before the first one of ``name`` itself left out."""
+    chain = BROKER_SYNONYMS.get(name, (name,))
+    entries: list[Entry] = [(k, own[k], ConfigSource.DYNAMIC_BROKER_CONFIG) for k in chain if k in own]
+    entries += [(k, default[k], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG) for k in chain if k in default]
+    for key_name in chain:
+        key = KEYS_BY_NAME.get(key_name)
+        if key is not None and services.config.is_explicit(key_name):
+            entries.append(
+                (key_name, key.render(services.config.get(key_name)), ConfigSource.STATIC_BROKER_CONFIG)
+            )
+    for key_name in chain:
+        key = KEYS_BY_NAME.get(key_name)
+        if key is not None and key.render(key.default) is not None:
+            entries.append((key_name, key.render(key.default), ConfigSource.DEFAULT_CONFIG))
+    while entries and entries[0][0] != name:
+        entries.pop(0)
+    return entries
+
+
+def describe_topic(services: BrokerServices, overrides: Mapping[str, str]) -> list[tuple[Entry, list[Entry]]]:
+    """Every topic-level key of a topic with these overrides, sorted by key: (key, value, source) and its
+    synonyms (the override, then the broker key's: ``broker_synonyms``)."""
+    dynamic = services.dynamic_config
+    rows: list[tuple[Entry, list[Entry]]] = []
     for key, value in sorted(effective_config(services, overrides).items()):
+        broker_key = BROKER_KEY_FOR_TOPIC_KEY.get(key)
+        synonyms = broker_synonyms(services, broker_key, dynamic.own, dynamic.default) if broker_key else []
         if key in overrides:
-            source = ConfigSource.DYNAMIC_TOPIC_CONFIG
-        elif services.config.is_explicit(BROKER_KEY_FOR_TOPIC_KEY.get(key, "")):
-            source = ConfigSource.STATIC_BROKER_CONFIG
-        else:
-            source = ConfigSource.DEFAULT_CONFIG
-        rows.append((key, value, source))
+            synonyms.insert(0, (key, overrides[key], ConfigSource.DYNAMIC_TOPIC_CONFIG))
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        rows.append(((key, value, source), synonyms))
     return rows
 
 
-def describe_broker(services: BrokerServices) -> list[tuple[str, str | None, ConfigSource]]:
-    rows: list[tuple[str, str | None, ConfigSource]] = []
-    for key in BROKER_KEYS:
-        source = (
-            ConfigSource.STATIC_BROKER_CONFIG
-            if services.config.is_explicit(key.name)
-            else ConfigSource.DEFAULT_CONFIG
+def describe_broker(
+    services: BrokerServices, own: Mapping[str, str], default: Mapping[str, str], *, per_broker: bool
+) -> list[tuple[Entry, list[Entry]]]:
+    """A broker's keys with the value that applies, its source and synonyms (``broker_synonyms``): every key for
+    one broker (``per_broker``), or the cluster default's dynamic keys alone, with only their dynamic default
+    synonyms, as Kafka describes the default entity."""
+    rows: list[tuple[Entry, list[Entry]]] = []
+    names = [key.name for key in BROKER_KEYS] if per_broker else []
+    names += sorted((own.keys() | default.keys()) - KEYS_BY_NAME.keys()) if per_broker else sorted(default)
+    for name in names:
+        synonyms = broker_synonyms(services, name, own if per_broker else {}, default)
+        if not per_broker:
+            synonyms = [entry for entry in synonyms if entry[2] is ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
+        key = KEYS_BY_NAME.get(name)
+        unset: Entry = (
+            name,
+            key.render(services.config.get(name)) if key else None,
+            ConfigSource.DEFAULT_CONFIG,
         )
-        rows.append((key.name, key.render(services.config.get(key.name)), source))
+        rows.append((synonyms[0] if synonyms else unset, synonyms))
     return rows
 
 

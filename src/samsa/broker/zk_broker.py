@@ -64,6 +64,7 @@ from samsa.protocol.messages.leader_and_isr import (
 from samsa.storage import StorageError
 from samsa.topic_partition import TopicPartition
 
+from .dynamic_config import DynamicBrokerConfig
 from .producer_ids import ProducerIdsUnavailableError
 from .replica_manager import Partition, ReplicaManager, ReplicaState
 
@@ -113,8 +114,12 @@ class ZkBroker:
         registered_addresses: Callable[[], list[tuple[str, str, int]]],
         partitions_changed: Callable[[], None],
         clock: Clock = SYSTEM_CLOCK,
+        dynamic_config: DynamicBrokerConfig | None = None,
     ) -> None:
         self.config = config
+        self.dynamic_config = dynamic_config or DynamicBrokerConfig(
+            config
+        )  # applied from ZooKeeper's /config
         self.node_id = config.node_id
         self.replica_manager = replica_manager
         self.log_manager = log_manager
@@ -375,12 +380,12 @@ class ZkBroker:
         await asyncio.to_thread(self.zk.set_broker_config, broker, config)
 
     async def _apply_broker_config(self) -> None:
-        """The dynamic configs this broker applies: the replication throttle rates, the leader's and the
-        follower's (:mod:`samsa.cluster.replication_quota`)."""
-        config = {
-            **await self.broker_config(DEFAULT_BROKER),
-            **await self.broker_config(str(self.node_id)),
-        }
+        """The dynamic configs this broker applies: the topic defaults (``dynamic_config``) and the replication
+        throttle rates, the leader's and the follower's (:mod:`samsa.cluster.replication_quota`)."""
+        default = await self.broker_config(DEFAULT_BROKER)
+        own = await self.broker_config(str(self.node_id))
+        config = {**default, **own}
+        self.dynamic_config.update(default, own, self.log_manager)
         leader, follower = config.get(LEADER_THROTTLED_RATE), config.get(FOLLOWER_THROTTLED_RATE)
         self.replica_manager.leader_quota.rate = int(leader) if leader else None
         self.fetchers.quota.rate = int(follower) if follower else None

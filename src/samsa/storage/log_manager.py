@@ -106,6 +106,9 @@ LOCK_FILE = ".lock"
 TASK_FAILURE_LOG_INTERVAL_MS = 60_000  # a periodic task failing again and again says so once a minute
 TOPIC_CONFIG_PREFIX = "topic-config."
 TOPIC_CONFIG_SUFFIX = ".properties"
+BROKER_CONFIG_PREFIX = (
+    "broker-config."  # a single broker's dynamic configs: broker-config.<id|default>.properties
+)
 IGNORED_DIRS = frozenset({"remote-log-index-cache"})
 
 _OffsetOf = Callable[["Log"], "int | None"]
@@ -218,6 +221,7 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, _LogDir] = {}
         self._topic_overrides: dict[str, dict[str, str]] = {}
+        self._broker_configs: dict[str, dict[str, str]] = {}  # a single broker's dynamic configs, by entity
         self._pending_deletes: list[_PendingDelete] = []
         self._intervals = {
             "retention": retention_check_interval_ms,
@@ -503,6 +507,76 @@ class LogManager:
             before.has_delete,
         ):
             self._apply_retention_now(topic)
+
+    def update_default_config(self, config: LogConfig) -> None:
+        """New topic defaults (dynamic broker configs changed): every open log takes them under its topic's own
+        overrides, at once; retention runs at once for the topics whose retention moved."""
+        before = {topic: self.topic_config(topic) for topic in {tp.topic for tp in self._logs}}
+        self.default_config = config
+        for tp, log in self._logs.items():
+            log.update_config(self.topic_config(tp.topic))
+        for topic, old in before.items():
+            new = self.topic_config(topic)
+            if (new.retention_ms, new.retention_bytes, new.has_delete) != (
+                old.retention_ms,
+                old.retention_bytes,
+                old.has_delete,
+            ):
+                self._apply_retention_now(topic)
+
+    def dynamic_broker_config(self, entity: str) -> dict[str, str]:
+        """A single broker's dynamic configs for ``entity`` (``default`` or its id), as kept in its log dirs."""
+        if entity not in self._broker_configs:
+            self._broker_configs[entity] = self._read_broker_config(entity)
+        return dict(self._broker_configs[entity])
+
+    def set_dynamic_broker_config(self, entity: str, config: Mapping[str, str]) -> None:
+        """Keep a single broker's dynamic configs for ``entity`` in every log dir (a failed write leaves the
+        ones before it as they were), drawing on the space reserve: lowering retention is how an operator frees
+        a full disk."""
+        name = f"{BROKER_CONFIG_PREFIX}{entity}{TOPIC_CONFIG_SUFFIX}"
+        previous = self.dynamic_broker_config(entity)
+        written: list[_LogDir] = []
+
+        def write(log_dir: _LogDir, values: Mapping[str, str]) -> None:
+            path = log_dir.path / name
+            if not values:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+                return
+            self._with_reserve(
+                log_dir,
+                f"the dynamic broker config {entity}",
+                functools.partial(
+                    write_properties_file, path, dict(values), comment=f"dynamic broker config ({entity})"
+                ),
+            )
+
+        try:
+            for log_dir in self._dirs:
+                write(log_dir, config)
+                written.append(log_dir)
+        except OSError:
+            for log_dir in written:
+                with contextlib.suppress(OSError):
+                    write(log_dir, previous)
+            raise
+        self._broker_configs[entity] = dict(config)
+
+    def _read_broker_config(self, entity: str) -> dict[str, str]:
+        """The first readable copy of ``entity``'s dynamic configs in the log dirs ({} when there is none; a
+        damaged copy is said at WARN and the next one is read)."""
+        for log_dir in self._dirs:
+            path = log_dir.path / f"{BROKER_CONFIG_PREFIX}{entity}{TOPIC_CONFIG_SUFFIX}"
+            if not path.exists():
+                continue
+            try:
+                return read_properties_file(path)
+            except (PropertiesError, UnicodeDecodeError, OSError) as exc:
+                _log.warning(
+                    "%s cannot be read (%s): the dynamic broker configs in it are not applied", path, exc
+                )
+        return {}
 
     def _apply_retention_now(self, topic: str) -> None:
         """Retention for ``topic``'s logs at once, its retention having changed, not at the next

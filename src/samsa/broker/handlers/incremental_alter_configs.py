@@ -1,9 +1,8 @@
 """IncrementalAlterConfigs (44): SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on a topic's overrides; SET and
-DELETE of a broker's dynamic configs (the replication throttle rates; cluster mode)."""
+DELETE of a broker's dynamic configs (the topic defaults and the replication throttle rates: ``dynamic_config``)."""
 
 from __future__ import annotations
 
-from samsa.cluster.replication_quota import DEFAULT_BROKER, DYNAMIC_BROKER_CONFIGS
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.incremental_alter_configs import (
     AlterableConfig,
@@ -12,7 +11,9 @@ from samsa.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 
+from ..broker_configs import store_broker_config, stored_broker_config
 from ..context import RequestContext
+from ..dynamic_config import DEFAULT_BROKER
 from ..topic_configs import ResourceType, effective_config, replace_topic_overrides, topic_overrides
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -71,26 +72,30 @@ async def _alter(
 async def _alter_broker(
     ctx: RequestContext, broker: str, configs: list[AlterableConfig], validate_only: bool
 ) -> tuple[ErrorCode, str | None]:
-    """SET or DELETE of a broker's dynamic configs (the replication throttle rates), stored in ZooKeeper for the
-    broker named (an id, or empty for every broker)."""
-    zk_support = ctx.services.zk_support
-    if zk_support is None:
-        return ErrorCode.INVALID_REQUEST, "dynamic broker configurations need a cluster (zookeeper.connect)"
+    """SET or DELETE of a broker's dynamic configs (``dynamic_config``: the topic defaults and the replication
+    throttle rates) for the broker named (an id, or empty for every broker), checked as a whole, then kept and
+    applied."""
+    services = ctx.services
     if broker and not broker.isdigit():
         return ErrorCode.INVALID_REQUEST, f"{broker!r} is not a broker id"
+    if broker and services.zk_support is None and int(broker) != services.node_id:
+        return ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {services.node_id}"
     entity = broker or DEFAULT_BROKER
-    config = await zk_support.broker_config(entity)
+    config = await stored_broker_config(services, entity)
     for change in configs:
-        if change.name not in DYNAMIC_BROKER_CONFIGS:
-            return ErrorCode.INVALID_REQUEST, f"{change.name} cannot be altered while the broker runs"
         if change.config_operation == SET:
-            if change.value is None or not change.value.lstrip("-").isdigit():
-                return ErrorCode.INVALID_CONFIG, f"{change.name} must be a number of bytes per second"
+            if change.value is None:
+                return ErrorCode.INVALID_CONFIG, f"a null value is not allowed for {change.name} with SET"
             config[change.name] = change.value
         elif change.config_operation == DELETE:
             config.pop(change.name, None)
-        else:
+        elif change.config_operation in (APPEND, SUBTRACT):
             return ErrorCode.INVALID_REQUEST, f"{change.name} is not a list configuration"
+        else:
+            return ErrorCode.INVALID_REQUEST, f"unknown config operation {change.config_operation}"
+    problem = services.dynamic_config.validate(entity, config)
+    if problem is not None:
+        return problem
     if not validate_only:
-        await zk_support.set_broker_config(entity, config)
+        await store_broker_config(services, entity, config)
     return ErrorCode.NONE, None
