@@ -90,8 +90,13 @@ def same_steps(jars: KafkaJars, bootstrap: str, work: Path) -> dict[str, str]:
     step("alter broker default", CONFIGS, "--entity-type", "brokers", "--entity-default", "--alter",
          "--add-config", "log.cleaner.delete.retention.ms=3600000,log.retention.ms=7200000")  # fmt: skip
     step("describe broker default", CONFIGS, "--entity-type", "brokers", "--entity-default", "--describe")
-    every = jars.run(CONFIGS, *b, "--entity-type", "topics", "--entity-name", "ref", "--describe", "--all").stdout
-    for key in ("delete.retention.ms", "retention.ms"):  # a topic default from the broker default, and an override
+    every = jars.run(
+        CONFIGS, *b, "--entity-type", "topics", "--entity-name", "ref", "--describe", "--all"
+    ).stdout
+    for key in (
+        "delete.retention.ms",
+        "retention.ms",
+    ):  # a topic default from the broker default, and an override
         out[f"topic {key}"] = next(line for line in every.splitlines() if line.strip().startswith(f"{key}="))
     step("alter partitions", TOPICS, "--alter", "--topic", "ref", "--partitions", "3")
     step("describe partitions", TOPICS, "--describe", "--topic", "ref")
