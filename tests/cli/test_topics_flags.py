@@ -32,6 +32,23 @@ def test_replica_assignment_places_each_partition(broker: BrokerProcess) -> None
     assert [line.split("\t")[4] for line in described[1:]] == ["Replicas: 1"] * 3
 
 
+def test_alter_replica_assignment_places_the_new_partitions(broker: BrokerProcess) -> None:
+    assert topics(broker, "--create", "--topic", "widened", "--partitions", "2").exit_code == 0
+    alter = ["--alter", "--topic", "widened", "--partitions"]
+    unknown = topics(broker, *alter, "3", "--replica-assignment", "1,1,2")
+    assert unknown.exit_code == 1, unknown.output
+    assert "Unknown broker(s) in replica assignment: 2." in unknown.stdout
+    assert "INVALID_REPLICA_ASSIGNMENT" in unknown.stderr
+    short = topics(broker, *alter, "4", "--replica-assignment", "1,1,1")
+    assert "Increasing the number of partitions by 2 but 1 assignments provided." in short.stdout, (
+        short.output
+    )
+    grown = topics(broker, *alter, "4", "--replica-assignment", "1,1,1,1")
+    assert grown.exit_code == 0, grown.output
+    described = topics(broker, "--describe", "--topic", "widened").stdout.splitlines()
+    assert "PartitionCount: 4\tReplicationFactor: 1" in described[0]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

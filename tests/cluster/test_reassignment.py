@@ -21,8 +21,15 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from confluent_kafka import Consumer, KafkaError, Producer
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+)
 from resends import read_without_resent
 from test_replication import Acked, controller_of, create, partitions, read_all, running_cluster, wait_for
 
@@ -369,6 +376,46 @@ def test_topic_config_change_reaches_every_broker(cluster: LocalCluster) -> None
         return errors == {p: KafkaError.MSG_SIZE_TOO_LARGE for p in range(4)}
 
     wait_for("every broker applying the new max.message.bytes", every_leader_refuses, timeout=20)
+
+
+def test_new_partitions_go_where_the_request_places_them(cluster: LocalCluster) -> None:
+    """CreatePartitions with replica assignments (kafka-topics --alter --replica-assignment, the Java admin's
+    NewPartitions.increaseTo(n, assignments)): the new partitions are led and replicated where it says; an
+    assignment of the wrong size, with a broker twice, another replication factor or an unknown broker is
+    INVALID_REPLICA_ASSIGNMENT with Kafka's message, and changes nothing."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    create(admin, "grown", 2, 2)
+    for placement, message in (
+        ([[3, 4]], "Increasing the number of partitions by 2 but 1 assignments provided."),
+        ([[3, 3], [4, 1]], "Duplicate brokers not allowed in replica assignment: 3, 3 for partition id 2."),
+        ([[3, 4], [4]], "partition 0 has 2 while partitions [3] have replication factors [1]"),
+        ([[3, 9], [4, 1]], "Unknown broker(s) in replica assignment: 9."),
+    ):
+        future = admin.create_partitions([NewPartitions("grown", 4, placement)])["grown"]
+        with pytest.raises(KafkaException) as refused:
+            future.result(30)
+        assert refused.value.args[0].name() == "INVALID_REPLICA_ASSIGNMENT", refused.value
+        assert message in refused.value.args[0].str(), refused.value
+    assert len(partitions(admin, "grown")) == 2
+    admin.create_partitions([NewPartitions("grown", 4, [[3, 4], [4, 1]])])["grown"].result(30)
+    wait_for(
+        "the new partitions led where they were placed",
+        lambda: (
+            {p: v[:2] for p, v in partitions(admin, "grown").items() if p >= 2}
+            == {2: (3, [3, 4]), 3: (4, [4, 1])}
+        ),
+        timeout=20,
+    )
+    exit_code, _, stderr = samsa(
+        "topics", "--bootstrap-server", cluster.bootstrap_servers, "--alter", "--topic", "grown", "--partitions",
+        "5", "--replica-assignment", "1:2,2:3,3:4,4:1,2:1",
+    )  # fmt: skip
+    assert exit_code == 0, stderr
+    wait_for(
+        "the CLI's partition placed",
+        lambda: partitions(admin, "grown").get(4, ())[:2] == (2, [2, 1]),
+        timeout=20,
+    )
 
 
 def samsa(*args: str) -> tuple[int, str, str]:

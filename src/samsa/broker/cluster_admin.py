@@ -27,6 +27,7 @@ from .topic_admin import (
     OK,
     AdminResult,
     already_exists,
+    check_added_assignment,
     check_delete,
     check_new_topic,
     check_partition_count,
@@ -114,10 +115,17 @@ def _placement(
 
 
 async def add_partitions(
-    zk_broker: ZkBroker, clock: Clock, topic: str, total: int, *, validate_only: bool = False
+    zk_broker: ZkBroker,
+    clock: Clock,
+    topic: str,
+    total: int,
+    assignments: Sequence[Sequence[int]] | None = None,
+    *,
+    validate_only: bool = False,
 ) -> AdminResult:
-    """Grow ``topic`` to ``total`` partitions, the new ones placed as Kafka places them (start index: where the
-    topic's partition 0 leads, numbering on from the existing partitions)."""
+    """Grow ``topic`` to ``total`` partitions, the new ones on the brokers ``assignments`` names, or placed as
+    Kafka places them (start index: where the topic's partition 0 leads, numbering on from the existing
+    partitions)."""
     if not zk_broker.zk.connected:
         return ZOOKEEPER_AWAY
     current = await asyncio.to_thread(zk_broker.zk.topic_assignment, topic)
@@ -127,6 +135,12 @@ async def add_partitions(
         return checked
     alive = {node.broker_id: node.rack for node in zk_broker.metadata.alive_brokers()}
     replication = len(current.partitions[0])
+    if assignments is not None:
+        checked = check_added_assignment(count, total, replication, assignments, alive)
+        if not checked.ok or validate_only:
+            return checked
+        placed = {count + i: tuple(replicas) for i, replicas in enumerate(assignments)}
+        return await _grow(zk_broker, topic, current, placed, total)
     ordered = sorted(alive)
     first = current.partitions[0][0]
     start = ordered.index(first) if first in ordered else None
@@ -143,7 +157,18 @@ async def add_partitions(
         return AdminResult(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc))
     if validate_only:
         return OK
-    partitions = {**current.partitions, **{p: tuple(r) for p, r in added.items()}}
+    return await _grow(zk_broker, topic, current, {p: tuple(r) for p, r in added.items()}, total)
+
+
+async def _grow(
+    zk_broker: ZkBroker,
+    topic: str,
+    current: TopicAssignment,
+    added: Mapping[int, tuple[int, ...]],
+    total: int,
+) -> AdminResult:
+    """Write the topic's assignment with the ``added`` partitions; wait (5 s at most) for the metadata."""
+    partitions = {**current.partitions, **added}
     grown = TopicAssignment(partitions, current.topic_id, current.adding_replicas, current.removing_replicas)
     await asyncio.to_thread(zk_broker.zk.set_topic_assignment, topic, grown)
     await _wait(lambda: len(zk_broker.metadata.partitions_of(topic)) >= total, 5_000)

@@ -22,6 +22,7 @@ Event-loop thread only.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -96,8 +97,16 @@ class MetadataStore(Protocol):
         ...
 
     async def create_partitions(
-        self, topic: str, total: int, *, validate_only: bool = False
-    ) -> AdminResult: ...
+        self,
+        topic: str,
+        total: int,
+        assignments: Sequence[Sequence[int]] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> AdminResult:
+        """Grow ``topic`` to ``total`` partitions, the new ones on the brokers ``assignments`` names (one list per
+        new partition; None: placed by the broker)."""
+        ...
 
     async def delete_topic(self, topic: str, timeout_ms: int) -> AdminResult: ...
 
@@ -189,9 +198,16 @@ class LocalMetadataStore:
     async def auto_create_topic(self, topic: str) -> AdminResult:
         return topic_admin.auto_create_topic(self._config, self._log_manager, self._replica_manager, topic)
 
-    async def create_partitions(self, topic: str, total: int, *, validate_only: bool = False) -> AdminResult:
+    async def create_partitions(
+        self,
+        topic: str,
+        total: int,
+        assignments: Sequence[Sequence[int]] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> AdminResult:
         return topic_admin.add_partitions(
-            self._log_manager, self._replica_manager, topic, total, validate_only=validate_only
+            self._log_manager, self._replica_manager, topic, total, assignments, validate_only=validate_only
         )
 
     async def delete_topic(self, topic: str, timeout_ms: int) -> AdminResult:
@@ -294,11 +310,18 @@ class ZkMetadataStore:
             return AdminResult(ErrorCode.LEADER_NOT_AVAILABLE)  # until the controller elected its leaders
         return created
 
-    async def create_partitions(self, topic: str, total: int, *, validate_only: bool = False) -> AdminResult:
+    async def create_partitions(
+        self,
+        topic: str,
+        total: int,
+        assignments: Sequence[Sequence[int]] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> AdminResult:
         from . import cluster_admin
 
         return await cluster_admin.add_partitions(
-            self._zk_broker, self._clock, topic, total, validate_only=validate_only
+            self._zk_broker, self._clock, topic, total, assignments, validate_only=validate_only
         )
 
     async def delete_topic(self, topic: str, timeout_ms: int) -> AdminResult:

@@ -9,6 +9,7 @@ Event-loop thread only.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -97,6 +98,44 @@ def check_partition_count(topic: str, current: int, total: int) -> AdminResult:
     return OK
 
 
+def check_added_assignment(
+    current: int,
+    total: int,
+    replication_factor: int,
+    assignments: Sequence[Sequence[int]] | None,
+    brokers: Collection[int],
+) -> AdminResult:
+    """Kafka's checks of the replicas a CreatePartitions entry names for its new partitions (``assignments``,
+    one broker list per partition added; None: the broker places them): one list per new partition, the topic's
+    replication factor, no broker twice, only brokers the cluster knows."""
+    if assignments is None:
+        return OK
+    bad = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    if len(assignments) != total - current:
+        return AdminResult(
+            bad,
+            f"Increasing the number of partitions by {total - current} but {len(assignments)} assignments provided.",
+        )
+    for offset, replicas in enumerate(assignments):
+        partition = current + offset
+        if len(set(replicas)) != len(replicas):
+            return AdminResult(
+                bad,
+                f"Duplicate brokers not allowed in replica assignment: {', '.join(map(str, replicas))} "
+                f"for partition id {partition}.",
+            )
+        if len(replicas) != replication_factor:
+            return AdminResult(
+                bad,
+                f"Inconsistent replication factor between partitions, partition 0 has {replication_factor} "
+                f"while partitions [{partition}] have replication factors [{len(replicas)}], respectively.",
+            )
+    unknown = sorted({b for replicas in assignments for b in replicas} - set(brokers))
+    if unknown:
+        return AdminResult(bad, f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.")
+    return OK
+
+
 def check_delete(config: KafkaConfig, exists: bool) -> AdminResult:
     """Kafka's checks of a DeleteTopics entry: the topic exists and ``delete.topic.enable`` allows it."""
     if not exists:
@@ -149,10 +188,19 @@ def auto_create_topic(
 
 
 def add_partitions(
-    manager: LogManager, replicas: ReplicaManager, topic: str, total: int, *, validate_only: bool = False
+    manager: LogManager,
+    replicas: ReplicaManager,
+    topic: str,
+    total: int,
+    assignments: Sequence[Sequence[int]] | None = None,
+    *,
+    validate_only: bool = False,
 ) -> AdminResult:
+    """Grow ``topic`` to ``total`` partitions on this broker alone (``assignments`` may name only it)."""
     current = len(manager.partitions_of(topic))
     checked = check_partition_count(topic, current, total)
+    if checked.ok:
+        checked = check_added_assignment(current, total, 1, assignments, [replicas.node_id])
     if not checked.ok or validate_only:
         return checked
     try:

@@ -22,7 +22,9 @@ bad argument or a topic that does not exist prints its message on stderr, exit 1
 ``--topics-with-overrides`` prints only the topic lines of topics whose configs are not all defaults.
 
 ``--replica-assignment 1:2,2:3`` (with ``--create``) places each partition's replicas (comma between partitions,
-colon between replicas, the first the preferred leader) instead of ``--partitions``/``--replication-factor``.
+colon between replicas, the first the preferred leader) instead of ``--partitions``/``--replication-factor``; with
+``--alter --partitions N`` it lists every partition's replicas and the new partitions are placed as it says (the
+entries of the existing ones are skipped, as Kafka's tool skips them).
 ``--command-config`` reads the admin client's properties: ``request.timeout.ms`` and ``client.id`` are used; a
 security setting other than PLAINTEXT is refused (Samsa's tools and broker speak PLAINTEXT only); the rest are
 ignored. ``--version`` prints Samsa's version.
@@ -271,13 +273,32 @@ async def reassignments(
 
 
 async def alter_topics(
-    client: KafkaClient, pattern: str, partitions: int | None, exclude_internal: bool, if_exists: bool
+    client: KafkaClient,
+    pattern: str,
+    partitions: int | None,
+    exclude_internal: bool,
+    if_exists: bool,
+    assignment: dict[int, list[int]] | None = None,
 ) -> None:
-    names = select_topics(await client.metadata(), pattern, exclude_internal)
+    """Grow the matching topics to ``partitions``; with ``assignment`` (every partition's replicas, as for
+    ``--create``) the new partitions go where it says, the existing ones' entries skipped, as Kafka's tool does."""
+    metadata = await client.metadata()
+    names = select_topics(metadata, pattern, exclude_internal)
     ensure_found(names, pattern, not if_exists)
     if not names or partitions is None:
         return
-    for error in (await client.create_partitions({name: partitions for name in names})).values():
+    placed = None
+    if assignment is not None:
+        placed = {
+            name: [
+                replicas
+                for p, replicas in sorted(assignment.items())
+                if p >= len(metadata.topics[name].partitions)
+            ]
+            for name in names
+        }
+    errors = await client.create_partitions({name: partitions for name in names}, assignments=placed)
+    for error in errors.values():
         if error is not None:
             raise error
 
@@ -342,7 +363,8 @@ async def list_topics(client: KafkaClient, pattern: str | None, exclude_internal
 )
 @click.option(
     "--replica-assignment",
-    help="With --create: each partition's replicas, comma between partitions, colon between replicas (1:2,2:3).",
+    help="Each partition's replicas, comma between partitions, colon between replicas (1:2,2:3): with --create, "
+    "or with --alter --partitions N for the new partitions.",
 )
 @click.option("--command-config", help="A properties file for the admin client (PLAINTEXT only).")
 @click.version_option(
@@ -382,9 +404,13 @@ def topics(
         fail('Missing required argument "[topic]"')
     if action == "alter" and partitions is None:
         fail("--partitions is required with --alter")
-    if replica_assignment is not None and action != "create":
-        fail("--replica-assignment is supported with --create only")
-    if replica_assignment is not None and (partitions is not None or replication_factor is not None):
+    if replica_assignment is not None and action not in ("create", "alter"):
+        fail("--replica-assignment is supported with --create and --alter only")
+    if (
+        replica_assignment is not None
+        and action == "create"
+        and (partitions is not None or replication_factor is not None)
+    ):
         fail("--replica-assignment cannot be used with --partitions or --replication-factor")
     try:
         assignment = parse_replica_assignment(replica_assignment) if replica_assignment is not None else None
@@ -415,7 +441,7 @@ def topics(
                 await describe_topics(client, topic, exclude_internal, if_exists, report)
             elif action == "alter":
                 assert topic is not None
-                await alter_topics(client, topic, partitions, exclude_internal, if_exists)
+                await alter_topics(client, topic, partitions, exclude_internal, if_exists, assignment)
             else:
                 assert topic is not None
                 await delete_topics(client, topic, exclude_internal, if_exists)

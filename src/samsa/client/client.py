@@ -453,13 +453,30 @@ class KafkaClient:
         return {r.name: _error_or_none(r.error_code, r.error_message) for r in response.responses}
 
     async def create_partitions(
-        self, counts: Mapping[str, int], *, timeout_ms: int = 30000, validate_only: bool = False
+        self,
+        counts: Mapping[str, int],
+        *,
+        assignments: Mapping[str, Sequence[Sequence[int]]] | None = None,
+        timeout_ms: int = 30000,
+        validate_only: bool = False,
     ) -> dict[str, BrokerError | None]:
-        """Raise each topic's partition count to ``counts[topic]``; per topic None or the error."""
+        """Raise each topic's partition count to ``counts[topic]``, the new partitions on the brokers
+        ``assignments[topic]`` names (a broker list per new partition; a topic not there: placed by the broker);
+        per topic None or the error."""
         from samsa.protocol.messages import create_partitions as cp
 
+        placed = assignments or {}
+
+        def assignment(name: str) -> list[cp.CreatePartitionsAssignment] | None:
+            if name not in placed:
+                return None
+            return [cp.CreatePartitionsAssignment(list(replicas)) for replicas in placed[name]]
+
         request = cp.CreatePartitionsRequest(
-            topics=[cp.CreatePartitionsTopic(name=n, count=c, assignments=None) for n, c in counts.items()],
+            topics=[
+                cp.CreatePartitionsTopic(name=n, count=c, assignments=assignment(n))
+                for n, c in counts.items()
+            ],
             timeout_ms=timeout_ms,
             validate_only=validate_only,
         )

@@ -1,4 +1,6 @@
-"""CreatePartitions (37): grow a topic's partition count; asking for fewer or as many is INVALID_PARTITIONS."""
+"""CreatePartitions (37): grow a topic's partition count, the new partitions on the brokers the request names or
+placed by the broker; asking for fewer or as many is INVALID_PARTITIONS, a bad placement
+INVALID_REPLICA_ASSIGNMENT."""
 
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
         )
     results = []
     for topic in request.topics:
-        outcome = await store.create_partitions(topic.name, topic.count, validate_only=request.validate_only)
+        assignments = None if topic.assignments is None else [a.broker_ids for a in topic.assignments]
+        outcome = await store.create_partitions(
+            topic.name, topic.count, assignments, validate_only=request.validate_only
+        )
         results.append(CreatePartitionsTopicResult(topic.name, outcome.error, outcome.message))
     return CreatePartitionsResponse(results=results)
