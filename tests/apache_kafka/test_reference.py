@@ -46,6 +46,22 @@ def normalized(text: str, bootstrap: str) -> str:
     return re.sub(r"Configs: (\S+)", lambda m: "Configs: " + ",".join(sorted(m.group(1).split(","))), text)
 
 
+CLIENT, USER = ("--entity-type", "clients"), ("--entity-type", "users")
+QUOTA_STEPS = [  # client quotas: set for a client id, a user, both, the default client id; described; deleted
+    [*CLIENT, "--entity-name", "app", "--alter", "--add-config", "producer_byte_rate=1024,consumer_byte_rate=2048"],
+    [*USER, "--entity-name", "alice", "--alter", "--add-config", "request_percentage=50"],
+    [*USER, "--entity-name", "alice", *CLIENT, "--entity-name", "app", "--alter", "--add-config", "producer_byte_rate=4096"],
+    [*CLIENT, "--entity-default", "--alter", "--add-config", "producer_byte_rate=100000"],
+    [*CLIENT, "--entity-name", "app", "--describe"],
+    [*CLIENT, "--describe"],
+    [*USER, "--describe"],
+    [*USER, "--entity-name", "alice", *CLIENT, "--describe"],
+    [*CLIENT, "--entity-default", "--describe"],
+    [*CLIENT, "--entity-name", "app", "--alter", "--delete-config", "consumer_byte_rate"],
+    [*CLIENT, "--entity-name", "app", "--describe"],
+]  # fmt: skip
+
+
 def same_steps(jars: KafkaJars, bootstrap: str, work: Path) -> dict[str, str]:
     """One scenario, step name -> what the tool printed (normalized)."""
     b = ["--bootstrap-server", bootstrap]
@@ -90,6 +106,8 @@ def same_steps(jars: KafkaJars, bootstrap: str, work: Path) -> dict[str, str]:
     step("alter broker default", CONFIGS, "--entity-type", "brokers", "--entity-default", "--alter",
          "--add-config", "log.cleaner.delete.retention.ms=3600000,log.retention.ms=7200000")  # fmt: skip
     step("describe broker default", CONFIGS, "--entity-type", "brokers", "--entity-default", "--describe")
+    for number, quota in enumerate(QUOTA_STEPS):
+        step(f"quota {number}", CONFIGS, *quota)
     every = jars.run(
         CONFIGS, *b, "--entity-type", "topics", "--entity-name", "ref", "--describe", "--all"
     ).stdout

@@ -119,7 +119,15 @@ def test_brokers_describe_lists_each_broker_then_the_default(broker: BrokerProce
         (["--topic", "cfg-bad", "--alter"], "at least one of --add-config"),
         (["--topic", "cfg-bad", "--describe", "--alter"], "exactly one action"),
         (["--topic", "no-such-topic", "--describe"], "Topic no-such-topic does not exist"),
-        (["--entity-type", "users", "--describe"], "not supported yet"),
+        (
+            ["--entity-type", "clients", "--entity-name", "x", "--alter", "--add-config", "bogus=1"],
+            "Only quota configs can be added for 'clients' using --bootstrap-server. Unexpected config names: bogus",
+        ),
+        (["--entity-type", "clients", "--entity-type", "topics", "--describe"], "Only users and clients"),
+        (
+            ["--client", "x", "--alter", "--add-config", "producer_byte_rate=1.5"],
+            "cannot be a fractional value",
+        ),
         (["--entity-type", "topics", "--entity-default", "--describe"], "brokers only"),
         (
             ["--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "log.dirs=/x"],

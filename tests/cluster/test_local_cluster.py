@@ -3,6 +3,7 @@ session times out, a paused broker rejoins with a new epoch, a restarted broker 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from tests.cluster.waiting import wait_for
 
@@ -271,3 +273,31 @@ def test_configs_alters_and_describes_broker_dynamic_configs(cluster_dir: Path) 
         ),
         timeout=10,
     )
+    # client quotas live in ZooKeeper as Kafka keeps them, and every broker applies them on the notification
+    quota = samsa_cli(
+        "configs", "--bootstrap-server", bootstrap, "--client", "metered", "--alter", "--add-config",
+        "producer_byte_rate=1000",
+    )  # fmt: skip
+    assert quota.returncode == 0, quota.stderr
+    zk = ZkClient(LocalCluster.find(cluster_dir).zookeeper_connect)
+    zk.start()
+    try:
+        data, _ = zk.kazoo.get("/config/clients/metered")
+    finally:
+        zk.close()
+    assert json.loads(data) == {"version": 1, "config": {"producer_byte_rate": "1000"}}
+    throttles: list[float] = []
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": "metered",
+            "batch.size": 1000,
+            "throttle_cb": lambda event: throttles.append(event.throttle_time),
+        }
+    )
+    for _ in range(30):
+        producer.produce("dyn", b"x" * 900)
+        producer.flush(10)
+        if throttles:
+            break
+    assert throttles and max(throttles) > 0, "the quota set through ZooKeeper was not applied"

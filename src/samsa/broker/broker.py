@@ -27,12 +27,13 @@ from samsa.storage.log_manager import TASK_FAILURE_LOG_INTERVAL_MS, LogManager
 from samsa.storage.meta import read_meta_properties
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
 
-from .broker_configs import load_dynamic_config
+from .broker_configs import load_dynamic_config, load_quotas
 from .config import KafkaConfig
 from .dispatch import RequestDispatcher
 from .dynamic_config import DynamicBrokerConfig
 from .network import ConnectionLimits, Server
 from .producer_ids import ProducerIdManager
+from .quotas import QuotaManager
 from .replica_manager import ReplicaManager
 from .replica_offsets_log import ReplicaOffsetsLog
 from .services import BrokerServices, Lazy, LazyGroupCoordinator
@@ -69,6 +70,9 @@ class KafkaServer:
         self._group_coordinator = LazyGroupCoordinator(self._create_group_coordinator)
         self.zk_broker: ZkBroker | None = None
         dynamic_config = DynamicBrokerConfig(config)
+        self.quotas = QuotaManager(
+            int(config.get("quota.window.num")), int(config.get("quota.window.size.seconds")) * 1000
+        )
         if config.get("zookeeper.connect"):
             from .zk_broker import ZkBroker  # cluster mode only: the single broker never imports kazoo
 
@@ -80,6 +84,7 @@ class KafkaServer:
                 self.partitions_changed,
                 clock,
                 dynamic_config,
+                self.quotas,
             )
         self._metadata_store: Lazy[MetadataStore] = Lazy(self._create_metadata_store)
         self.services = BrokerServices(
@@ -92,6 +97,7 @@ class KafkaServer:
             group_coordinator_provider=self._group_coordinator,
             metadata_store_provider=self._metadata_store,
             dynamic_config=dynamic_config,
+            quotas=self.quotas,
         )
         self.dispatcher = RequestDispatcher(self.services)
         self._servers: list[Server] = []
@@ -118,6 +124,7 @@ class KafkaServer:
             self.log_manager.cluster_id = self.cluster_id
         else:  # alone, its dynamic configs are kept in its log dirs: the logs open with the defaults they give
             await load_dynamic_config(self.services)
+            await load_quotas(self.services)
         self.log_manager.startup()
         self._started = True
         if self.zk_broker is None:

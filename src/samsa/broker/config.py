@@ -253,6 +253,8 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("offset.metadata.max.bytes", INT, minimum=0),
     ConfigKey("transactional.id.expiration.ms", INT, 604800000, minimum=1),
     ConfigKey("producer.id.expiration.ms", INT, 86400000, minimum=1),
+    ConfigKey("quota.window.num", INT, 11, minimum=1, doc="samples in a client quota's window"),
+    ConfigKey("quota.window.size.seconds", INT, 1, minimum=1, doc="the length of a client quota's sample"),
     ConfigKey("transaction.state.log.num.partitions", INT, 50, minimum=1),
     ConfigKey("num.recovery.threads.per.data.dir", INT, 1, minimum=1),
     ConfigKey("controlled.shutdown.enable", B, True),

@@ -14,8 +14,10 @@ Event-loop thread only.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import struct
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ from samsa.protocol import (
 )
 from samsa.protocol.headers import REQUEST_HEADER_START, write_response_header
 from samsa.protocol.messages._registry import APIS
+from samsa.protocol.primitives import records_size
 from samsa.storage import StorageError
 
 from .context import RequestContext
@@ -39,6 +42,7 @@ from .downgrade import fit_to_version
 from .error_response import error_response
 from .handlers import HANDLERS
 from .network import ConnectionClosedByHandler, ConnectionInfo, FileRegion, ResponsePart
+from .quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, QuotaManager, user_of
 
 if TYPE_CHECKING:
     from .services import BrokerServices
@@ -119,6 +123,8 @@ class RequestDispatcher:
         response = None
         if self.interceptor is not None:
             response = await self.interceptor(header, request)
+        quotas = self.services.quotas
+        started = time.perf_counter() if quotas.any_active else 0.0
         if response is None:
             module = handler.module or handler.load()
             try:
@@ -127,9 +133,65 @@ class RequestDispatcher:
                 response = _storage_failure(header, request, connection, exc)
         if response is None:
             return None
+        if started:
+            response = throttled(quotas, header, connection, request, response, len(frame), started)
         return encode(
             header.correlation_id, header.request_api_key, version, fit_to_version(response, version)
         )
+
+
+CLUSTER_APIS = frozenset(
+    {
+        ApiKey.API_VERSIONS,
+        ApiKey.LEADER_AND_ISR,
+        ApiKey.STOP_REPLICA,
+        ApiKey.UPDATE_METADATA,
+        ApiKey.CONTROLLED_SHUTDOWN,
+        ApiKey.ALTER_PARTITION,
+    }
+)
+"""What no client quota counts: ApiVersions, and the requests brokers and the controller send each other."""
+
+
+def throttled(
+    quotas: QuotaManager,
+    header: RequestHeader,
+    connection: ConnectionInfo,
+    request: Any,
+    response: Any,
+    request_size: int,
+    started: float,
+) -> Any:
+    """Count a served request against the client quotas that apply (``quotas``): a produce's bytes, a
+    consumer fetch's record bytes, the time it took; over a quota, the answer carries the throttle time and the
+    connection reads nothing more for that long (a throttled fetch answers no records)."""
+    key = header.request_api_key
+    if key in CLUSTER_APIS or (key == ApiKey.FETCH and request.replica_id >= 0):
+        return response
+    user, client_id = user_of(connection.principal), header.client_id or ""
+    now_ms = int(time.time() * 1000)
+    throttle_ms = 0
+    if key == ApiKey.PRODUCE and quotas.active(PRODUCER_BYTE_RATE):
+        throttle_ms = quotas.record(PRODUCER_BYTE_RATE, user, client_id, request_size, now_ms)
+    elif key == ApiKey.FETCH and quotas.active(CONSUMER_BYTE_RATE):
+        size = sum(
+            records_size(p.records) for t in response.responses for p in t.partitions if p.records is not None
+        )
+        throttle_ms = quotas.record(CONSUMER_BYTE_RATE, user, client_id, size, now_ms)
+        if throttle_ms:  # Kafka sends no records to a throttled consumer, and counts none
+            quotas.unrecord(CONSUMER_BYTE_RATE, user, client_id, size, now_ms)
+            response = type(response)(session_id=response.session_id, responses=[])
+    if quotas.active(REQUEST_PERCENTAGE):
+        percent_seconds = (time.perf_counter() - started) * 100
+        throttle_ms = max(
+            throttle_ms, quotas.record(REQUEST_PERCENTAGE, user, client_id, percent_seconds, now_ms)
+        )
+    if throttle_ms <= 0:
+        return response
+    connection.throttled_until = max(connection.throttled_until, time.monotonic() + throttle_ms / 1000)
+    if hasattr(response, "throttle_time_ms"):
+        response = dataclasses.replace(response, throttle_time_ms=throttle_ms)
+    return response
 
 
 GROUP_APIS = frozenset(

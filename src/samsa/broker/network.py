@@ -43,6 +43,7 @@ import logging
 import os
 import resource
 import socket
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, cast
@@ -75,6 +76,7 @@ class ConnectionInfo:
     client_port: int
     listener: str
     principal: str = ANONYMOUS_PRINCIPAL
+    throttled_until: float = 0.0  # time.monotonic(): a client over its quota is not read from before it
 
 
 Handler = Callable[[ConnectionInfo, memoryview], Awaitable[Sequence[ResponsePart] | None]]
@@ -492,6 +494,14 @@ class Server:
         try:
             idle_since = self._idle_since
             while True:
+                if (
+                    info.throttled_until
+                ):  # over a client quota: nothing is read until its throttle time passed
+                    delay = info.throttled_until - time.monotonic()
+                    info.throttled_until = 0.0
+                    if delay > 0:
+                        held.release()
+                        await asyncio.sleep(delay)
                 idle_since[task] = loop.time()
                 frame = await reader.read_frame()
                 del idle_since[task]

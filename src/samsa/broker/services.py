@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .config import KafkaConfig
     from .dynamic_config import DynamicBrokerConfig
     from .metadata_store import MetadataStore
+    from .quotas import QuotaManager
     from .replica_manager import ReplicaManager
 
 __all__ = ["BrokerServices", "Lazy", "LazyGroupCoordinator", "ZkSupport"]
@@ -76,6 +77,14 @@ class ZkSupport(Protocol):
 
     async def set_broker_config(self, broker: str, config: dict[str, str]) -> None:
         """Store a broker's dynamic configs for the cluster."""
+        ...
+
+    async def quota_configs(self) -> dict[str, dict[str, str]]:
+        """Every client quota entity's configs in ZooKeeper, by path under ``/config``."""
+        ...
+
+    async def set_entity_config(self, path: str, config: dict[str, str]) -> None:
+        """Store the configs of the entity at ``/config/<path>`` for the cluster (client quotas)."""
         ...
 
 
@@ -132,6 +141,7 @@ class BrokerServices:
     group_coordinator_provider: Callable[[], GroupCoordinator]
     metadata_store_provider: Callable[[], MetadataStore]
     dynamic_config: DynamicBrokerConfig  # the broker's config with its dynamic values over it
+    quotas: QuotaManager  # the client quotas and the rates measured against them
 
     @property
     def group_coordinator(self) -> GroupCoordinator:

@@ -66,6 +66,7 @@ from samsa.topic_partition import TopicPartition
 
 from .dynamic_config import DynamicBrokerConfig
 from .producer_ids import ProducerIdsUnavailableError
+from .quotas import QuotaManager, quotas_of
 from .replica_manager import Partition, ReplicaManager, ReplicaState
 
 if TYPE_CHECKING:
@@ -115,11 +116,12 @@ class ZkBroker:
         partitions_changed: Callable[[], None],
         clock: Clock = SYSTEM_CLOCK,
         dynamic_config: DynamicBrokerConfig | None = None,
+        quotas: QuotaManager | None = None,
     ) -> None:
         self.config = config
-        self.dynamic_config = dynamic_config or DynamicBrokerConfig(
-            config
-        )  # applied from ZooKeeper's /config
+        # the topic defaults' dynamic values and the client quotas, applied from ZooKeeper's /config
+        self.dynamic_config = dynamic_config or DynamicBrokerConfig(config)
+        self.quotas = quotas or QuotaManager()
         self.node_id = config.node_id
         self.replica_manager = replica_manager
         self.log_manager = log_manager
@@ -270,6 +272,7 @@ class ZkBroker:
         self._last_config_change = max(await asyncio.to_thread(self.zk.config_changes), default="")
         await self._config_changed()
         await self._apply_broker_config()
+        await self._apply_quotas()
         await self.controller.start()
         self._spawn(self._shrink_isr_periodically())
         self._spawn(self._retry_transitions_periodically())
@@ -369,6 +372,8 @@ class ZkBroker:
                     self._spawn(self.controller.elections.topic_config_changed(topic))
             elif entity in (f"brokers/{self.node_id}", f"brokers/{DEFAULT_BROKER}"):
                 await self._apply_broker_config()
+            elif entity is not None and entity.startswith(("users/", "clients/")):
+                await self._apply_quotas()
 
     async def broker_config(self, broker: str) -> dict[str, str]:
         """A broker's dynamic configs as ZooKeeper holds them (``broker`` an id, or ``<default>``)."""
@@ -378,6 +383,18 @@ class ZkBroker:
         """Store a broker's dynamic configs; the broker (every broker, for ``<default>``) applies them on the
         notification."""
         await asyncio.to_thread(self.zk.set_broker_config, broker, config)
+
+    async def quota_configs(self) -> dict[str, dict[str, str]]:
+        """Every client quota entity's configs in ZooKeeper, by path under ``/config``."""
+        return await asyncio.to_thread(self.zk.quota_configs)
+
+    async def set_entity_config(self, path: str, config: dict[str, str]) -> None:
+        """Store the configs of the entity at ``/config/<path>``; every broker applies them on the notification."""
+        await asyncio.to_thread(self.zk.set_entity_config, path, config)
+
+    async def _apply_quotas(self) -> None:
+        """The client quotas every broker enforces, as ZooKeeper holds them (``samsa.broker.quotas``)."""
+        self.quotas.replace(quotas_of(await self.quota_configs()))
 
     async def _apply_broker_config(self) -> None:
         """The dynamic configs this broker applies: the topic defaults (``dynamic_config``) and the replication

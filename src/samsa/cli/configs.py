@@ -13,7 +13,18 @@ for it). Output lines follow Kafka's tool::
 Without ``--all`` only the entity's own dynamic configs are listed (a topic's overrides; a broker's dynamic
 configs). Without ``--entity-name`` every topic, or every broker and then the cluster default, is described.
 ``--add-config`` takes ``k1=v1,k2=[a,b],k3=v3`` (square brackets keep a list value's commas), ``--add-config-file``
-a properties file. Users and clients are not supported yet: asking for them fails with a message saying so.
+a properties file.
+
+Users and clients are client quotas (``producer_byte_rate``, ``consumer_byte_rate``, ``request_percentage``,
+``controller_mutation_rate``), through DescribeClientQuotas and AlterClientQuotas, printed as Kafka's tool prints
+them::
+
+    Quota configs for user-principal 'alice', client-id 'app' are producer_byte_rate=4096.0
+    Completed updating config for client app.
+
+Two entity types (``--entity-type users --entity-name alice --entity-type clients --entity-name app``) name a
+user's quota for one client; the names go to the types in order, and ``--entity-default`` to the type left
+without one (``--user-defaults``/``--client-defaults`` say which).
 
 Bad arguments print their message on stderr, exit 1; a failed broker call prints
 ``Error while executing config command: <the broker's message>`` on stderr, exit 1.
@@ -33,6 +44,8 @@ import click
 
 from samsa.client import BrokerError, ConfigEntry, KafkaClient, KafkaError
 from samsa.protocol import ApiKey
+
+from .quota_configs import QuotaArgumentError, choose_quota_entity, run_quotas
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 # Kafka's ConfigEntry.ConfigSource names, by DescribeConfigs' config_source
@@ -195,9 +208,7 @@ def choose_entity(
             raise ArgumentError("Give either --topic, --broker or --entity-type/--entity-name, not several")
         return Entity("topics", topic) if topic is not None else Entity("brokers", broker)
     if entity_type is None:
-        raise ArgumentError("--entity-type must be specified (topics or brokers)")
-    if entity_type in ("users", "clients"):
-        raise ArgumentError(f"--entity-type {entity_type} is not supported yet: Samsa has no client quotas")
+        raise ArgumentError("--entity-type must be specified (topics, brokers, users or clients)")
     if entity_name is not None and entity_default:
         raise ArgumentError("--entity-name and --entity-default cannot both be given")
     if entity_default:
@@ -238,10 +249,26 @@ def changes_asked(
     "--all", "describe_all", is_flag=True, help="With --describe: every config, not only dynamic ones."
 )
 @click.option(
-    "--entity-type", type=click.Choice(ENTITY_TYPES), help="topics or brokers (users, clients: not yet)."
+    "--entity-type",
+    type=click.Choice(ENTITY_TYPES),
+    multiple=True,
+    help="topics, brokers, users or clients (users and clients together: a user's quotas for one client).",
 )
-@click.option("--entity-name", help="The topic's name or the broker's id; without it --describe lists all.")
-@click.option("--entity-default", is_flag=True, help="The cluster-wide default broker configs.")
+@click.option(
+    "--entity-name",
+    multiple=True,
+    help="The topic's name, the broker's id, the user or the client id (one per --entity-type, in order); "
+    "without it --describe lists all.",
+)
+@click.option(
+    "--entity-default",
+    is_flag=True,
+    help="The default broker configs, or the default user's or client's quotas.",
+)
+@click.option("--user", help="Shorthand for --entity-type users --entity-name <user>.")
+@click.option("--client", help="Shorthand for --entity-type clients --entity-name <client id>.")
+@click.option("--user-defaults", is_flag=True, help="Shorthand for --entity-type users --entity-default.")
+@click.option("--client-defaults", is_flag=True, help="Shorthand for --entity-type clients --entity-default.")
 @click.option("--topic", help="Shorthand for --entity-type topics --entity-name <topic>.")
 @click.option("--broker", help="Shorthand for --entity-type brokers --entity-name <id>.")
 @click.option("--add-config", help="Configs to set: k1=v1,k2=[v1,v2],k3=v3 (brackets keep list commas).")
@@ -252,20 +279,41 @@ def configs(
     describe: bool,
     alter: bool,
     describe_all: bool,
-    entity_type: str | None,
-    entity_name: str | None,
+    entity_type: tuple[str, ...],
+    entity_name: tuple[str, ...],
     entity_default: bool,
+    user: str | None,
+    client: str | None,
+    user_defaults: bool,
+    client_defaults: bool,
     topic: str | None,
     broker: str | None,
     add_config: str | None,
     add_config_file: str | None,
     delete_config: tuple[str, ...],
 ) -> None:
-    """Describe or change topic and broker configs (like kafka-configs.sh)."""
+    """Describe or change topic and broker configs and client quotas (like kafka-configs.sh)."""
     try:
         if describe == alter:
             raise ArgumentError("Command must include exactly one action: --describe or --alter")
-        entity = choose_entity(entity_type, entity_name, entity_default, topic, broker)
+        quota_entity = choose_quota_entity(
+            entity_type, entity_name, entity_default, user, client, user_defaults, client_defaults
+        )
+    except (ArgumentError, QuotaArgumentError) as exc:
+        fail(str(exc))
+    if quota_entity is not None:
+        run_quotas(bootstrap_server, quota_entity, describe, add_config, add_config_file, delete_config)
+        return
+    try:
+        if len(entity_type) > 1 or len(entity_name) > 1:
+            raise ArgumentError("Only users and clients take two entity types (a user's quotas for a client)")
+        entity = choose_entity(
+            entity_type[0] if entity_type else None,
+            entity_name[0] if entity_name else None,
+            entity_default,
+            topic,
+            broker,
+        )
         if alter and entity.name is None:
             raise ArgumentError(
                 f"--alter needs --entity-name{' or --entity-default' * (entity.kind == 'brokers')}"

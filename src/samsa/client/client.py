@@ -555,6 +555,56 @@ class KafkaClient:
         response = await self.send(request, api_key=iac.IncrementalAlterConfigsRequest.API_KEY)
         return {r.resource_name: _error_or_none(r.error_code, r.error_message) for r in response.responses}
 
+    async def describe_client_quotas(
+        self, components: Sequence[tuple[str, int, str | None]], *, strict: bool = False
+    ) -> list[tuple[tuple[tuple[str, str | None], ...], dict[str, float]]]:
+        """The client quotas whose entities match every (entity type, match type, name) component (match type
+        0: that name, 1: the default, 2: any name): (entity as (type, name or None for the default) pairs, quota
+        values). Raises BrokerError."""
+        from samsa.protocol.messages import describe_client_quotas as dcq
+
+        request = dcq.DescribeClientQuotasRequest(
+            components=[dcq.ComponentData(kind, match, name) for kind, match, name in components],
+            strict=strict,
+        )
+        response = await self.send(request, api_key=dcq.DescribeClientQuotasRequest.API_KEY)
+        error = _error_or_none(response.error_code, response.error_message)
+        if error is not None:
+            raise error
+        return [
+            (
+                tuple((e.entity_type, e.entity_name) for e in entry.entity),
+                {v.key: v.value for v in entry.values},
+            )
+            for entry in response.entries or []
+        ]
+
+    async def alter_client_quotas(
+        self,
+        entity: Sequence[tuple[str, str | None]],
+        changes: Mapping[str, float | None],
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Set (a value) or remove (None) quotas of one entity ((type, name or None for the default) pairs).
+        Raises BrokerError."""
+        from samsa.protocol.messages import alter_client_quotas as acq
+
+        request = acq.AlterClientQuotasRequest(
+            entries=[
+                acq.AlterClientQuotasRequestEntryData(
+                    entity=[acq.AlterClientQuotasRequestEntityData(kind, name) for kind, name in entity],
+                    ops=[acq.OpData(key, value or 0.0, value is None) for key, value in changes.items()],
+                )
+            ],
+            validate_only=validate_only,
+        )
+        response = await self.send(request, api_key=acq.AlterClientQuotasRequest.API_KEY)
+        for entry in response.entries:
+            error = _error_or_none(entry.error_code, entry.error_message)
+            if error is not None:
+                raise error
+
     async def alter_configs(
         self,
         configs: Mapping[str, Mapping[str, str]],

@@ -318,6 +318,47 @@ class ZkClient:
         notification = ConfigChangeNotification(f"brokers/{broker}").to_json()
         self.kazoo.create(f"{znodes.CONFIG_CHANGES}/config_change_", notification, sequence=True)
 
+    def quota_configs(self) -> dict[str, dict[str, str]]:
+        """Every client quota entity's configs, by entity path under ``/config`` (``users/<user>``,
+        ``users/<user>/clients/<client-id>``, ``clients/<client-id>``; names sanitized, ``<default>`` for the
+        default), as Kafka keeps them."""
+        found: dict[str, dict[str, str]] = {}
+
+        def read(path: str) -> None:
+            try:
+                data, _ = self.kazoo.get(f"/config/{path}")
+            except NoNodeError:
+                return
+            if data:
+                config = TopicConfig.from_json(path, data).config
+                if config:
+                    found[path] = config
+
+        for kind in ("users", "clients"):
+            for name in self._children(f"/config/{kind}"):
+                read(f"{kind}/{name}")
+                if kind == "users":
+                    for client in self._children(f"/config/users/{name}/clients"):
+                        read(f"users/{name}/clients/{client}")
+        return found
+
+    def set_entity_config(self, path: str, config: Mapping[str, str]) -> None:
+        """Replace the configs of the entity at ``/config/<path>`` and tell every broker (a notification naming
+        ``path``)."""
+        full, data = f"/config/{path}", TopicConfig(dict(config)).to_json()
+        try:
+            self.kazoo.set(full, data)
+        except NoNodeError:
+            self.kazoo.create(full, data, makepath=True)
+        notification = ConfigChangeNotification(path).to_json()
+        self.kazoo.create(f"{znodes.CONFIG_CHANGES}/config_change_", notification, sequence=True)
+
+    def _children(self, path: str) -> list[str]:
+        try:
+            return sorted(self.kazoo.get_children(path))
+        except NoNodeError:
+            return []
+
     def config_changes(self, watch: Callable[..., object] | None = None) -> list[str]:
         """The change notifications' names (``config_change_<10-digit seq>``), oldest first."""
         return sorted(self.kazoo.get_children(znodes.CONFIG_CHANGES, watch=watch))

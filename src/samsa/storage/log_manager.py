@@ -71,6 +71,7 @@ from .checkpoint import (
     consume_clean_shutdown,
     fsync_directory,
     offset_checkpoint,
+    write_atomically,
     write_clean_shutdown,
 )
 from .checkpoint import read_offsets_or_empty as _read_or_empty
@@ -106,9 +107,10 @@ LOCK_FILE = ".lock"
 TASK_FAILURE_LOG_INTERVAL_MS = 60_000  # a periodic task failing again and again says so once a minute
 TOPIC_CONFIG_PREFIX = "topic-config."
 TOPIC_CONFIG_SUFFIX = ".properties"
-BROKER_CONFIG_PREFIX = (
-    "broker-config."  # a single broker's dynamic configs: broker-config.<id|default>.properties
-)
+# a single broker's dynamic configs: broker-config.<id|default>.properties
+BROKER_CONFIG_PREFIX = "broker-config."
+# a single broker's client quotas, by entity path (users/alice, clients/app, users/alice/clients/app)
+CLIENT_QUOTAS_FILE = "client-quotas.json"
 IGNORED_DIRS = frozenset({"remote-log-index-cache"})
 
 _OffsetOf = Callable[["Log"], "int | None"]
@@ -222,6 +224,7 @@ class LogManager:
         self._log_dir_of: dict[TopicPartition, _LogDir] = {}
         self._topic_overrides: dict[str, dict[str, str]] = {}
         self._broker_configs: dict[str, dict[str, str]] = {}  # a single broker's dynamic configs, by entity
+        self._client_quotas: dict[str, dict[str, str]] | None = None  # read at first use
         self._pending_deletes: list[_PendingDelete] = []
         self._intervals = {
             "retention": retention_check_interval_ms,
@@ -562,6 +565,56 @@ class LogManager:
                     write(log_dir, previous)
             raise
         self._broker_configs[entity] = dict(config)
+
+    def client_quotas(self) -> dict[str, dict[str, str]]:
+        """A single broker's client quota configs by entity path (``users/<user>``, ``clients/<id>``,
+        ``users/<user>/clients/<id>``), from the first log dir with a readable copy."""
+        if self._client_quotas is None:
+            self._client_quotas = {}
+            for log_dir in self._dirs:
+                path = log_dir.path / CLIENT_QUOTAS_FILE
+                if not path.exists():
+                    continue
+                import json  # here: a broker without quotas starts without json (start-up time)
+
+                try:
+                    raw = json.loads(path.read_text())
+                    self._client_quotas = {
+                        str(entity): {str(k): str(v) for k, v in values.items()}
+                        for entity, values in raw["entities"].items()
+                    }
+                    break
+                except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                    _log.warning("%s cannot be read (%s): the client quotas in it are not applied", path, exc)
+        return {entity: dict(values) for entity, values in self._client_quotas.items()}
+
+    def set_client_quotas(self, quotas: Mapping[str, Mapping[str, str]]) -> None:
+        """Keep a single broker's client quotas (all of them) in every log dir, as ``set_dynamic_broker_config``
+        keeps its configs."""
+        previous = self.client_quotas()
+        kept = {entity: dict(values) for entity, values in quotas.items() if values}
+
+        import json
+
+        def write(log_dir: _LogDir, values: Mapping[str, Mapping[str, str]]) -> None:
+            text = json.dumps({"version": 1, "entities": values}, indent=1, sort_keys=True)
+            self._with_reserve(
+                log_dir,
+                "the client quotas",
+                functools.partial(write_atomically, log_dir.path / CLIENT_QUOTAS_FILE, text.encode()),
+            )
+
+        written: list[_LogDir] = []
+        try:
+            for log_dir in self._dirs:
+                write(log_dir, kept)
+                written.append(log_dir)
+        except OSError:
+            for log_dir in written:
+                with contextlib.suppress(OSError):
+                    write(log_dir, previous)
+            raise
+        self._client_quotas = kept
 
     def _read_broker_config(self, entity: str) -> dict[str, str]:
         """The first readable copy of ``entity``'s dynamic configs in the log dirs ({} when there is none; a

@@ -76,6 +76,9 @@ HANDLERS: dict[int, Handler] = {
         _served(ApiKey.DELETE_GROUPS, "delete_groups", 0, 2),
         _served(ApiKey.ELECT_LEADERS, "elect_leaders", 0, 2),  # to the controller (cluster mode)
         _served(ApiKey.INCREMENTAL_ALTER_CONFIGS, "incremental_alter_configs", 0, 1),
+        _served(ApiKey.DESCRIBE_CLIENT_QUOTAS, "describe_client_quotas", 0, 1),
+        _served(ApiKey.ALTER_CLIENT_QUOTAS, "alter_client_quotas", 0, 1),
+        _served(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "describe_user_scram_credentials", 0, 0),
         _served(
             ApiKey.ALTER_PARTITION_REASSIGNMENTS, "alter_partition_reassignments", 0, 0
         ),  # on the controller (cluster mode)
