@@ -3,6 +3,7 @@ log and outlive a restart, and one-line failures."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -230,5 +231,39 @@ def test_dynamic_topic_defaults_apply_at_once_and_outlive_a_restart(tmp_path: Pa
         with SyncClient(broker.bootstrap) as client:
             plain = client.describe_configs(["dyn-plain"])["dyn-plain"]
         assert (plain["retention.ms"].value, plain["retention.ms"].source) == ("60000", 3)
+    finally:
+        broker.stop()
+
+
+def test_connection_limits_change_while_the_broker_runs(tmp_path: Path) -> None:
+    """max.connections.per.ip altered for the broker: new connections meet it at once, and its removal lifts it."""
+    broker = BrokerProcess(data_dir=tmp_path)
+    broker.start()
+    host, port = broker.bootstrap.rsplit(":", 1)
+
+    def refused_beyond(count: int) -> bool:
+        """Whether, with ``count`` connections open, one more is closed by the broker."""
+        held = [socket.create_connection((host, int(port))) for _ in range(count)]
+        extra = socket.create_connection((host, int(port)))
+        extra.settimeout(5)
+        try:
+            extra.sendall(bytes.fromhex("0000000a0012000000000001ffff"))  # ApiVersions v0, no client id
+            return extra.recv(4) == b""
+        except ConnectionError:
+            return True
+        finally:
+            for sock in [*held, extra]:
+                sock.close()
+
+    try:
+        assert not refused_beyond(4)
+        brokers = ["--entity-type", "brokers", "--entity-name", "1"]
+        ok(run(broker, *brokers, "--alter", "--add-config", "max.connections.per.ip=4"))
+        time.sleep(0.5)  # the closed connections of the command are counted out
+        assert refused_beyond(4)
+        time.sleep(0.5)
+        ok(run(broker, *brokers, "--alter", "--delete-config", "max.connections.per.ip"))
+        time.sleep(0.5)
+        assert not refused_beyond(4)
     finally:
         broker.stop()

@@ -99,6 +99,7 @@ class KafkaServer:
             dynamic_config=dynamic_config,
             quotas=self.quotas,
         )
+        dynamic_config.listeners.append(self._apply_connection_limits)
         self.dispatcher = RequestDispatcher(self.services)
         self._servers: list[Server] = []
         self._limits = ConnectionLimits(
@@ -142,6 +143,15 @@ class KafkaServer:
         self._scheduler = asyncio.create_task(self._run_scheduler(), name="samsa-scheduler")
         if self.zk_broker is not None:
             await self.zk_broker.register()
+
+    def _apply_connection_limits(self, config: KafkaConfig) -> None:
+        """Take the connection limits of the config with its dynamic values (new connections meet them; open
+        ones stay, as in Kafka)."""
+        self._limits.max_connections = int(config.get("max.connections"))
+        self._limits.max_per_ip = int(config.get("max.connections.per.ip"))
+        self._limits.per_ip_overrides = ConnectionLimits.parse_overrides(
+            str(config.get("max.connections.per.ip.overrides"))
+        )
 
     def _highest_producer_id(self) -> int:
         """The highest producer id any partition's producer state holds, -1 for none (``ProducerIdManager``)."""

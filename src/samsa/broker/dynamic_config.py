@@ -3,7 +3,8 @@ for one broker (``--entity-name <id>``) or every broker (``--entity-default``).
 
 Which keys: the topic defaults (every ``log.*`` key a topic config defaults to, ``log.retention.*``,
 ``log.roll.*``, ``message.max.bytes``, ``min.insync.replicas``, ``compression.type``,
-``unclean.leader.election.enable``; Kafka's ``DynamicLogConfig``) and the replication throttle rates
+``unclean.leader.election.enable``; Kafka's ``DynamicLogConfig``), the connection limits (``max.connections``,
+``max.connections.per.ip`` and its overrides) and the replication throttle rates
 (:mod:`samsa.cluster.replication_quota`). Every other broker key is read-only, as in Kafka (a restart with a new
 ``server.properties`` changes it).
 
@@ -21,7 +22,7 @@ Event-loop thread only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from samsa.cluster.replication_quota import DEFAULT_BROKER, DYNAMIC_BROKER_CONFIGS
@@ -54,7 +55,11 @@ DYNAMIC_LOG_KEYS = frozenset(
     }
 )
 """The broker keys that set topic defaults, changeable while the broker runs."""
-DYNAMIC_KEYS = DYNAMIC_LOG_KEYS | DYNAMIC_BROKER_CONFIGS
+DYNAMIC_CONNECTION_KEYS = frozenset(
+    {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"}
+)
+"""The connection limits, changeable while the broker runs (new connections meet the new limits)."""
+DYNAMIC_KEYS = DYNAMIC_LOG_KEYS | DYNAMIC_CONNECTION_KEYS | DYNAMIC_BROKER_CONFIGS
 
 
 class DynamicBrokerConfig:
@@ -65,6 +70,7 @@ class DynamicBrokerConfig:
         self.default: dict[str, str] = {}  # the cluster default's dynamic values
         self.own: dict[str, str] = {}  # this broker's own
         self.current = static
+        self.listeners: list[Callable[[KafkaConfig], None]] = []  # told the config after each update
 
     def source_of(self, name: str) -> str | None:
         """``"broker"`` when this broker's own dynamic value sets ``name``, ``"default"`` when the cluster
@@ -81,8 +87,8 @@ class DynamicBrokerConfig:
 
     def overlaid(self, default: Mapping[str, str], own: Mapping[str, str]) -> KafkaConfig:
         """The static config with these dynamic values over it (ConfigError naming the key for a bad value).
-        Only the topic defaults take part: the throttle rates are applied by the replication side."""
-        layered = {k: v for k, v in {**default, **own}.items() if k in DYNAMIC_LOG_KEYS}
+        The throttle rates take no part: the replication side applies them."""
+        layered = {k: v for k, v in {**default, **own}.items() if k in DYNAMIC_KEYS - DYNAMIC_BROKER_CONFIGS}
         if not layered:
             return self.static
         return self.static.with_overrides(layered)
@@ -110,3 +116,5 @@ class DynamicBrokerConfig:
         defaults = LogConfig.from_properties(current.topic_defaults())
         if defaults != log_manager.default_config:
             log_manager.update_default_config(defaults)
+        for listener in self.listeners:
+            listener(current)
