@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -45,7 +45,7 @@ import click
 from samsa.client import BrokerError, ConfigEntry, KafkaClient, KafkaError
 from samsa.protocol import ApiKey
 
-from .quota_configs import QuotaArgumentError, choose_quota_entity, run_quotas
+from .quota_configs import QuotaArgumentError, alter_quotas, check_alter, choose_quota_entity, describe_quotas
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 # Kafka's ConfigEntry.ConfigSource names, by DescribeConfigs' config_source
@@ -302,7 +302,21 @@ def configs(
     except (ArgumentError, QuotaArgumentError) as exc:
         fail(str(exc))
     if quota_entity is not None:
-        run_quotas(bootstrap_server, quota_entity, describe, add_config, add_config_file, delete_config)
+        try:
+            if alter:
+                check_alter(quota_entity)
+            added, deleted = changes_asked(add_config, add_config_file, delete_config) if alter else ({}, [])
+        except (ArgumentError, QuotaArgumentError) as exc:
+            fail(str(exc))
+
+        async def on_quotas(client: KafkaClient) -> None:
+            assert quota_entity is not None
+            if describe:
+                await describe_quotas(client, quota_entity)
+            else:
+                await alter_quotas(client, quota_entity, added, deleted)
+
+        run_with_client(bootstrap_server, on_quotas)
         return
     try:
         if len(entity_type) > 1 or len(entity_name) > 1:
@@ -324,16 +338,26 @@ def configs(
     if describe_all and not describe:
         fail("--all applies to --describe only")
 
+    async def on_configs(client: KafkaClient) -> None:
+        if describe:
+            await describe_entities(client, entity, describe_all)
+        else:
+            await alter_entity(client, entity, added, deleted)
+
+    run_with_client(bootstrap_server, on_configs)
+
+
+def run_with_client(bootstrap_server: str, action: Callable[[KafkaClient], Awaitable[None]]) -> None:
+    """Run ``action`` with a client of ``bootstrap_server``; a bad argument or a failed call is one line on
+    stderr, exit 1."""
+
     async def run() -> None:
         async with KafkaClient(bootstrap_server, client_id="samsa-configs") as client:
-            if describe:
-                await describe_entities(client, entity, describe_all)
-            else:
-                await alter_entity(client, entity, added, deleted)
+            await action(client)
 
     try:
         asyncio.run(run())
-    except ArgumentError as exc:
+    except (ArgumentError, QuotaArgumentError) as exc:
         fail(str(exc))
     except KafkaError as exc:
         message = exc.message or exc.name if isinstance(exc, BrokerError) else str(exc)

@@ -6,22 +6,18 @@
     Completed updating config for user alice.
     Completed updating default config for clients in the cluster.
 
-Values print as Java prints a double (``1024.0``, ``1.0E7``). Bad arguments print their message on stderr, exit 1;
-a failed broker call prints ``Error while executing config command: <the broker's message>``, exit 1.
+Values print as Java prints a double (``1024.0``, ``1.0E7``). ``samsa configs`` runs these and reports failures.
 """
 
 from __future__ import annotations
 
-import asyncio
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import EllipsisType
-from typing import NoReturn
 
 import click
 
-from samsa.client import BrokerError, KafkaClient, KafkaError
+from samsa.client import KafkaClient
 
 QUOTA_KEYS = ("consumer_byte_rate", "controller_mutation_rate", "producer_byte_rate", "request_percentage")
 WIRE_TYPES = {"users": "user", "clients": "client-id"}
@@ -141,42 +137,7 @@ async def alter_quotas(
         click.echo(f"Completed updating config for {first_kind[:-1]} {first_name}.")
 
 
-def run_quotas(
-    bootstrap_server: str,
-    entity: QuotaEntity,
-    describe: bool,
-    add_config: str | None,
-    add_config_file: str | None,
-    delete_config: Sequence[str],
-) -> None:
-    """Describe or alter ``entity``'s quotas (``samsa configs`` hands over here)."""
-    from .configs import ArgumentError, changes_asked
-
-    try:
-        if not describe and any(name is ... for _, name in entity.parts):
-            raise QuotaArgumentError("--alter needs --entity-name or --entity-default for every entity type")
-        added, deleted = (
-            changes_asked(add_config, add_config_file, delete_config) if not describe else ({}, [])
-        )
-    except (ArgumentError, QuotaArgumentError) as exc:
-        _fail(str(exc))
-
-    async def run() -> None:
-        async with KafkaClient(bootstrap_server, client_id="samsa-configs") as client:
-            if describe:
-                await describe_quotas(client, entity)
-            else:
-                await alter_quotas(client, entity, added, deleted)
-
-    try:
-        asyncio.run(run())
-    except QuotaArgumentError as exc:
-        _fail(str(exc))
-    except KafkaError as exc:
-        message = exc.message or exc.name if isinstance(exc, BrokerError) else str(exc)
-        _fail(f"Error while executing config command: {message}")
-
-
-def _fail(message: str) -> NoReturn:
-    click.echo(message, err=True)
-    sys.exit(1)
+def check_alter(entity: QuotaEntity) -> None:
+    """An alter names every entity type's name or default (QuotaArgumentError otherwise)."""
+    if any(name is ... for _, name in entity.parts):
+        raise QuotaArgumentError("--alter needs --entity-name or --entity-default for every entity type")

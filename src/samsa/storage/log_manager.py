@@ -539,7 +539,6 @@ class LogManager:
         a full disk."""
         name = f"{BROKER_CONFIG_PREFIX}{entity}{TOPIC_CONFIG_SUFFIX}"
         previous = self.dynamic_broker_config(entity)
-        written: list[_LogDir] = []
 
         def write(log_dir: _LogDir, values: Mapping[str, str]) -> None:
             path = log_dir.path / name
@@ -555,15 +554,9 @@ class LogManager:
                 ),
             )
 
-        try:
-            for log_dir in self._dirs:
-                write(log_dir, config)
-                written.append(log_dir)
-        except OSError:
-            for log_dir in written:
-                with contextlib.suppress(OSError):
-                    write(log_dir, previous)
-            raise
+        self._write_every_dir(
+            functools.partial(write, values=config), functools.partial(write, values=previous)
+        )
         self._broker_configs[entity] = dict(config)
 
     def client_quotas(self) -> dict[str, dict[str, str]]:
@@ -604,17 +597,24 @@ class LogManager:
                 functools.partial(write_atomically, log_dir.path / CLIENT_QUOTAS_FILE, text.encode()),
             )
 
+        self._write_every_dir(
+            functools.partial(write, values=kept), functools.partial(write, values=previous)
+        )
+        self._client_quotas = kept
+
+    def _write_every_dir(self, write: Callable[[_LogDir], None], undo: Callable[[_LogDir], None]) -> None:
+        """``write`` in every log dir; when one fails, ``undo`` in those already written (best effort), then the
+        failure is raised: the dirs never hold two versions for long."""
         written: list[_LogDir] = []
         try:
             for log_dir in self._dirs:
-                write(log_dir, kept)
+                write(log_dir)
                 written.append(log_dir)
         except OSError:
             for log_dir in written:
                 with contextlib.suppress(OSError):
-                    write(log_dir, previous)
+                    undo(log_dir)
             raise
-        self._client_quotas = kept
 
     def _read_broker_config(self, entity: str) -> dict[str, str]:
         """The first readable copy of ``entity``'s dynamic configs in the log dirs ({} when there is none; a
@@ -926,16 +926,10 @@ class LogManager:
                 overrides
             )  # validates keys and values before anything is stored
         previous = self._topic_overrides.get(topic, {})
-        written: list[_LogDir] = []
-        try:
-            for log_dir in self._dirs:
-                self._write_overrides(log_dir, topic, overrides, from_reserve)
-                written.append(log_dir)
-        except OSError:
-            for log_dir in written:
-                with contextlib.suppress(OSError):
-                    self._write_overrides(log_dir, topic, previous, from_reserve)
-            raise
+        self._write_every_dir(
+            lambda log_dir: self._write_overrides(log_dir, topic, overrides, from_reserve),
+            lambda log_dir: self._write_overrides(log_dir, topic, previous, from_reserve),
+        )
         if overrides:
             self._topic_overrides[topic] = overrides
         else:
