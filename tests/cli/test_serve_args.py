@@ -25,6 +25,8 @@ TOKENS = [
     "",
     "--uvloop",
     "--no-uvloop",
+    "--log-format",
+    "json",
     "--uvloop=1",
     "--over",
     "-h",
@@ -40,7 +42,7 @@ def argparse_reading(argv: list[str]) -> ServeArgs | None:
         args = _parser().parse_args(argv)
     except SystemExit:
         return None
-    return ServeArgs(args.properties, args.overrides, args.uvloop)
+    return ServeArgs(args.properties, args.overrides, args.uvloop, args.log_format)
 
 
 @given(st.lists(st.sampled_from(TOKENS), max_size=6))

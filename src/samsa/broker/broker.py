@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import os
 from pathlib import Path
@@ -40,6 +41,8 @@ from .services import BrokerServices, Lazy, LazyGroupCoordinator
 
 if TYPE_CHECKING:
     from samsa.coordinator import CoordinatorConfig, GroupCoordinator
+    from samsa.metrics.broker_metrics import BrokerMetrics
+    from samsa.metrics.http import MetricsServer
 
     from .metadata_store import MetadataStore
     from .zk_broker import ZkBroker
@@ -98,10 +101,12 @@ class KafkaServer:
             metadata_store_provider=self._metadata_store,
             dynamic_config=dynamic_config,
             quotas=self.quotas,
+            metrics=self._make_metrics(config),
         )
         dynamic_config.listeners.append(self._apply_connection_limits)
         self.dispatcher = RequestDispatcher(self.services)
         self._servers: list[Server] = []
+        self._metrics_server: MetricsServer | None = None
         self._limits = ConnectionLimits(
             max_idle_ms=int(config.get("connections.max.idle.ms")),
             max_connections=int(config.get("max.connections")),
@@ -140,9 +145,43 @@ class KafkaServer:
             bound_host, bound_port = await server.start(host, port)
             self._servers.append(server)
             self.bound_addresses.append((name, bound_host, bound_port))
+        await self._start_metrics()
         self._scheduler = asyncio.create_task(self._run_scheduler(), name="samsa-scheduler")
         if self.zk_broker is not None:
             await self.zk_broker.register()
+
+    def _make_metrics(self, config: KafkaConfig) -> BrokerMetrics | None:
+        """The broker's metrics when ``metrics.prometheus.port`` is set (``samsa.metrics``; imported only then)."""
+        if config.get("metrics.prometheus.port") is None:
+            return None
+        from samsa.metrics.broker_metrics import BrokerMetrics
+
+        from . import metric_gauges
+
+        sources = (
+            metric_gauges.replica_gauges,
+            metric_gauges.log_gauges,
+            metric_gauges.controller_gauges,
+            metric_gauges.consumer_lag,
+        )
+        # read at scrape time, when the services exist
+        return BrokerMetrics([functools.partial(lambda source: source(self.services), s) for s in sources])
+
+    async def _start_metrics(self) -> None:
+        """Serve ``GET /metrics`` on the first listener's host and ``metrics.prometheus.port``."""
+        metrics = self.services.metrics
+        if metrics is None:
+            return
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        from samsa.metrics.http import MetricsServer
+
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(metrics)
+        self._metrics_server = MetricsServer(lambda: generate_latest(registry))
+        host = self.config.listener_addresses[0][1]
+        bound = await self._metrics_server.start(host, int(self.config.get("metrics.prometheus.port")))
+        log.info("metrics for Prometheus at http://%s:%d/metrics", *bound)
 
     def _apply_connection_limits(self, config: KafkaConfig) -> None:
         """Take the connection limits of the config with its dynamic values (new connections meet them; open
@@ -244,6 +283,9 @@ class KafkaServer:
         for server in self._servers:
             await server.close()
         self._servers.clear()
+        if self._metrics_server is not None:
+            await self._metrics_server.close()
+            self._metrics_server = None
         if self._started:
             problems += self.log_manager.shutdown()
             self._started = False

@@ -254,6 +254,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("transactional.id.expiration.ms", INT, 604800000, minimum=1),
     ConfigKey("producer.id.expiration.ms", INT, 86400000, minimum=1),
     ConfigKey("quota.window.num", INT, 11, minimum=1, doc="samples in a client quota's window"),
+    ConfigKey(
+        "metrics.prometheus.port", INT, None, minimum=0, doc="serve GET /metrics here (0: a free port)"
+    ),
     ConfigKey("quota.window.size.seconds", INT, 1, minimum=1, doc="the length of a client quota's sample"),
     ConfigKey("transaction.state.log.num.partitions", INT, 50, minimum=1),
     ConfigKey("num.recovery.threads.per.data.dir", INT, 1, minimum=1),

@@ -87,6 +87,7 @@ class RequestDispatcher:
         self.interceptor: Interceptor | None = None
 
     async def handle(self, connection: ConnectionInfo, frame: memoryview) -> Sequence[ResponsePart] | None:
+        begun = time.perf_counter()
         start = REQUEST_HEADER_START.unpack_from(frame) if len(frame) >= 8 else None
         if start is not None and not _served(start[0], start[1]):
             # decided from the header's fixed start: the body is never parsed
@@ -135,6 +136,9 @@ class RequestDispatcher:
             return None
         if started:
             response = throttled(quotas, header, connection, request, response, len(frame), started)
+        metrics = self.services.metrics
+        if metrics is not None:
+            metrics.request_done(APIS[header.request_api_key][0], version, time.perf_counter() - begun)
         return encode(
             header.correlation_id, header.request_api_key, version, fit_to_version(response, version)
         )

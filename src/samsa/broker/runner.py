@@ -17,11 +17,17 @@ EXIT_UNCLEAN_SHUTDOWN = 3
 2 a bad configuration."""
 
 
-def run_forever(config: KafkaConfig, *, use_uvloop: bool = False) -> int:
-    """Serve until SIGTERM or SIGINT; return the process exit code (0 after a clean shutdown)."""
-    logging.basicConfig(
-        level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+def run_forever(config: KafkaConfig, *, use_uvloop: bool = False, log_format: str = "text") -> int:
+    """Serve until SIGTERM or SIGINT; return the process exit code (0 after a clean shutdown). ``log_format``:
+    ``text`` (Kafka's lines) or ``json`` (``log_format``)."""
+    if log_format == "json":
+        from .log_format import configure_logging
+
+        configure_logging(log_format, config.node_id)
+    else:
+        logging.basicConfig(
+            level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+        )
     for key in sorted(config.unknown_keys):
         log.warning("the configuration '%s' was supplied but isn't a known config", key)
     warn_unavailable_modes(config)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from samsa.cluster.controller import Controller
     from samsa.cluster.metadata_cache import MetadataCache
     from samsa.coordinator import GroupCoordinator
+    from samsa.metrics.broker_metrics import BrokerMetrics
     from samsa.protocol import ErrorCode
     from samsa.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
     from samsa.storage.log_manager import LogManager
@@ -142,10 +143,17 @@ class BrokerServices:
     metadata_store_provider: Callable[[], MetadataStore]
     dynamic_config: DynamicBrokerConfig  # the broker's config with its dynamic values over it
     quotas: QuotaManager  # the client quotas and the rates measured against them
+    metrics: BrokerMetrics | None = None  # None: metrics.prometheus.port is not set, nothing is measured
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
         return self.group_coordinator_provider()
+
+    @property
+    def group_coordinator_made(self) -> GroupCoordinator | None:
+        """The group coordinator when it has been made (None: no group was asked for yet)."""
+        provider = self.group_coordinator_provider
+        return provider.made if isinstance(provider, Lazy) else provider()
 
     @property
     def metadata_store(self) -> MetadataStore:

@@ -46,6 +46,13 @@ def _parser() -> argparse.ArgumentParser:
         default=False,
         help="run on uvloop when installed (no zero-copy sendfile)",
     )
+    parser.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="text: Kafka's log lines; json: one JSON object per line (time, level, logger, message, broker id, "
+        "topic-partition)",
+    )
     return parser
 
 
@@ -53,6 +60,7 @@ class ServeArgs(NamedTuple):
     properties: str | None
     overrides: list[str]
     uvloop: bool
+    log_format: str = "text"
 
 
 def parse_plain(argv: Sequence[str]) -> ServeArgs | None:
@@ -89,7 +97,7 @@ def parse_args(argv: Sequence[str]) -> ServeArgs:
     if plain is not None:
         return plain
     args = _parser().parse_args(argv)
-    return ServeArgs(args.properties, args.overrides, args.uvloop)
+    return ServeArgs(args.properties, args.overrides, args.uvloop, args.log_format)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -119,7 +127,7 @@ def main(argv: Sequence[str]) -> int:
         return 1
     from samsa.broker.runner import run_forever
 
-    return run_forever(config, use_uvloop=args.uvloop)
+    return run_forever(config, use_uvloop=args.uvloop, log_format=args.log_format)
 
 
 def listener_in_use(config: KafkaConfig) -> str | None:

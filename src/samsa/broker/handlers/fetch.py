@@ -12,6 +12,8 @@ here, the answer carries no records but the diverging epoch, so the follower tru
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.fetch import (
@@ -21,11 +23,15 @@ from samsa.protocol.messages.fetch import (
     FetchResponse,
     PartitionData,
 )
+from samsa.protocol.primitives import records_size
 from samsa.storage import FetchIsolation
 from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
-from ..replica_manager import FetchRequestPartition
+from ..replica_manager import FetchRequestPartition, FetchResult
+
+if TYPE_CHECKING:
+    from samsa.metrics.broker_metrics import BrokerMetrics
 
 
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
@@ -45,6 +51,8 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         isolation=isolation,
         replica_id=request.replica_id,
     )
+    if ctx.services.metrics is not None:
+        _measure(ctx.services.metrics, request.replica_id, wanted, results)
     responses: list[FetchableTopicResponse] = []
     for want, result in zip(wanted, results, strict=True):
         data = PartitionData(
@@ -63,6 +71,22 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         else:
             responses.append(FetchableTopicResponse(topic=want.tp.topic, partitions=[data]))
     return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+
+
+def _measure(
+    metrics: BrokerMetrics,
+    replica_id: int,
+    wanted: list[FetchRequestPartition],
+    results: Sequence[FetchResult],
+) -> None:
+    """Count the request in the broker's metrics: a consumer's bytes out and fetches per partition (failed ones
+    too), a follower's bytes as replication."""
+    for want, result in zip(wanted, results, strict=True):
+        size = records_size(result.records) if result.records is not None else 0
+        if replica_id >= 0:
+            metrics.replication_bytes_out += size
+        else:
+            metrics.fetched(want.tp.topic, size, failed=result.error != 0)
 
 
 def requested_partitions(request: FetchRequest) -> list[FetchRequestPartition]:

@@ -24,6 +24,8 @@ errors). The replica manager is called once per request (``ReplicaManager.produc
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.produce import (
     BatchIndexAndErrorMessage,
@@ -37,6 +39,9 @@ from samsa.records.batch_view import COMPRESSION_MASK, LOG_OVERHEAD, V2Header, r
 from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from samsa.metrics.broker_metrics import BrokerMetrics
 from ..network import ConnectionClosedByHandler
 from ..replica_manager import ProduceResult
 
@@ -91,6 +96,8 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
                 refusals.append(None)
                 appends.append((TopicPartition(topic.name, data.index), *checked))
     results, acks_done = ctx.services.replica_manager.produce(appends, acks, request.timeout_ms)
+    if ctx.services.metrics is not None:
+        _measure(ctx.services.metrics, request, refusals, appends, results)
     late = await acks_done if acks_done is not None else None
     outcomes = iter(refusals)
     appended = iter(results)
@@ -109,6 +116,27 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             raise ConnectionClosedByHandler(f"acks=0 produce failed: {_first_error(responses)}")
         return None
     return ProduceResponse(responses=responses)
+
+
+def _measure(
+    metrics: BrokerMetrics,
+    request: ProduceRequest,
+    refusals: list[ProduceResult | None],
+    appends: list[tuple[TopicPartition, memoryview, V2Header | None]],
+    results: list[ProduceResult],
+) -> None:
+    """Count the request in the broker's metrics: per partition appended, its records and bytes; per partition
+    refused or failed, a failed produce."""
+    for (tp, records, header), result in zip(appends, results, strict=True):
+        if result.error:
+            metrics.produce_failed(tp.topic)
+        else:
+            metrics.produced(tp.topic, header.records_count if header is not None else 0, len(records))
+    refused = iter(refusals)
+    for topic in request.topic_data:
+        for _ in topic.partition_data:
+            if next(refused) is not None:
+                metrics.produce_failed(topic.name)
 
 
 def _answer(
