@@ -5,7 +5,7 @@ and the consumer lag of the groups this broker coordinates.
 Names as the JMX exporter gives Kafka's MBeans:
 
     kafka_server_replicamanager_partitioncount, _leadercount, _underreplicatedpartitions,
-        _underminisrpartitioncount                          ReplicaManager
+        _underminisrpartitioncount, _isrshrinks_total, _isrexpands_total   ReplicaManager
     kafka_log_log_size{topic,partition}, _numlogsegments, _logendoffset, _logstartoffset          Log
     kafka_controller_kafkacontroller_activecontrollercount, _offlinepartitionscount    KafkaController
     kafka_consumergroup_lag{consumergroup,topic,partition}  (kafka-exporter's name) the partition's high
@@ -42,6 +42,13 @@ def replica_gauges(services: BrokerServices) -> Iterator[Gauge]:
         "kafka_server_replicamanager_underminisrpartitioncount",
         "Led partitions whose ISR is under min.insync.replicas",
         sum(1 for p in led if len(p.isr) < p.effective_min_isr()),
+    )
+    manager = services.replica_manager
+    yield Gauge(
+        "kafka_server_replicamanager_isrshrinks", "ISR shrinks committed", manager.isr_shrinks, counter=True
+    )
+    yield Gauge(
+        "kafka_server_replicamanager_isrexpands", "ISR expands committed", manager.isr_expands, counter=True
     )
 
 

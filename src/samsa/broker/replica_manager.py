@@ -212,6 +212,8 @@ class ReplicaManager:
         self.clock = clock
         self.replica_lag_time_max_ms = replica_lag_time_max_ms
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.isr_shrinks = 0  # ISR changes the controller committed for partitions led here (Kafka's metrics)
+        self.isr_expands = 0
         self.fetch_purgatory = Purgatory(clock)
         self.produce_purgatory = Purgatory(clock)
         # Cluster mode sets these (``ZkBroker``); the single-broker default has no followers and no controller.
@@ -431,7 +433,12 @@ class ReplicaManager:
         partition.pending_isr = None
         if isr is None:
             return
-        partition.isr = set(isr)
+        committed = set(isr)
+        if committed < partition.isr:
+            self.isr_shrinks += 1
+        elif committed > partition.isr:
+            self.isr_expands += 1
+        partition.isr = committed
         partition.partition_epoch = partition_epoch
         self._high_watermark_check(partition)
 

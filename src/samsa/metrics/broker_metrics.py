@@ -64,6 +64,7 @@ class Gauge:
     doc: str
     value: float
     labels: Mapping[str, str] = field(default_factory=dict)
+    counter: bool = False  # a count that only grows: rendered as ``<name>_total``
 
 
 GaugeSource = Callable[[], Iterable[Gauge]]
@@ -194,11 +195,13 @@ class BrokerMetrics(Collector):
         yield histogram
 
     def _gauges(self) -> Iterator[Metric]:
-        families: dict[str, GaugeMetricFamily] = {}
+        families: dict[str, Metric] = {}
         for source in self.gauge_sources:
             for gauge in source():
                 family = families.get(gauge.name)
                 if family is None:
-                    family = families[gauge.name] = GaugeMetricFamily(gauge.name, gauge.doc)
-                family.add_sample(gauge.name, dict(gauge.labels), gauge.value)
+                    kind = CounterMetricFamily if gauge.counter else GaugeMetricFamily
+                    family = families[gauge.name] = kind(gauge.name, gauge.doc)
+                sample = f"{gauge.name}_total" if gauge.counter else gauge.name
+                family.add_sample(sample, dict(gauge.labels), gauge.value)
         yield from families.values()
