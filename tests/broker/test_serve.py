@@ -22,7 +22,11 @@ def serve(*args: str) -> subprocess.CompletedProcess[str]:
         ("listeners=nonsense", "NAME://host:port"),
         ("log.cleanup.policy=shred", "must be one of"),
         ("no-equals-sign", "KEY=VALUE"),
-        ("listeners=SSL://127.0.0.1:0", "Samsa serves PLAINTEXT only"),
+        (
+            "listeners=SSL://127.0.0.1:0",
+            "an SSL listener needs ssl.keystore.type=PEM with ssl.keystore.location",
+        ),
+        ("listeners=SASL_PLAINTEXT://127.0.0.1:0", "Samsa serves PLAINTEXT and SSL"),
         ("listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", "security protocol SASL_SSL"),
     ],
 )

@@ -138,9 +138,15 @@ class KafkaServer:
         # made now when __consumer_offsets exists, to rebuild the groups stored there
         self._group_coordinator.start(needed=bool(self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC)))
         max_request = int(self.config.get("socket.request.max.bytes"))
+        ssl_listeners = set(self.config.ssl_listeners)
         for name, host, port in self.config.listener_addresses:
             server = Server(
-                self.dispatcher.handle, listener=name, max_request_size=max_request, limits=self._limits
+                self.dispatcher.handle,
+                listener=name,
+                max_request_size=max_request,
+                limits=self._limits,
+                tls=self.config.tls_context(name) if name in ssl_listeners else None,
+                principal_rules=str(self.config.listener_setting(name, "ssl.principal.mapping.rules")),
             )
             bound_host, bound_port = await server.start(host, port)
             self._servers.append(server)
@@ -240,13 +246,15 @@ class KafkaServer:
             _coordinator_config(self.config),
         )
 
-    def advertised(self) -> tuple[str, int]:
-        """The host and port clients are told to use (advertised.listeners, else the bound listener)."""
-        if self.config.get("advertised.listeners"):
-            _, host, port = self.config.advertised_addresses[0]
-            return host, port
-        _, host, port = self.bound_addresses[0]
-        return host or "127.0.0.1", port
+    def advertised(self, listener: str | None = None) -> tuple[str, int]:
+        """The host and port clients of ``listener`` are told to use (advertised.listeners, else what is bound);
+        the first listener's without one, or when ``listener`` has none of its own."""
+        addresses = self.registered_addresses()
+        for name, host, port in addresses:
+            if name == listener:
+                return host, port
+        _, host, port = addresses[0]
+        return host, port
 
     def registered_addresses(self) -> list[tuple[str, str, int]]:
         """(listener, host, port) other brokers and clients are told: advertised.listeners, else what is bound

@@ -15,9 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from samsa.server_defaults import INT_MAX, LONG_MAX, SERVER_DEFAULTS
+
+if TYPE_CHECKING:
+    import ssl
 
 _SERVER_DEFAULT: Any = object()
 
@@ -82,8 +85,8 @@ class ConfigKey:
         return value
 
     def render(self, value: Any) -> str | None:
-        """The value as Kafka shows it in DescribeConfigs."""
-        if value is None:
+        """The value as Kafka shows it in DescribeConfigs (a password never: None, as Kafka hides it)."""
+        if value is None or self.type is ConfigType.PASSWORD:
             return None
         if self.type is ConfigType.BOOLEAN:
             return "true" if value else "false"
@@ -131,6 +134,7 @@ _PARSERS: dict[ConfigType, Callable[[str], Any]] = {
 }
 
 B, INT, L, S, LS = ConfigType.BOOLEAN, ConfigType.INT, ConfigType.LONG, ConfigType.STRING, ConfigType.LIST
+PW = ConfigType.PASSWORD
 
 BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("node.id", INT, -1, doc="this node's id (KRaft name)"),
@@ -138,6 +142,21 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
         "broker.id", INT, -1, doc="this broker's id (ZooKeeper-era name); node.id wins when both are set"
     ),
     ConfigKey("listeners", LS, ["PLAINTEXT://127.0.0.1:9092"]),
+    ConfigKey("ssl.keystore.type", S, "JKS", doc="PEM is served (samsa.broker.tls)"),
+    ConfigKey("ssl.keystore.location", S, None),
+    ConfigKey("ssl.keystore.password", PW, None),
+    ConfigKey("ssl.keystore.certificate.chain", PW, None),
+    ConfigKey("ssl.keystore.key", PW, None),
+    ConfigKey("ssl.key.password", PW, None),
+    ConfigKey("ssl.truststore.type", S, "JKS"),
+    ConfigKey("ssl.truststore.location", S, None),
+    ConfigKey("ssl.truststore.password", PW, None),
+    ConfigKey("ssl.truststore.certificates", PW, None),
+    ConfigKey("ssl.client.auth", S, "none", choices=("none", "requested", "required")),
+    ConfigKey("ssl.enabled.protocols", LS, ["TLSv1.2", "TLSv1.3"]),
+    ConfigKey("ssl.cipher.suites", LS, []),
+    ConfigKey("ssl.principal.mapping.rules", S, "DEFAULT"),
+    ConfigKey("ssl.endpoint.identification.algorithm", S, "https"),
     ConfigKey("advertised.listeners", LS, None),
     ConfigKey(
         "controller.listener.names", LS, None, doc="KRaft controller listeners: never served to clients"
@@ -328,7 +347,8 @@ class KafkaConfig:
                 ):
                     raise ConfigError(
                         f"invalid value {listener!r} for configuration {name}: security protocol {protocol} is "
-                        "not supported; Samsa serves PLAINTEXT only (it would serve this listener unencrypted)"
+                        "not supported; Samsa serves PLAINTEXT and SSL (it would serve this listener "
+                        "unauthenticated)"
                     )
         if not self.listener_addresses:
             raise ConfigError(
@@ -337,6 +357,8 @@ class KafkaConfig:
             )
         self._check_advertised_routable()
         self._check_topic_defaults()
+        for listener_name in self.ssl_listeners:
+            self.tls_context(listener_name)  # a bad keystore or truststore stops the start here
 
     @property
     def security_protocol_map(self) -> dict[str, str]:
@@ -410,12 +432,37 @@ class KafkaConfig:
     def get(self, name: str) -> Any:
         return self._values[name]
 
+    def listener_setting(self, listener: str, name: str) -> Any:
+        """A key's value for one listener: ``listener.name.<listener, lower case>.<key>`` when set, as Kafka
+        reads per-listener settings, else the key's own."""
+        own = self._unknown.get(f"listener.name.{listener.lower()}.{name}")
+        if own is not None:
+            key = KEYS_BY_NAME.get(name)
+            return key.parse(own) if key is not None else own
+        return self._values.get(name)
+
+    @property
+    def ssl_listeners(self) -> list[str]:
+        """The names of the client listeners whose security protocol is SSL."""
+        protocols = self.security_protocol_map
+        return [name for name, _, _ in self.listener_addresses if protocols.get(name) == "SSL"]
+
+    def tls_context(self, listener: str) -> ssl.SSLContext:
+        """The TLS server context of an SSL listener (``samsa.broker.tls``); ConfigError naming what is wrong."""
+        from .tls import TlsConfigError, server_context
+
+        try:
+            return server_context(lambda name: self.listener_setting(listener, name))
+        except TlsConfigError as exc:
+            raise ConfigError(f"listener {listener}: {exc}") from None
+
     def is_explicit(self, name: str) -> bool:
         return name in self._explicit
 
     @property
     def unknown_keys(self) -> dict[str, str]:
-        return dict(self._unknown)
+        """Keys no broker setting has (per-listener settings, ``listener.name.<l>.<key>``, are known)."""
+        return {k: v for k, v in self._unknown.items() if not k.startswith("listener.name.")}
 
     # --- typed accessors for what the broker reads ------------------------------------------------------------
 
@@ -511,7 +558,7 @@ class KafkaConfig:
 
 
 # Kafka's listener names that mean TLS or SASL (its default security protocol map): refused, never served plain
-UNSUPPORTED_SECURITY_PROTOCOLS = frozenset({"SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+UNSUPPORTED_SECURITY_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
 
 def _parse_listener(text: str) -> tuple[str, str, int]:

@@ -134,7 +134,7 @@ class LocalMetadataStore:
         self,
         cluster_id: str,
         config: KafkaConfig,
-        advertised: Callable[[], tuple[str, int]],
+        advertised: Callable[[str], tuple[str, int]],
         replica_manager: ReplicaManager,
         log_manager: LogManager,
         producer_ids: ProducerIdManager,
@@ -159,7 +159,7 @@ class LocalMetadataStore:
         return True
 
     def alive_brokers(self, listener: str) -> list[Node]:
-        host, port = self._advertised()
+        host, port = self._advertised(listener)
         return [Node(self._node_id, host, port, self._config.get("broker.rack"))]
 
     def is_alive(self, broker_id: int) -> bool:

@@ -43,6 +43,7 @@ import logging
 import os
 import resource
 import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -85,6 +86,9 @@ Handler = Callable[[ConnectionInfo, memoryview], Awaitable[Sequence[ResponsePart
 class ConnectionClosedByHandler(Exception):
     """A handler's way to drop its connection (a request that cannot be answered), logged at info level."""
 
+
+TLS_HANDSHAKE_TIMEOUT_S = 10.0
+"""How long a client on an SSL listener has to finish its handshake (a silent one is then closed)."""
 
 HOLD_BYTES = 2**16
 """Response bytes held back at most while a pipelining client's next requests wait (``HeldResponses``)."""
@@ -349,8 +353,13 @@ class Server:
         listener: str,
         max_request_size: int,
         limits: ConnectionLimits | None = None,
+        tls: ssl.SSLContext | None = None,
+        principal_rules: str = "DEFAULT",
     ) -> None:
         self._handler = handler
+        self._tls = tls  # an SSL listener's context (samsa.broker.tls); None: PLAINTEXT
+        self._principal_rules = principal_rules
+        self._tls_failures = LogThrottle(RESOURCE_LOG_INTERVAL_S)
         self._listener = listener
         self._max_request_size = max_request_size
         self._limits = limits if limits is not None else ConnectionLimits()
@@ -463,12 +472,43 @@ class Server:
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             protocol = FrameProtocol(self._max_request_size, loop)
-            transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock)
-        except (OSError, asyncio.CancelledError):
+            if self._tls is not None:
+                self._transported.add(sock)  # the SSL transport closes it, even after a failed handshake
+            if self._tls is None:
+                transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock)
+            else:
+                transport, _ = await loop.connect_accepted_socket(
+                    lambda: protocol, sock, ssl=self._tls, ssl_handshake_timeout=TLS_HANDSHAKE_TIMEOUT_S
+                )
+        except (OSError, asyncio.CancelledError) as exc:
+            if self._tls is not None and not isinstance(exc, asyncio.CancelledError):
+                self._log_tls_failure(host, port, exc)
             return
         self._transported.add(sock)
         writer = asyncio.StreamWriter(transport, protocol, None, loop)
-        await self._serve_admitted(protocol, writer, (host, port))
+        principal = ANONYMOUS_PRINCIPAL
+        if self._tls is not None:
+            from .tls import principal_of
+
+            principal = principal_of(transport.get_extra_info("peercert"), self._principal_rules)
+        await self._serve_admitted(protocol, writer, (host, port), principal)
+
+    def _log_tls_failure(self, host: str, port: int, exc: BaseException) -> None:
+        """A TLS handshake that failed (a plaintext client, an untrusted certificate, garbage): one line, at most
+        once a minute with the count since."""
+        assert self._loop is not None
+        unlogged = self._tls_failures.due(self._loop.time())
+        if unlogged is None:
+            return
+        log.info(
+            "TLS handshake with %s:%d on listener %s failed: %s (%d more failed since the last report; said once "
+            "a minute)",
+            host,
+            port,
+            self._listener,
+            exc or type(exc).__name__,
+            unlogged,
+        )
 
     def _log_refusal(self, reason: str) -> None:
         assert self._loop is not None
@@ -483,13 +523,19 @@ class Server:
         )
 
     async def _serve_admitted(
-        self, reader: FrameProtocol, writer: asyncio.StreamWriter, peer: tuple[str, int]
+        self,
+        reader: FrameProtocol,
+        writer: asyncio.StreamWriter,
+        peer: tuple[str, int],
+        principal: str = ANONYMOUS_PRINCIPAL,
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
         loop = asyncio.get_running_loop()
         self._next_id += 1
-        info = ConnectionInfo(f"{self._listener}-{self._next_id}", str(peer[0]), int(peer[1]), self._listener)
+        info = ConnectionInfo(
+            f"{self._listener}-{self._next_id}", str(peer[0]), int(peer[1]), self._listener, principal
+        )
         held = HeldResponses(writer, loop)
         try:
             idle_since = self._idle_since

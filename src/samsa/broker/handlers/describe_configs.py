@@ -19,7 +19,7 @@ from samsa.protocol.messages.describe_configs import (
 )
 
 from ..broker_configs import stored_broker_config
-from ..config import KEYS_BY_NAME
+from ..config import KEYS_BY_NAME, ConfigType
 from ..context import RequestContext
 from ..dynamic_config import DEFAULT_BROKER
 from ..topic_configs import (
@@ -89,7 +89,7 @@ def _config(resource_type: int, entry: Entry, synonyms: list[Entry]) -> Describe
         read_only=resource_type == ResourceType.BROKER,
         is_default=source is ConfigSource.DEFAULT_CONFIG,
         config_source=int(source),
-        is_sensitive=False,
+        is_sensitive=broker_key is not None and broker_key.type is ConfigType.PASSWORD,
         synonyms=[DescribeConfigsSynonym(n, v, int(src)) for n, v, src in synonyms],
         config_type=CONFIG_TYPES.get(broker_key.type, 0) if broker_key else 0,
     )
