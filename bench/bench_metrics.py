@@ -53,14 +53,15 @@ def start(data: Path, metrics_port: int | None) -> tuple[subprocess.Popen[bytes]
     return proc, bootstrap
 
 
-def produce(bootstrap: str, records: int) -> float:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": 1})
+def produce(bootstrap: str, records: int, topic: str = "bench", **client: str) -> float:
+    """records/s of confluent-kafka producing ``records`` x 100 B round-robin over the topic's partitions."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": 1, **client})
     value = b"v" * 100
     start = time.perf_counter()
     for i in range(records):
         while True:
             try:
-                producer.produce("bench", value, partition=i % PARTITIONS)
+                producer.produce(topic, value, partition=i % PARTITIONS)
                 break
             except BufferError:
                 producer.poll(0.01)
@@ -68,9 +69,10 @@ def produce(bootstrap: str, records: int) -> float:
     return records / (time.perf_counter() - start)
 
 
-def consume(bootstrap: str, records: int, round_no: int) -> float:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{round_no}"})
-    consumer.assign([TopicPartition("bench", p, 0) for p in range(PARTITIONS)])
+def consume(bootstrap: str, records: int, round_no: int, topic: str = "bench", **client: str) -> float:
+    """records/s of a confluent-kafka consumer reading ``records`` from the start of the topic's partitions."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{round_no}", **client})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     got, start = 0, time.perf_counter()
     while got < records:
         got += sum(1 for m in consumer.consume(10_000, 1.0) if not m.error())
