@@ -26,8 +26,8 @@ def serve(*args: str) -> subprocess.CompletedProcess[str]:
             "listeners=SSL://127.0.0.1:0",
             "an SSL listener needs ssl.keystore.type=PEM with ssl.keystore.location",
         ),
-        ("listeners=SASL_PLAINTEXT://127.0.0.1:0", "Samsa serves PLAINTEXT and SSL"),
-        ("listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", "security protocol SASL_SSL"),
+        ("listeners=SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms GSSAPI not supported"),
+        ("listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0", "an SSL listener needs ssl.keystore"),
     ],
 )
 def test_bad_configuration_is_refused_with_its_name(tmp_path: Path, override: str, fragment: str) -> None:

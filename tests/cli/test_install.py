@@ -23,7 +23,18 @@ from samsa.cluster.launcher import accepts_connections
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNTIME = {"samsa", "click", "cramjam", "crc32c", "kazoo", "rich", "markdown-it-py", "mdurl", "pygments"}
+RUNTIME = {
+    "samsa",
+    "click",
+    "cramjam",
+    "crc32c",
+    "kazoo",
+    "rich",
+    "markdown-it-py",
+    "mdurl",
+    "pygments",
+    "prometheus_client",
+}
 OFFLINE_HINTS = (
     "No matching distribution",
     "Could not find a version",

@@ -139,6 +139,7 @@ class KafkaServer:
         self._group_coordinator.start(needed=bool(self.log_manager.partitions_of(CONSUMER_OFFSETS_TOPIC)))
         max_request = int(self.config.get("socket.request.max.bytes"))
         ssl_listeners = set(self.config.ssl_listeners)
+        sasl_listeners = set(self.config.sasl_listeners)
         for name, host, port in self.config.listener_addresses:
             server = Server(
                 self.dispatcher.handle,
@@ -147,6 +148,7 @@ class KafkaServer:
                 limits=self._limits,
                 tls=self.config.tls_context(name) if name in ssl_listeners else None,
                 principal_rules=str(self.config.listener_setting(name, "ssl.principal.mapping.rules")),
+                sasl=self.config.sasl_settings(name) if name in sasl_listeners else None,
             )
             bound_host, bound_port = await server.start(host, port)
             self._servers.append(server)

@@ -22,6 +22,8 @@ from samsa.server_defaults import INT_MAX, LONG_MAX, SERVER_DEFAULTS
 if TYPE_CHECKING:
     import ssl
 
+    from .sasl import SaslSettings
+
 _SERVER_DEFAULT: Any = object()
 
 # Kafka's security protocols, and its default listener.security.protocol.map (each protocol's name is a listener
@@ -157,6 +159,10 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("ssl.cipher.suites", LS, []),
     ConfigKey("ssl.principal.mapping.rules", S, "DEFAULT"),
     ConfigKey("ssl.endpoint.identification.algorithm", S, "https"),
+    ConfigKey("sasl.enabled.mechanisms", LS, ["GSSAPI"], doc="PLAIN is served (samsa.broker.sasl)"),
+    ConfigKey("sasl.jaas.config", PW, None),
+    ConfigKey("connections.max.reauth.ms", L, 0, minimum=0),
+    ConfigKey("connection.failed.authentication.delay.ms", INT, 100, minimum=0),
     ConfigKey("advertised.listeners", LS, None),
     ConfigKey(
         "controller.listener.names", LS, None, doc="KRaft controller listeners: never served to clients"
@@ -340,16 +346,7 @@ class KafkaConfig:
         protocols = self.security_protocol_map
         for name in ("listeners", "advertised.listeners"):
             for listener in self._values[name] or ():
-                protocol = self._security_protocol(name, listener, protocols)
-                if (
-                    protocol in UNSUPPORTED_SECURITY_PROTOCOLS
-                    and _parse_listener(listener)[0] not in self.controller_listener_names
-                ):
-                    raise ConfigError(
-                        f"invalid value {listener!r} for configuration {name}: security protocol {protocol} is "
-                        "not supported; Samsa serves PLAINTEXT and SSL (it would serve this listener "
-                        "unauthenticated)"
-                    )
+                self._security_protocol(name, listener, protocols)  # every listener has a known protocol
         if not self.listener_addresses:
             raise ConfigError(
                 f"invalid value {','.join(self.listeners)!r} for configuration listeners: "
@@ -359,6 +356,8 @@ class KafkaConfig:
         self._check_topic_defaults()
         for listener_name in self.ssl_listeners:
             self.tls_context(listener_name)  # a bad keystore or truststore stops the start here
+        for listener_name in self.sasl_listeners:
+            self.sasl_settings(listener_name)
 
     @property
     def security_protocol_map(self) -> dict[str, str]:
@@ -445,7 +444,26 @@ class KafkaConfig:
     def ssl_listeners(self) -> list[str]:
         """The names of the client listeners whose security protocol is SSL."""
         protocols = self.security_protocol_map
-        return [name for name, _, _ in self.listener_addresses if protocols.get(name) == "SSL"]
+        return [name for name, _, _ in self.listener_addresses if protocols.get(name) in ("SSL", "SASL_SSL")]
+
+    @property
+    def sasl_listeners(self) -> list[str]:
+        """The names of the client listeners whose security protocol is SASL_PLAINTEXT or SASL_SSL."""
+        protocols = self.security_protocol_map
+        return [
+            name
+            for name, _, _ in self.listener_addresses
+            if protocols.get(name) in ("SASL_PLAINTEXT", "SASL_SSL")
+        ]
+
+    def sasl_settings(self, listener: str) -> SaslSettings:
+        """A SASL listener's mechanisms and users (``samsa.broker.sasl``); ConfigError naming what is wrong."""
+        from .sasl import SaslSettings
+
+        try:
+            return SaslSettings.for_listener(lambda name: self.listener_setting(listener, name), listener)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
 
     def tls_context(self, listener: str) -> ssl.SSLContext:
         """The TLS server context of an SSL listener (``samsa.broker.tls``); ConfigError naming what is wrong."""
@@ -555,10 +573,6 @@ class KafkaConfig:
             flush_ms if flush_ms is not None else self._values["log.flush.scheduler.interval.ms"]
         )
         return out
-
-
-# Kafka's listener names that mean TLS or SASL (its default security protocol map): refused, never served plain
-UNSUPPORTED_SECURITY_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
 
 def _parse_listener(text: str) -> tuple[str, str, int]:

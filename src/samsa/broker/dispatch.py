@@ -88,6 +88,10 @@ class RequestDispatcher:
 
     async def handle(self, connection: ConnectionInfo, frame: memoryview) -> Sequence[ResponsePart] | None:
         begun = time.perf_counter()
+        if connection.sasl_unwrapped:  # after a v0 SaslHandshake: a bare SASL token, not a request
+            from .handlers.sasl_authenticate import unwrapped
+
+            return await unwrapped(connection, frame, self.services.config)
         start = REQUEST_HEADER_START.unpack_from(frame) if len(frame) >= 8 else None
         if start is not None and not _served(start[0], start[1]):
             # decided from the header's fixed start: the body is never parsed
@@ -117,6 +121,11 @@ class RequestDispatcher:
             raise CloseConnection(
                 f"api key {header.request_api_key} version {version} is not served (client {header.client_id!r})"
             )
+        if not connection.authenticated and header.request_api_key not in BEFORE_AUTHENTICATION:
+            raise CloseConnection(
+                f"{APIS[header.request_api_key][0]} from {connection.client_host} before it authenticated on "
+                f"SASL listener {connection.listener}"
+            )
         if not handler.implemented[0] <= version <= handler.implemented[1]:
             raise CloseConnection(
                 f"api key {header.request_api_key} version {version} is advertised for compatibility only"
@@ -143,6 +152,9 @@ class RequestDispatcher:
             header.correlation_id, header.request_api_key, version, fit_to_version(response, version)
         )
 
+
+BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+"""What a connection on a SASL listener may ask before it authenticated (anything else closes it, as in Kafka)."""
 
 CLUSTER_APIS = frozenset(
     {

@@ -47,12 +47,15 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import IO, cast
+from typing import IO, TYPE_CHECKING, cast
 
 from samsa.framing import FrameProtocol
 from samsa.log_throttle import LogThrottle
 from samsa.protocol.errors import FrameError
 from samsa.protocol.primitives import FileRegionLike
+
+if TYPE_CHECKING:
+    from .sasl import SaslSettings
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +81,11 @@ class ConnectionInfo:
     listener: str
     principal: str = ANONYMOUS_PRINCIPAL
     throttled_until: float = 0.0  # time.monotonic(): a client over its quota is not read from before it
+    sasl: SaslSettings | None = None  # a SASL listener's mechanisms and users; None: no SASL here
+    authenticated: bool = True  # False on a SASL listener until SaslAuthenticate succeeded
+    sasl_mechanism: str | None = None  # what SaslHandshake chose
+    sasl_unwrapped: bool = False  # SaslHandshake v0: the next frame is a bare SASL token, not a request
+    close_after_response: bool = False  # the connection ends once its answer is written (a failed login)
 
 
 Handler = Callable[[ConnectionInfo, memoryview], Awaitable[Sequence[ResponsePart] | None]]
@@ -355,8 +363,10 @@ class Server:
         limits: ConnectionLimits | None = None,
         tls: ssl.SSLContext | None = None,
         principal_rules: str = "DEFAULT",
+        sasl: SaslSettings | None = None,
     ) -> None:
         self._handler = handler
+        self._sasl = sasl  # a SASL listener's settings: its connections must authenticate first
         self._tls = tls  # an SSL listener's context (samsa.broker.tls); None: PLAINTEXT
         self._principal_rules = principal_rules
         self._tls_failures = LogThrottle(RESOURCE_LOG_INTERVAL_S)
@@ -534,7 +544,13 @@ class Server:
         loop = asyncio.get_running_loop()
         self._next_id += 1
         info = ConnectionInfo(
-            f"{self._listener}-{self._next_id}", str(peer[0]), int(peer[1]), self._listener, principal
+            f"{self._listener}-{self._next_id}",
+            str(peer[0]),
+            int(peer[1]),
+            self._listener,
+            principal,
+            sasl=self._sasl,
+            authenticated=self._sasl is None,
         )
         held = HeldResponses(writer, loop)
         try:
@@ -558,6 +574,8 @@ class Server:
                     await write_parts(writer, [*held.take(), *parts])
                 elif not reader.frames_waiting:
                     held.release()
+                if info.close_after_response:
+                    break
                 # let other connections take a turn: a client pipelining requests whose frames are already
                 # buffered would otherwise be served without the loop ever switching to anyone else
                 await asyncio.sleep(0)
