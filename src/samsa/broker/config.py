@@ -254,6 +254,8 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("transactional.id.expiration.ms", INT, 604800000, minimum=1),
     ConfigKey("producer.id.expiration.ms", INT, 86400000, minimum=1),
     ConfigKey("transaction.state.log.num.partitions", INT, 50, minimum=1),
+    ConfigKey("transaction.max.timeout.ms", INT, 900000, minimum=1),
+    ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000, minimum=1),
     ConfigKey("num.recovery.threads.per.data.dir", INT, 1, minimum=1),
     ConfigKey("controlled.shutdown.enable", B, True),
 )

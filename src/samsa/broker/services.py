@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from samsa.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
     from samsa.storage.log_manager import LogManager
     from samsa.topic_partition import TopicPartition
+    from samsa.transaction.coordinator import TransactionCoordinator
 
     from .config import KafkaConfig
     from .metadata_store import MetadataStore
@@ -129,10 +130,18 @@ class BrokerServices:
     zk_support: ZkSupport | None  # None: the single-broker default, no controller
     group_coordinator_provider: Callable[[], GroupCoordinator]
     metadata_store_provider: Callable[[], MetadataStore]
+    # made at the first transactional request (``samsa.transaction`` imported then); None: not offered
+    transaction_coordinator_provider: Callable[[], TransactionCoordinator] | None = None
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
         return self.group_coordinator_provider()
+
+    @property
+    def transaction_coordinator(self) -> TransactionCoordinator | None:
+        """The transaction coordinator (None where the broker offers none)."""
+        provider = self.transaction_coordinator_provider
+        return provider() if provider is not None else None
 
     @property
     def metadata_store(self) -> MetadataStore:

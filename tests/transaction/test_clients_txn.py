@@ -1,0 +1,75 @@
+"""Real transactional producers against one ``samsa serve`` process: confluent-kafka commits and aborts, and a
+second producer with the same ``transactional.id`` fences the first."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.clients.harness import BrokerProcess, running_broker
+
+pytestmark = pytest.mark.clients
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    with running_broker(tmp_path_factory.mktemp("samsa-txn")) as proc:
+        yield proc
+        problems = [line for line in proc.output if "Traceback" in line]
+        assert not problems, "".join(proc.output[-100:])
+
+
+def _topic(broker: BrokerProcess) -> str:
+    name = f"txn-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(name, 2, 1)])[name].result(10)
+    return name
+
+
+def _producer(broker: BrokerProcess, transactional_id: str) -> Producer:
+    return Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": 30_000,
+        }
+    )
+
+
+def test_confluent_commit_and_abort(broker: BrokerProcess) -> None:
+    topic = _topic(broker)
+    producer = _producer(broker, f"tid-{uuid.uuid4().hex[:6]}")
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    for i in range(10):
+        producer.produce(topic, value=f"c{i}".encode(), partition=i % 2)
+    producer.commit_transaction(15)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"aborted", partition=0)
+    producer.abort_transaction(15)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"again", partition=1)
+    producer.commit_transaction(15)
+
+
+def test_second_producer_fences_the_first(broker: BrokerProcess) -> None:
+    topic = _topic(broker)
+    tid = f"zombie-{uuid.uuid4().hex[:6]}"
+    first = _producer(broker, tid)
+    first.init_transactions(15)
+    first.begin_transaction()
+    first.produce(topic, value=b"from the zombie", partition=0)
+    first.flush(10)
+    second = _producer(broker, tid)
+    second.init_transactions(30)  # aborts the first's open transaction, bumps the epoch
+    second.begin_transaction()
+    second.produce(topic, value=b"from the new one", partition=0)
+    second.commit_transaction(15)
+    with pytest.raises(KafkaException) as caught:
+        first.commit_transaction(15)
+    assert caught.value.args[0].fatal() or "fenced" in str(caught.value).lower()
