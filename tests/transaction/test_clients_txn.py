@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.clients.harness import BrokerProcess, running_broker
@@ -73,3 +72,38 @@ def test_second_producer_fences_the_first(broker: BrokerProcess) -> None:
     with pytest.raises(KafkaException) as caught:
         first.commit_transaction(15)
     assert caught.value.args[0].fatal() or "fenced" in str(caught.value).lower()
+
+
+def _committed(broker: BrokerProcess, group: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        [tp] = consumer.committed([TopicPartition(topic, 0)], 10)
+        return int(tp.offset)
+    finally:
+        consumer.close()
+
+
+def test_offsets_sent_in_a_transaction_apply_only_on_commit(broker: BrokerProcess) -> None:
+    topic = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    producer = _producer(broker, f"ctp-{uuid.uuid4().hex[:6]}")
+    producer.init_transactions(15)
+    try:
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 5)], consumer.consumer_group_metadata(), 15
+        )
+        producer.abort_transaction(15)
+        assert _committed(broker, group, topic) < 0  # aborted: nothing committed
+        producer.begin_transaction()
+        producer.produce(topic, value=b"out", partition=1)
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 7)], consumer.consumer_group_metadata(), 15
+        )
+        producer.commit_transaction(15)
+        assert _committed(broker, group, topic) == 7
+    finally:
+        consumer.close()

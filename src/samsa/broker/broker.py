@@ -205,9 +205,12 @@ class KafkaServer:
         async def next_producer_id() -> int:
             return await self._metadata_store().next_producer_id()
 
-        coordinator = TransactionCoordinator(
-            state_log, LocalMarkerSender(self.replica_manager), next_producer_id, self.clock, config
-        )
+        def offsets_marker(producer_id: int, commit: bool) -> None:
+            if self._group_coordinator.made is not None:
+                self._group_coordinator.made.complete_txn_offsets(producer_id, commit)
+
+        markers = LocalMarkerSender(self.replica_manager, offsets_marker)
+        coordinator = TransactionCoordinator(state_log, markers, next_producer_id, self.clock, config)
         if self.zk_broker is None:
             for partition in state_log.ensure_topic(config.num_partitions):
                 coordinator.begin_load(partition, 0)

@@ -13,11 +13,11 @@ Event-loop thread only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from samsa.protocol.errors import ErrorCode
-from samsa.storage.topic import TopicPartition
+from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 from samsa.transaction.log_format import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
@@ -70,10 +70,13 @@ class ReplicaTransactionStateLog:
 
 
 class LocalMarkerSender:
-    """Writes markers through the replica manager's ``write_txn_markers`` when it has one (module doc)."""
+    """Writes markers through the replica manager's ``write_txn_markers`` when it has one (module doc); a marker
+    for a ``__consumer_offsets`` partition also tells the group coordinator (``offsets_marker``) to apply or drop
+    the producer's pending TxnOffsetCommit offsets."""
 
-    def __init__(self, replica_manager: ReplicaManager) -> None:
+    def __init__(self, replica_manager: ReplicaManager, offsets_marker: Callable[[int, bool], None]) -> None:
         self._replicas = replica_manager
+        self._offsets_marker = offsets_marker
 
     async def write_markers(
         self,
@@ -83,6 +86,8 @@ class LocalMarkerSender:
         coordinator_epoch: int,
         partitions: list[TopicPartitionKey],
     ) -> None:
+        if any(topic == CONSUMER_OFFSETS_TOPIC for topic, _ in partitions):
+            self._offsets_marker(producer_id, commit)
         write = getattr(self._replicas, "write_txn_markers", None)
         if write is None:
             _log.warning(
