@@ -10,6 +10,10 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from samsa.protocol import ErrorCode
+from samsa.protocol.messages.describe_transactions import DescribeTransactionsRequest
+from samsa.protocol.messages.list_transactions import ListTransactionsRequest
+from tests.badinput.wire import Connection
 from tests.clients.harness import BrokerProcess, running_broker
 
 pytestmark = pytest.mark.clients
@@ -107,3 +111,23 @@ def test_offsets_sent_in_a_transaction_apply_only_on_commit(broker: BrokerProces
         assert _committed(broker, group, topic) == 7
     finally:
         consumer.close()
+
+
+def test_describe_and_list_an_open_transaction(broker: BrokerProcess) -> None:
+    topic = _topic(broker)
+    tid = f"open-{uuid.uuid4().hex[:6]}"
+    producer = _producer(broker, tid)
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"pending", partition=1)
+    producer.flush(10)
+    with Connection(broker.port) as conn:
+        described = conn.request(65, 0, DescribeTransactionsRequest([tid, "no-such-id"]))
+        listed = conn.request(66, 1, ListTransactionsRequest(["Ongoing", "Nonsense"], [], 0))
+    open_one, unknown = described.transaction_states
+    assert (open_one.error_code, open_one.transaction_state) == (0, "Ongoing")
+    assert [(t.topic, t.partitions) for t in open_one.topics] == [(topic, [1])]
+    assert unknown.error_code == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    assert listed.unknown_state_filters == ["Nonsense"]
+    assert tid in [t.transactional_id for t in listed.transaction_states]
+    producer.abort_transaction(15)

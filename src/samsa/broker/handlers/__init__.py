@@ -72,6 +72,8 @@ HANDLERS: dict[int, Handler] = {
         _served(ApiKey.ADD_OFFSETS_TO_TXN, "add_offsets_to_txn", 0, 4),
         _served(ApiKey.END_TXN, "end_txn", 0, 4),
         _served(ApiKey.TXN_OFFSET_COMMIT, "txn_offset_commit", 0, 4),
+        _served(ApiKey.DESCRIBE_TRANSACTIONS, "describe_transactions", 0, 0),
+        _served(ApiKey.LIST_TRANSACTIONS, "list_transactions", 0, 1),
         _served(ApiKey.OFFSET_FOR_LEADER_EPOCH, "offset_for_leader_epoch", 0, 4),
         _served(ApiKey.DESCRIBE_CONFIGS, "describe_configs", 0, 4),
         _served(ApiKey.ALTER_CONFIGS, "alter_configs", 0, 2),
