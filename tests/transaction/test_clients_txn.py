@@ -131,3 +131,46 @@ def test_describe_and_list_an_open_transaction(broker: BrokerProcess) -> None:
     assert listed.unknown_state_filters == ["Nonsense"]
     assert tid in [t.transactional_id for t in listed.transaction_states]
     producer.abort_transaction(15)
+
+
+def test_kafka_python_commit_and_abort(broker: BrokerProcess) -> None:
+    from kafka import KafkaProducer
+
+    topic = _topic(broker)
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap, transactional_id=f"kp-{uuid.uuid4().hex[:6]}"
+    )
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.send(topic, b"committed", partition=0)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.send(topic, b"aborted", partition=0)
+        producer.abort_transaction()
+    finally:
+        producer.close(5)
+
+
+def test_aiokafka_commit_and_abort(broker: BrokerProcess) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    topic = _topic(broker)
+
+    async def run() -> None:
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.bootstrap, transactional_id=f"ak-{uuid.uuid4().hex[:6]}"
+        )
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_and_wait(topic, b"committed", partition=0)
+            await producer.begin_transaction()
+            await producer.send_and_wait(topic, b"aborted", partition=1)
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+
+    asyncio.run(asyncio.wait_for(run(), 30))
