@@ -13,6 +13,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from samsa.protocol.messages.list_transactions import ListTransactionsRequest
+from samsa.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestTopic
 from tests.badinput.wire import Connection
 from tests.clients.harness import BrokerProcess, running_broker
 
@@ -87,6 +88,13 @@ def _committed(broker: BrokerProcess, group: str, topic: str) -> int:
         consumer.close()
 
 
+def _fetch_v7(broker: BrokerProcess, group: str, topic: str, require_stable: bool) -> tuple[int, int]:
+    request = OffsetFetchRequest(group, [OffsetFetchRequestTopic(topic, [0])], require_stable=require_stable)
+    with Connection(broker.port) as conn:
+        [answer] = conn.request(9, 7, request).topics[0].partitions
+    return answer.committed_offset, answer.error_code
+
+
 def test_offsets_sent_in_a_transaction_apply_only_on_commit(broker: BrokerProcess) -> None:
     topic = _topic(broker)
     group = f"g-{uuid.uuid4().hex[:6]}"
@@ -107,8 +115,11 @@ def test_offsets_sent_in_a_transaction_apply_only_on_commit(broker: BrokerProces
         producer.send_offsets_to_transaction(
             [TopicPartition(topic, 0, 7)], consumer.consumer_group_metadata(), 15
         )
+        assert _fetch_v7(broker, group, topic, True) == (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        assert _fetch_v7(broker, group, topic, False) == (-1, ErrorCode.NONE)
         producer.commit_transaction(15)
         assert _committed(broker, group, topic) == 7
+        assert _fetch_v7(broker, group, topic, True) == (7, ErrorCode.NONE)
     finally:
         consumer.close()
 
