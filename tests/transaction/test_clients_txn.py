@@ -185,3 +185,30 @@ def test_aiokafka_commit_and_abort(broker: BrokerProcess) -> None:
             await producer.stop()
 
     asyncio.run(asyncio.wait_for(run(), 30))
+
+
+def test_cli_lists_and_describes(broker: BrokerProcess) -> None:
+    from click.testing import CliRunner
+
+    from samsa.cli.transactions import transactions
+
+    topic = _topic(broker)
+    tid = f"cli-{uuid.uuid4().hex[:6]}"
+    producer = _producer(broker, tid)
+    producer.init_transactions(15)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"pending", partition=0)
+    producer.flush(10)
+    runner = CliRunner()
+    listed = runner.invoke(transactions, ["--bootstrap-server", broker.bootstrap, "list"])
+    assert listed.exit_code == 0, listed.output
+    lines = listed.output.splitlines()
+    assert lines[0].split("\t") == ["TransactionalId", "Coordinator", "ProducerId", "TransactionState"]
+    assert any(line.startswith(f"{tid}\t1\t") and line.endswith("\tOngoing") for line in lines)
+    described = runner.invoke(
+        transactions, ["--bootstrap-server", broker.bootstrap, "describe", "--transactional-id", tid]
+    )
+    assert described.exit_code == 0, described.output
+    row = described.output.splitlines()[1].split("\t")
+    assert row[1] == tid and row[4] == "Ongoing" and row[8] == f"{topic}-0"
+    producer.abort_transaction(15)
