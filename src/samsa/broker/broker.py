@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from samsa.coordinator import CoordinatorConfig, GroupCoordinator
     from samsa.metrics.broker_metrics import BrokerMetrics
     from samsa.metrics.http import MetricsServer
+    from samsa.transaction.coordinator import TransactionCoordinator
 
     from .metadata_store import MetadataStore
     from .zk_broker import ZkBroker
@@ -90,6 +91,10 @@ class KafkaServer:
                 self.quotas,
             )
         self._metadata_store: Lazy[MetadataStore] = Lazy(self._create_metadata_store)
+        self._transaction_coordinator: Lazy[TransactionCoordinator] = Lazy(
+            self._create_transaction_coordinator
+        )
+        self._transaction_tasks: list[asyncio.Task[None]] = []
         self.services = BrokerServices(
             node_id=self.node_id,
             config=config,
@@ -102,6 +107,7 @@ class KafkaServer:
             dynamic_config=dynamic_config,
             quotas=self.quotas,
             metrics=self._make_metrics(config),
+            transaction_coordinator_provider=self._transaction_coordinator,
         )
         dynamic_config.listeners.append(self._apply_connection_limits)
         self.dispatcher = RequestDispatcher(self.services)
@@ -248,6 +254,43 @@ class KafkaServer:
             _coordinator_config(self.config),
         )
 
+    def _create_transaction_coordinator(self) -> TransactionCoordinator:
+        """Made at the first transactional request; a broker alone creates ``__transaction_state`` and loads
+        every partition of it (``replica_transaction_log``'s doc says what a cluster lacks yet)."""
+        from samsa.transaction.coordinator import TransactionConfig, TransactionCoordinator
+
+        from .replica_transaction_log import LocalMarkerSender, ReplicaTransactionStateLog
+
+        state_log = ReplicaTransactionStateLog(
+            self.replica_manager, self.log_manager, self.clock.milliseconds
+        )
+        config = TransactionConfig(
+            num_partitions=int(self.config.get("transaction.state.log.num.partitions")),
+            max_timeout_ms=int(self.config.get("transaction.max.timeout.ms")),
+            abort_timed_out_interval_ms=int(
+                self.config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+            ),
+            id_expiration_ms=int(self.config.get("transactional.id.expiration.ms")),
+        )
+
+        async def next_producer_id() -> int:
+            return await self._metadata_store().next_producer_id()
+
+        def offsets_marker(producer_id: int, commit: bool) -> None:
+            if self._group_coordinator.made is not None:
+                self._group_coordinator.made.complete_txn_offsets(producer_id, commit)
+
+        markers = LocalMarkerSender(self.replica_manager, offsets_marker)
+        coordinator = TransactionCoordinator(state_log, markers, next_producer_id, self.clock, config)
+        if self.zk_broker is None:
+            for partition in state_log.ensure_topic(config.num_partitions):
+                coordinator.begin_load(partition, 0)
+                coordinator.load(partition, state_log.records(partition))
+        self._transaction_tasks.append(
+            asyncio.create_task(coordinator.run_periodic(), name="samsa-transaction-coordinator")
+        )
+        return coordinator
+
     def advertised(self, listener: str | None = None) -> tuple[str, int]:
         """The host and port clients of ``listener`` are told to use (advertised.listeners, else what is bound);
         the first listener's without one, or when ``listener`` has none of its own."""
@@ -275,6 +318,12 @@ class KafkaServer:
             self._scheduler.cancel()
             await asyncio.gather(self._scheduler, return_exceptions=True)
             self._scheduler = None
+        if self._transaction_coordinator.made is not None:
+            self._transaction_coordinator.made.close()
+        for task in self._transaction_tasks:
+            task.cancel()
+        await asyncio.gather(*self._transaction_tasks, return_exceptions=True)
+        self._transaction_tasks.clear()
         problems: list[str] = []
         if self.zk_broker is not None:
             try:

@@ -284,6 +284,8 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ),
     ConfigKey("quota.window.size.seconds", INT, 1, minimum=1, doc="the length of a client quota's sample"),
     ConfigKey("transaction.state.log.num.partitions", INT, 50, minimum=1),
+    ConfigKey("transaction.max.timeout.ms", INT, 900000, minimum=1),
+    ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000, minimum=1),
     ConfigKey("num.recovery.threads.per.data.dir", INT, 1, minimum=1),
     ConfigKey("controlled.shutdown.enable", B, True),
 )

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from samsa.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
     from samsa.storage.log_manager import LogManager
     from samsa.topic_partition import TopicPartition
+    from samsa.transaction.coordinator import TransactionCoordinator
 
     from .config import KafkaConfig
     from .dynamic_config import DynamicBrokerConfig
@@ -144,6 +145,8 @@ class BrokerServices:
     dynamic_config: DynamicBrokerConfig  # the broker's config with its dynamic values over it
     quotas: QuotaManager  # the client quotas and the rates measured against them
     metrics: BrokerMetrics | None = None  # None: metrics.prometheus.port is not set, nothing is measured
+    # made at the first transactional request (``samsa.transaction`` imported then); None: not offered
+    transaction_coordinator_provider: Callable[[], TransactionCoordinator] | None = None
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -154,6 +157,12 @@ class BrokerServices:
         """The group coordinator when it has been made (None: no group was asked for yet)."""
         provider = self.group_coordinator_provider
         return provider.made if isinstance(provider, Lazy) else provider()
+
+    @property
+    def transaction_coordinator(self) -> TransactionCoordinator | None:
+        """The transaction coordinator (None where the broker offers none)."""
+        provider = self.transaction_coordinator_provider
+        return provider() if provider is not None else None
 
     @property
     def metadata_store(self) -> MetadataStore:

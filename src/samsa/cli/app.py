@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "cluster:cluster",
     "leader-election": "leader_election:leader_election",
     "reassign-partitions": "reassign_partitions:reassign_partitions",
+    "transactions": "transactions:transactions",
 }
 
 

@@ -115,6 +115,8 @@ class GroupCoordinator:
         self._offsets_topic_failed_at: int | None = None  # when creating __consumer_offsets last failed
         self._offsets_topic_failures = LogThrottle(60_000)  # clock milliseconds: once a minute
         self._append_failures = LogThrottle(60_000)  # per (partition, error)
+        # TxnOffsetCommit's offsets by producer id, then group: applied on the transaction's commit, dropped on abort
+        self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, OffsetAndMetadata]]] = {}
 
     # --- life cycle --------------------------------------------------------------------------------------------
 
@@ -510,6 +512,63 @@ class GroupCoordinator:
         results = group.commit(member_id, accepted, self.clock.milliseconds(), last_offset)
         self._after(group)
         return results
+
+    async def commit_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        member_id: str,
+        generation_id: int,
+        group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """TxnOffsetCommit: validated as a commit, written to __consumer_offsets, kept pending for ``producer_id``
+        until its transaction ends (``complete_txn_offsets``); fetches meanwhile see the offsets before it."""
+        group = self._group(group_id, create=True)
+        if group is None:
+            return dict.fromkeys(offsets, ErrorCode.NOT_COORDINATOR)
+        if member_id or generation_id >= 0:  # KIP-447: a consumer's group metadata was sent with the offsets
+            error = group.validate_commit(member_id, generation_id, group_instance_id)
+            if error is not ErrorCode.NONE:
+                return dict.fromkeys(offsets, error)
+        results: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        limit = self.config.group.offset_metadata_max_bytes
+        for tp, committed in offsets.items():
+            if not self.offsets_log.is_hosted(tp) or tp.topic == CONSUMER_OFFSETS_TOPIC:
+                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif len(committed.metadata.encode()) > limit:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted[tp] = committed
+        records = [
+            (offsets_topic.offset_commit_key(group_id, tp), offsets_topic.offset_commit_value(committed))
+            for tp, committed in accepted.items()
+        ]
+        error, _ = await self._append_replicated(group_id, records)
+        if error is not ErrorCode.NONE:
+            results.update(dict.fromkeys(accepted, commit_error(error)))
+            return results
+        self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(accepted)
+        results.update(dict.fromkeys(accepted, ErrorCode.NONE))
+        return results
+
+    def complete_txn_offsets(self, producer_id: int, commit: bool) -> None:
+        """The transaction marker of ``producer_id`` reached ``__consumer_offsets``: its pending offsets become
+        the groups' committed ones (commit) or are dropped (abort)."""
+        pending = self.pending_txn_offsets.pop(producer_id, {})
+        if not commit:
+            return
+        now = self.clock.milliseconds()
+        for group_id, offsets in pending.items():
+            group = self.groups.get(group_id)
+            if group is not None:
+                group.commit("", offsets, now)
+                self._after(group)
+
+    def has_pending_txn_offsets(self, group_id: str, tp: TopicPartition) -> bool:
+        """Whether an open transaction holds an offset of ``tp`` for the group (OffsetFetch's require_stable)."""
+        return any(tp in groups.get(group_id, {}) for groups in self.pending_txn_offsets.values())
 
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None

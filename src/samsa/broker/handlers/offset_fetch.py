@@ -39,25 +39,38 @@ class _RequestTopic(Protocol):
 
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     if ctx.api_version >= 8:
-        return OffsetFetchResponse(groups=[_group(ctx, g) for g in request.groups])
+        return OffsetFetchResponse(groups=[_group(ctx, g, request.require_stable) for g in request.groups])
     if ctx.api_version >= 2 and not ctx.services.group_coordinator.coordinates(request.group_id):
         # not this broker's group (a cluster's coordinator moved): the client looks it up again, rather than
         # reading "no committed offset" and resetting
         return OffsetFetchResponse(error_code=ErrorCode.NOT_COORDINATOR)
     committed = _committed(ctx, request.group_id, request.topics)
+    unstable = _unstable(ctx, request.group_id, committed) if request.require_stable else set()
     topics = [
-        OffsetFetchResponseTopic(name, [OffsetFetchResponsePartition(*_partition(*p)) for p in partitions])
+        OffsetFetchResponseTopic(
+            name,
+            [OffsetFetchResponsePartition(*_partition(*p), _error(name, p[0], unstable)) for p in partitions],
+        )
         for name, partitions in committed.items()
     ]
     return OffsetFetchResponse(topics=topics, error_code=ErrorCode.NONE)
 
 
-def _group(ctx: RequestContext, group: OffsetFetchRequestGroup) -> OffsetFetchResponseGroup:
+def _group(
+    ctx: RequestContext, group: OffsetFetchRequestGroup, require_stable: bool
+) -> OffsetFetchResponseGroup:
     if not ctx.services.group_coordinator.coordinates(group.group_id):
         return OffsetFetchResponseGroup(group_id=group.group_id, error_code=ErrorCode.NOT_COORDINATOR)
     committed = _committed(ctx, group.group_id, group.topics)
+    unstable = _unstable(ctx, group.group_id, committed) if require_stable else set()
     topics = [
-        OffsetFetchResponseTopics(name, [OffsetFetchResponsePartitions(*_partition(*p)) for p in partitions])
+        OffsetFetchResponseTopics(
+            name,
+            [
+                OffsetFetchResponsePartitions(*_partition(*p), _error(name, p[0], unstable))
+                for p in partitions
+            ],
+        )
         for name, partitions in committed.items()
     ]
     return OffsetFetchResponseGroup(group_id=group.group_id, topics=topics, error_code=ErrorCode.NONE)
@@ -71,6 +84,23 @@ def _committed(
         None if topics is None else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
     )
     return _by_topic(ctx.services.group_coordinator.fetch_offsets(group_id, wanted))
+
+
+def _unstable(
+    ctx: RequestContext, group_id: str, committed: dict[str, list[tuple[int, OffsetAndMetadata | None]]]
+) -> set[tuple[str, int]]:
+    """The partitions an open transaction holds an offset of (require_stable: UNSTABLE_OFFSET_COMMIT, retried)."""
+    coordinator = ctx.services.group_coordinator
+    return {
+        (topic, index)
+        for topic, partitions in committed.items()
+        for index, _ in partitions
+        if coordinator.has_pending_txn_offsets(group_id, TopicPartition(topic, index))
+    }
+
+
+def _error(topic: str, index: int, unstable: set[tuple[str, int]]) -> int:
+    return int(ErrorCode.UNSTABLE_OFFSET_COMMIT if (topic, index) in unstable else ErrorCode.NONE)
 
 
 def _partition(index: int, committed: OffsetAndMetadata | None) -> tuple[int, int, int, str]:
