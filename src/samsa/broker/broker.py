@@ -27,7 +27,7 @@ from samsa.storage.log_manager import TASK_FAILURE_LOG_INTERVAL_MS, LogManager
 from samsa.storage.meta import read_meta_properties
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
 
-from .config import KafkaConfig
+from .config import ConfigError, KafkaConfig
 from .dispatch import RequestDispatcher
 from .network import ConnectionLimits, Server
 from .producer_ids import ProducerIdManager
@@ -37,6 +37,7 @@ from .services import BrokerServices, Lazy, LazyGroupCoordinator
 
 if TYPE_CHECKING:
     from samsa.coordinator import CoordinatorConfig, GroupCoordinator
+    from samsa.security.authorizer import AclAuthorizer
 
     from .metadata_store import MetadataStore
     from .zk_broker import ZkBroker
@@ -87,6 +88,7 @@ class KafkaServer:
             zk_support=self.zk_broker,
             group_coordinator_provider=self._group_coordinator,
             metadata_store_provider=self._metadata_store,
+            authorizer=_create_authorizer(config, clock),
         )
         self.dispatcher = RequestDispatcher(self.services)
         self._servers: list[Server] = []
@@ -303,3 +305,21 @@ def _new_cluster_id() -> str:
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _create_authorizer(config: KafkaConfig, clock: Clock) -> AclAuthorizer | None:
+    """The ACL authorizer when ``authorizer.class.name`` names Kafka's (None: authorization off, as in Kafka);
+    its bindings in the first log dir's ``acls.json``."""
+    name = str(config.get("authorizer.class.name") or "")
+    if not name:
+        return None
+    from samsa.security.authorizer import AUTHORIZER_CLASS_NAMES, AclAuthorizer, FileAclStore
+
+    if name not in AUTHORIZER_CLASS_NAMES:
+        raise ConfigError(f"authorizer.class.name={name}: Samsa implements {sorted(AUTHORIZER_CLASS_NAMES)}")
+    return AclAuthorizer(
+        FileAclStore(Path(config.log_dirs[0]) / "acls.json"),
+        super_users=[u.strip() for u in str(config.get("super.users")).split(";") if u.strip()],
+        allow_everyone_if_no_acl_found=bool(config.get("allow.everyone.if.no.acl.found")),
+        now_ms=clock.monotonic_ms,
+    )

@@ -138,6 +138,18 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
         "broker.id", INT, -1, doc="this broker's id (ZooKeeper-era name); node.id wins when both are set"
     ),
     ConfigKey("listeners", LS, ["PLAINTEXT://127.0.0.1:9092"]),
+    ConfigKey(
+        "authorizer.class.name",
+        S,
+        "",
+        doc="Kafka's AclAuthorizer or StandardAuthorizer class name turns ACL authorization on; empty: off",
+    ),
+    ConfigKey(
+        "super.users", S, "", doc="principals allowed everything, ';'-separated (User:admin;User:broker)"
+    ),
+    ConfigKey(
+        "allow.everyone.if.no.acl.found", B, False, doc="a resource no ACL names is open to every principal"
+    ),
     ConfigKey("advertised.listeners", LS, None),
     ConfigKey(
         "controller.listener.names", LS, None, doc="KRaft controller listeners: never served to clients"

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from samsa.coordinator import GroupCoordinator
     from samsa.protocol import ErrorCode
     from samsa.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+    from samsa.security.authorizer import AclAuthorizer
     from samsa.storage.log_manager import LogManager
     from samsa.topic_partition import TopicPartition
 
@@ -129,6 +130,7 @@ class BrokerServices:
     zk_support: ZkSupport | None  # None: the single-broker default, no controller
     group_coordinator_provider: Callable[[], GroupCoordinator]
     metadata_store_provider: Callable[[], MetadataStore]
+    authorizer: AclAuthorizer | None = None  # None: authorizer.class.name unset, every request is allowed
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
