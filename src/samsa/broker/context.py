@@ -57,6 +57,15 @@ class RequestContext:
     def authorize_cluster(self, operation: AclOperation) -> bool:
         return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
+    def authorize_idempotent_write(self) -> bool:
+        """An idempotent producer's InitProducerId: IdempotentWrite on the cluster, or Write on some topic (as
+        Kafka 2.8+)."""
+        authorizer = self.services.authorizer
+        if authorizer is None or self.authorize_cluster(AclOperation.IDEMPOTENT_WRITE):
+            return True
+        host = self.connection.client_host
+        return authorizer.authorize_any(self.principal, host, AclOperation.WRITE, ResourceType.TOPIC)
+
     @property
     def active_controller(self) -> Controller | None:
         """The cluster's controller when this broker is it (None: another broker is, or there is no cluster), for
