@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -159,3 +159,59 @@ def test_without_an_authorizer_the_acl_apis_answer_security_disabled(samsa_broke
             admin.describe_acls(flt)
     finally:
         admin.close()
+
+
+def test_groups_and_admin_are_denied_per_resource(samsa_broker_factory: Callable[..., Broker]) -> None:
+    """A consumer of a denied group gets GROUP_AUTHORIZATION_FAILED, a group allowed by a PREFIXED binding
+    consumes; deleting a denied topic answers TOPIC_AUTHORIZATION_FAILED; creating one under a denied prefix too."""
+    from kafka import KafkaConsumer
+    from kafka.errors import GroupAuthorizationFailedError
+
+    broker = samsa_broker_factory(config=AUTHORIZER)
+    broker.create_topic("t")
+    assert _produce_error(broker, "t") is None
+    admin = _admin(broker)
+    deny = [
+        AclBinding(ResourceType.GROUP, "blocked", ResourcePatternType.LITERAL, "User:*", "*",
+                   AclOperation.READ, AclPermissionType.DENY),
+        AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                   AclOperation.DELETE, AclPermissionType.DENY),
+        # an ACL on "t" ends "no ACL found" for it: reading it now needs its own ALLOW
+        AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                   AclOperation.READ, AclPermissionType.ALLOW),
+        # Create on the cluster first (open: no ACL there), then on the topic
+        AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                   AclOperation.CREATE, AclPermissionType.DENY),
+        AclBinding(ResourceType.TOPIC, "tmp-", ResourcePatternType.PREFIXED, "User:ANONYMOUS", "*",
+                   AclOperation.CREATE, AclPermissionType.DENY),
+    ]  # fmt: skip
+    for future in admin.create_acls(deny).values():
+        future.result(10)
+
+    blocked = KafkaConsumer("t", bootstrap_servers=broker.bootstrap_servers, group_id="blocked")
+    try:
+        with pytest.raises(GroupAuthorizationFailedError):
+            for _ in range(20):
+                blocked.poll(500)
+    finally:
+        blocked.close()
+    allowed = KafkaConsumer(
+        "t", bootstrap_servers=broker.bootstrap_servers, group_id="ok", auto_offset_reset="earliest"
+    )
+    try:
+        records: list[object] = []
+        for _ in range(40):
+            records += [r for rs in allowed.poll(500).values() for r in rs]
+            if records:
+                break
+        assert records
+    finally:
+        allowed.close()
+
+    from confluent_kafka.admin import NewTopic
+
+    with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
+        admin.delete_topics(["t"])["t"].result(10)
+    with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
+        admin.create_topics([NewTopic("tmp-x", 1, 1)])["tmp-x"].result(10)
+    admin.create_topics([NewTopic("kept", 1, 1)])["kept"].result(10)
