@@ -215,3 +215,33 @@ def test_groups_and_admin_are_denied_per_resource(samsa_broker_factory: Callable
     with pytest.raises(KafkaException, match="TOPIC_AUTHORIZATION_FAILED"):
         admin.create_topics([NewTopic("tmp-x", 1, 1)])["tmp-x"].result(10)
     admin.create_topics([NewTopic("kept", 1, 1)])["kept"].result(10)
+
+
+def test_list_offsets_of_a_denied_topic_answers_topic_authorization_failed(
+    samsa_broker_factory: Callable[..., Broker],
+) -> None:
+    from samsa.client import KafkaClient
+    from samsa.protocol.api_keys import ApiKey
+    from samsa.protocol.messages.list_offsets import (
+        ListOffsetsPartition,
+        ListOffsetsRequest,
+        ListOffsetsTopic,
+    )
+
+    broker = samsa_broker_factory(config=AUTHORIZER)
+    broker.create_topic("secret")
+    broker.create_topic("open")
+    admin = _admin(broker)
+    for future in admin.create_acls([DENY_SECRET]).values():
+        future.result(10)
+
+    async def codes() -> dict[str, int]:
+        async with KafkaClient(broker.bootstrap_servers) as client:
+            request = ListOffsetsRequest(
+                replica_id=-1,
+                topics=[ListOffsetsTopic(t, [ListOffsetsPartition(0, -1, -1)]) for t in ("secret", "open")],
+            )
+            response = await client.send(request, api_key=ApiKey.LIST_OFFSETS)
+            return {t.name: t.partitions[0].error_code for t in response.topics}
+
+    assert asyncio.run(codes()) == {"secret": KafkaError.TOPIC_AUTHORIZATION_FAILED, "open": 0}
