@@ -29,7 +29,7 @@ from samsa.storage.meta import read_meta_properties
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
 
 from .broker_configs import load_dynamic_config, load_quotas
-from .config import KafkaConfig
+from .config import ConfigError, KafkaConfig
 from .dispatch import RequestDispatcher
 from .dynamic_config import DynamicBrokerConfig
 from .network import ConnectionLimits, Server
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from samsa.coordinator import CoordinatorConfig, GroupCoordinator
     from samsa.metrics.broker_metrics import BrokerMetrics
     from samsa.metrics.http import MetricsServer
+    from samsa.security.authorizer import AclAuthorizer
     from samsa.transaction.coordinator import TransactionCoordinator
 
     from .metadata_store import MetadataStore
@@ -108,6 +109,7 @@ class KafkaServer:
             quotas=self.quotas,
             metrics=self._make_metrics(config),
             transaction_coordinator_provider=self._transaction_coordinator,
+            authorizer=_create_authorizer(config, clock),
         )
         dynamic_config.listeners.append(self._apply_connection_limits)
         self.dispatcher = RequestDispatcher(self.services)
@@ -428,3 +430,21 @@ def _new_cluster_id() -> str:
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _create_authorizer(config: KafkaConfig, clock: Clock) -> AclAuthorizer | None:
+    """The ACL authorizer when ``authorizer.class.name`` names Kafka's (None: authorization off, as in Kafka);
+    its bindings in the first log dir's ``acls.json``."""
+    name = str(config.get("authorizer.class.name") or "")
+    if not name:
+        return None
+    from samsa.security.authorizer import AUTHORIZER_CLASS_NAMES, AclAuthorizer, FileAclStore
+
+    if name not in AUTHORIZER_CLASS_NAMES:
+        raise ConfigError(f"authorizer.class.name={name}: Samsa implements {sorted(AUTHORIZER_CLASS_NAMES)}")
+    return AclAuthorizer(
+        FileAclStore(Path(config.log_dirs[0]) / "acls.json"),
+        super_users=[u.strip() for u in str(config.get("super.users")).split(";") if u.strip()],
+        allow_everyone_if_no_acl_found=bool(config.get("allow.everyone.if.no.acl.found")),
+        now_ms=clock.monotonic_ms,
+    )

@@ -163,6 +163,18 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("sasl.jaas.config", PW, None),
     ConfigKey("connections.max.reauth.ms", L, 0, minimum=0),
     ConfigKey("connection.failed.authentication.delay.ms", INT, 100, minimum=0),
+    ConfigKey(
+        "authorizer.class.name",
+        S,
+        "",
+        doc="Kafka's AclAuthorizer or StandardAuthorizer class name turns ACL authorization on; empty: off",
+    ),
+    ConfigKey(
+        "super.users", S, "", doc="principals allowed everything, ';'-separated (User:admin;User:broker)"
+    ),
+    ConfigKey(
+        "allow.everyone.if.no.acl.found", B, False, doc="a resource no ACL names is open to every principal"
+    ),
     ConfigKey("advertised.listeners", LS, None),
     ConfigKey(
         "controller.listener.names", LS, None, doc="KRaft controller listeners: never served to clients"

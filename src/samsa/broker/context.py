@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode, RequestHeader
+from samsa.security.acl import AclOperation, ResourceType
 
 from .network import ConnectionInfo
 
@@ -14,6 +15,9 @@ if TYPE_CHECKING:
     from samsa.cluster.controller import Controller
 
     from .services import BrokerServices, ZkSupport
+
+
+CLUSTER_NAME = "kafka-cluster"  # the one Cluster resource's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +34,37 @@ class RequestContext:
     def principal(self) -> str:
         """The principal the request acts as (``User:ANONYMOUS`` on a connection that did not authenticate)."""
         return self.connection.principal
+
+    def authorize(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """Whether this request's principal, from its host, may do ``operation`` on the resource (always, when
+        ``authorizer.class.name`` is unset); a denial is logged (throttled) by the authorizer."""
+        authorizer = self.services.authorizer
+        if authorizer is None:
+            return True
+        return authorizer.authorize(
+            self.principal, self.connection.client_host, operation, resource_type, name
+        )
+
+    def may(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """``authorize`` without a log line on denial (filtering what a listing shows, as Metadata's topics)."""
+        authorizer = self.services.authorizer
+        if authorizer is None:
+            return True
+        return authorizer.would_allow(
+            self.principal, self.connection.client_host, operation, resource_type, name
+        )
+
+    def authorize_cluster(self, operation: AclOperation) -> bool:
+        return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+    def authorize_idempotent_write(self) -> bool:
+        """An idempotent producer's InitProducerId: IdempotentWrite on the cluster, or Write on some topic (as
+        Kafka 2.8+)."""
+        authorizer = self.services.authorizer
+        if authorizer is None or self.authorize_cluster(AclOperation.IDEMPOTENT_WRITE):
+            return True
+        host = self.connection.client_host
+        return authorizer.authorize_any(self.principal, host, AclOperation.WRITE, ResourceType.TOPIC)
 
     @property
     def active_controller(self) -> Controller | None:

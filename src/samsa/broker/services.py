@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from samsa.metrics.broker_metrics import BrokerMetrics
     from samsa.protocol import ErrorCode
     from samsa.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+    from samsa.security.authorizer import AclAuthorizer
     from samsa.storage.log_manager import LogManager
     from samsa.topic_partition import TopicPartition
     from samsa.transaction.coordinator import TransactionCoordinator
@@ -147,6 +148,7 @@ class BrokerServices:
     metrics: BrokerMetrics | None = None  # None: metrics.prometheus.port is not set, nothing is measured
     # made at the first transactional request (``samsa.transaction`` imported then); None: not offered
     transaction_coordinator_provider: Callable[[], TransactionCoordinator] | None = None
+    authorizer: AclAuthorizer | None = None  # None: authorizer.class.name unset, every request is allowed
 
     @property
     def group_coordinator(self) -> GroupCoordinator:

@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "log-dirs": "log_dirs:log_dirs",
     "consumer-groups": "consumer_groups:consumer_groups",
     "configs": "configs:configs",
+    "acls": "acls:acls",
     "cluster": "cluster:cluster",
     "leader-election": "leader_election:leader_election",
     "reassign-partitions": "reassign_partitions:reassign_partitions",

@@ -80,6 +80,9 @@ HANDLERS: dict[int, Handler] = {
         _served(ApiKey.DESCRIBE_LOG_DIRS, "describe_log_dirs", 0, 4),
         _served(ApiKey.CREATE_PARTITIONS, "create_partitions", 0, 3),
         _served(ApiKey.DELETE_GROUPS, "delete_groups", 0, 2),
+        _served(ApiKey.DESCRIBE_ACLS, "describe_acls", 0, 3),
+        _served(ApiKey.CREATE_ACLS, "create_acls", 0, 3),
+        _served(ApiKey.DELETE_ACLS, "delete_acls", 0, 3),
         _served(ApiKey.ELECT_LEADERS, "elect_leaders", 0, 2),  # to the controller (cluster mode)
         _served(ApiKey.INCREMENTAL_ALTER_CONFIGS, "incremental_alter_configs", 0, 1),
         _served(ApiKey.DESCRIBE_CLIENT_QUOTAS, "describe_client_quotas", 0, 1),

@@ -13,11 +13,14 @@ from samsa.protocol.messages.controlled_shutdown import (
     ControlledShutdownResponse,
     RemainingPartition,
 )
+from samsa.security.acl import AclOperation
 
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: ControlledShutdownRequest) -> ControlledShutdownResponse:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return ControlledShutdownResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     controller = ctx.active_controller
     if controller is None:
         return ControlledShutdownResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)

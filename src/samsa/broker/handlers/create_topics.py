@@ -10,8 +10,9 @@ from samsa.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from samsa.security.acl import AclOperation, ResourceType
 
-from ..context import RequestContext
+from ..context import CLUSTER_NAME, RequestContext
 
 MAX_PARTITIONS_PER_REQUEST = 10_000
 """Kafka's controller limit: a request that would create more partitions is refused whole (POLICY_VIOLATION),
@@ -32,8 +33,20 @@ async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTop
             results.append(_refused(topic.name, ErrorCode.INVALID_REQUEST, message))
             continue
         seen.add(topic.name)
+        if not _may_create(ctx, topic.name):
+            results.append(
+                _refused(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+            )
+            continue
         results.append(await _create(ctx, request, topic))
     return CreateTopicsResponse(topics=results)
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    """Create on the cluster, else on the topic (Kafka's order: the cluster check logs no denial)."""
+    return ctx.may(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) or ctx.authorize(
+        AclOperation.CREATE, ResourceType.TOPIC, name
+    )
 
 
 async def _create(

@@ -7,11 +7,13 @@ request's timeout (the deletion still completes).
 
 from __future__ import annotations
 
+from samsa.protocol import ErrorCode
 from samsa.protocol.messages.delete_topics import (
     DeletableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import RequestContext
 
@@ -20,6 +22,9 @@ async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTop
     store = ctx.services.metadata_store
     results = []
     for name in request.topic_names:
+        if not ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, name):
+            results.append(DeletableTopicResult(name=name, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         outcome = await store.delete_topic(name, request.timeout_ms)
         results.append(
             DeletableTopicResult(name=name, error_code=outcome.error, error_message=outcome.message)

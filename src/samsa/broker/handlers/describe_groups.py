@@ -12,6 +12,7 @@ from samsa.protocol.messages.describe_groups import (
     DescribeGroupsRequest,
     DescribeGroupsResponse,
 )
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import RequestContext
 
@@ -19,7 +20,12 @@ from ..context import RequestContext
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     coordinator = ctx.services.group_coordinator
     return DescribeGroupsResponse(
-        groups=[_describe(g, coordinator.describe_group(g)) for g in request.groups]
+        groups=[
+            _describe(g, coordinator.describe_group(g))
+            if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g)
+            else DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=g)
+            for g in request.groups
+        ]
     )
 
 

@@ -24,6 +24,7 @@ from samsa.protocol.messages.fetch import (
     PartitionData,
 )
 from samsa.protocol.primitives import records_size
+from samsa.security.acl import AclOperation, ResourceType
 from samsa.storage import FetchIsolation
 from samsa.storage.topic import TopicPartition
 
@@ -41,7 +42,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         isolation = FetchIsolation.TXN_COMMITTED
     else:
         isolation = FetchIsolation.HIGH_WATERMARK
-    wanted = requested_partitions(request)
+    wanted, denied = _authorized(ctx, request.replica_id, requested_partitions(request))
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     results = await ctx.services.replica_manager.fetch(
         wanted,
@@ -70,6 +71,11 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
             responses[-1].partitions.append(data)
         else:
             responses.append(FetchableTopicResponse(topic=want.tp.topic, partitions=[data]))
+    for want in denied:
+        data = PartitionData(
+            partition_index=want.tp.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        )
+        responses.append(FetchableTopicResponse(topic=want.tp.topic, partitions=[data]))
     return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
 
 
@@ -87,6 +93,21 @@ def _measure(
             metrics.replication_bytes_out += size
         else:
             metrics.fetched(want.tp.topic, size, failed=result.error != 0)
+
+
+def _authorized(
+    ctx: RequestContext, replica_id: int, wanted: list[FetchRequestPartition]
+) -> tuple[list[FetchRequestPartition], list[FetchRequestPartition]]:
+    """(allowed, denied): a follower needs ClusterAction on the cluster, a consumer Read on each topic (denied
+    partitions answer TOPIC_AUTHORIZATION_FAILED, as Kafka's)."""
+    if ctx.services.authorizer is None:
+        return wanted, []
+    if replica_id >= 0:
+        return (wanted, []) if ctx.authorize_cluster(AclOperation.CLUSTER_ACTION) else ([], wanted)
+    readable = {
+        t: ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t) for t in {w.tp.topic for w in wanted}
+    }
+    return [w for w in wanted if readable[w.tp.topic]], [w for w in wanted if not readable[w.tp.topic]]
 
 
 def requested_partitions(request: FetchRequest) -> list[FetchRequestPartition]:

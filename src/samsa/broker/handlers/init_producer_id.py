@@ -22,6 +22,8 @@ from ..producer_ids import ProducerIdsUnavailableError
 
 
 async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+    if request.transactional_id is None and not ctx.authorize_idempotent_write():
+        return InitProducerIdResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if request.transactional_id is not None:
         return await _transactional(ctx, request)
     try:

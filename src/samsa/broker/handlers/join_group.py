@@ -9,11 +9,14 @@ from __future__ import annotations
 from samsa.coordinator import JoinRequest
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse, JoinGroupResponseMember
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return JoinGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     version = ctx.api_version
     join = JoinRequest(
         member_id=request.member_id,

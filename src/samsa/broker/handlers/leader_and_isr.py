@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
+from samsa.security.acl import AclOperation
 
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return LeaderAndIsrResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     zk_support, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
     if zk_support is None or fenced is not ErrorCode.NONE:
         return LeaderAndIsrResponse(error_code=fenced)

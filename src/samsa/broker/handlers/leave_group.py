@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse, MemberResponse
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     coordinator = ctx.services.group_coordinator
     if not coordinator.coordinates(request.group_id):
         return LeaveGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)

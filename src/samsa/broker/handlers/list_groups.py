@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
+from samsa.security.acl import AclOperation, ResourceType
 
-from ..context import RequestContext
+from ..context import CLUSTER_NAME, RequestContext
 
 GROUP_TYPE = "classic"
 
@@ -16,6 +17,10 @@ async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsR
     if types and GROUP_TYPE not in types:
         return ListGroupsResponse(error_code=ErrorCode.NONE)
     groups = sorted(ctx.services.group_coordinator.list_groups(states), key=lambda g: g.group_id)
+    if not ctx.may(
+        AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME
+    ):  # else the groups it may describe
+        groups = [g for g in groups if ctx.may(AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)]
     return ListGroupsResponse(
         error_code=ErrorCode.NONE,
         groups=[

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from samsa.protocol import ErrorCode
 from samsa.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
+from samsa.security.acl import AclOperation, ResourceType
 from samsa.storage import FetchIsolation
 from samsa.storage.topic import TopicPartition
 
@@ -23,6 +25,15 @@ async def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffset
     topics = []
     for topic in request.topics:
         partitions = []
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+            partitions = [
+                ListOffsetsPartitionResponse(
+                    partition_index=p.partition_index, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                )
+                for p in topic.partitions
+            ]
+            topics.append(ListOffsetsTopicResponse(topic.name, partitions))
+            continue
         for p in topic.partitions:
             # below the special values (-1..-5) Kafka searches as for any timestamp: from the first record
             timestamp = p.timestamp if p.timestamp >= LOWEST_SPECIAL_TIMESTAMP else 0

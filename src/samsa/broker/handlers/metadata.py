@@ -23,9 +23,10 @@ from samsa.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from samsa.security.acl import AclOperation, ResourceType
 from samsa.storage.topic import is_internal
 
-from ..context import RequestContext
+from ..context import CLUSTER_NAME, RequestContext
 
 if TYPE_CHECKING:
     from samsa.cluster.metadata_cache import PartitionInfo
@@ -38,9 +39,11 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
     # every topic: v0 with an empty list, v1+ with null
     every = request.topics is None or (ctx.api_version == 0 and request.topics == [])
     names = sorted(store.topics()) if every else [t.name for t in request.topics or [] if t.name is not None]
+    if every:  # a listing shows only the topics the principal may describe, with no denial logged
+        names = [n for n in names if ctx.may(AclOperation.DESCRIBE, ResourceType.TOPIC, n)]
     allow_create = (request.allow_auto_topic_creation if ctx.api_version >= 4 else True) and not every
     if store.catalog_known():
-        topics = [await _topic(store, name, allow_create) for name in names]
+        topics = [await _authorized_topic(ctx, store, name, allow_create, every) for name in names]
     else:  # a starting cluster broker, leaders not yet sent (``MetadataStore.catalog_known``)
         topics = [MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=n) for n in names]
     return MetadataResponse(
@@ -52,6 +55,27 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         controller_id=store.controller_id(),
         topics=topics,
     )
+
+
+async def _authorized_topic(
+    ctx: RequestContext, store: MetadataStore, name: str, allow_create: bool, listed: bool
+) -> MetadataResponseTopic:
+    """A named topic needs Describe (else TOPIC_AUTHORIZATION_FAILED); its auto-creation needs Create on the
+    cluster or the topic (else TOPIC_AUTHORIZATION_FAILED, as Kafka answers)."""
+    if ctx.services.authorizer is None:  # authorization off: no check, no extra catalog lookup
+        return await _topic(store, name, allow_create)
+    if not listed and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+        return MetadataResponseTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name)
+    if (
+        allow_create
+        and not store.partitions_of(name)
+        and ctx.services.config.get("auto.create.topics.enable")
+    ) and not (
+        ctx.may(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+        or ctx.authorize(AclOperation.CREATE, ResourceType.TOPIC, name)
+    ):
+        return MetadataResponseTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name)
+    return await _topic(store, name, allow_create)
 
 
 async def _topic(store: MetadataStore, name: str, allow_create: bool) -> MetadataResponseTopic:

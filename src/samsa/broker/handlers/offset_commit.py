@@ -17,9 +17,14 @@ from samsa.protocol.messages.offset_commit import (
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
 )
+from samsa.security.acl import AclOperation, ResourceType
 from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
+
+
+def _readable(ctx: RequestContext, topic: str) -> bool:
+    return ctx.authorize(AclOperation.READ, ResourceType.TOPIC, topic)
 
 
 async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
@@ -37,8 +42,13 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
                 commit_timestamp=commit_ts,
                 expire_timestamp=commit_ts + retention if retention >= 0 else -1,
             )
+    # Kafka's checks: Read on the group, then Read on each topic (an unreadable one answers
+    # TOPIC_AUTHORIZATION_FAILED and the others are committed)
+    denied = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in offsets if not _readable(ctx, tp.topic)}
     if request.group_id is None:
         errors = dict.fromkeys(offsets, ErrorCode.INVALID_GROUP_ID)
+    elif not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        errors = dict.fromkeys(offsets, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     elif not ctx.services.group_coordinator.coordinates(request.group_id):
         errors = dict.fromkeys(offsets, ErrorCode.NOT_COORDINATOR)
     else:
@@ -47,8 +57,9 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
             request.member_id if version >= 1 else "",
             request.generation_id_or_member_epoch if version >= 1 else -1,
             request.group_instance_id,
-            offsets,
+            {tp: o for tp, o in offsets.items() if tp not in denied},
         )
+        errors = {**errors, **denied}
     topics: list[OffsetCommitResponseTopic] = []
     for topic in request.topics:
         partitions = [

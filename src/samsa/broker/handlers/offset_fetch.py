@@ -22,6 +22,7 @@ from samsa.protocol.messages.offset_fetch import (
     OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
 )
+from samsa.security.acl import AclOperation, ResourceType
 from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
@@ -40,6 +41,8 @@ class _RequestTopic(Protocol):
 async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
     if ctx.api_version >= 8:
         return OffsetFetchResponse(groups=[_group(ctx, g, request.require_stable) for g in request.groups])
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, request.group_id):
+        return OffsetFetchResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if ctx.api_version >= 2 and not ctx.services.group_coordinator.coordinates(request.group_id):
         # not this broker's group (a cluster's coordinator moved): the client looks it up again, rather than
         # reading "no committed offset" and resetting
@@ -59,6 +62,10 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
 def _group(
     ctx: RequestContext, group: OffsetFetchRequestGroup, require_stable: bool
 ) -> OffsetFetchResponseGroup:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group.group_id):
+        return OffsetFetchResponseGroup(
+            group_id=group.group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED
+        )
     if not ctx.services.group_coordinator.coordinates(group.group_id):
         return OffsetFetchResponseGroup(group_id=group.group_id, error_code=ErrorCode.NOT_COORDINATOR)
     committed = _committed(ctx, group.group_id, group.topics)

@@ -36,6 +36,7 @@ from samsa.protocol.messages.produce import (
 )
 from samsa.records import CompressionType
 from samsa.records.batch_view import COMPRESSION_MASK, LOG_OVERHEAD, V2Header, read_v2_header
+from samsa.security.acl import AclOperation, ResourceType
 from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
@@ -46,6 +47,7 @@ from ..network import ConnectionClosedByHandler
 from ..replica_manager import ProduceResult
 
 _VALID_ACKS = (0, 1, -1)
+_DENIED = ProduceResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 _ZSTD_MIN_VERSION = 7
 
@@ -84,12 +86,17 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
     acks = request.acks
     if acks not in _VALID_ACKS:
         return _all_failed(request, ErrorCode.INVALID_REQUIRED_ACKS)
+    if request.transactional_id and not ctx.authorize(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    ):
+        return _all_failed(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     version = ctx.api_version
     refusals: list[ProduceResult | None] = []  # per partition in request order; None: appended
     appends: list[tuple[TopicPartition, memoryview, V2Header | None]] = []
     for topic in request.topic_data:
+        allowed = ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, topic.name)
         for data in topic.partition_data:
-            checked = _check_record_set(data.records, version)
+            checked = _check_record_set(data.records, version) if allowed else _DENIED
             if isinstance(checked, ProduceResult):
                 refusals.append(checked)
             else:

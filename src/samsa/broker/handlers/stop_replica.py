@@ -14,6 +14,7 @@ from samsa.protocol.messages.stop_replica import (
     StopReplicaRequest,
     StopReplicaResponse,
 )
+from samsa.security.acl import AclOperation
 from samsa.storage import StorageError
 from samsa.topic_partition import TopicPartition
 
@@ -21,6 +22,8 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return StopReplicaResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     zk_support, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
     if zk_support is None or fenced is not ErrorCode.NONE:
         return StopReplicaResponse(error_code=fenced)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return SyncGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if not ctx.services.group_coordinator.coordinates(request.group_id):
         return SyncGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
     result = await ctx.services.group_coordinator.sync_group(

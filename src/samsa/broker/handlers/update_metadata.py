@@ -14,12 +14,15 @@ from samsa.protocol.messages.update_metadata import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from samsa.security.acl import AclOperation
 from samsa.topic_partition import TopicPartition
 
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return UpdateMetadataResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     zk_support, fenced = ctx.fence_controller_request(request.controller_epoch, request.broker_epoch)
     if zk_support is None or fenced is not ErrorCode.NONE:
         return UpdateMetadataResponse(error_code=fenced)
