@@ -19,6 +19,12 @@ need_fetch=""
 for version in $versions; do
   [ -f "$CACHE/$version/.complete" ] || need_fetch="$need_fetch $version"
 done
+# Spark's own Kafka connector for the installed PySpark's Spark (tests/apache_kafka/test_spark_connector.py), into
+# .cache/spark-kafka/<version>/: only its own jars and kafka-clients/commons-pool2 (PySpark ships Spark, Scala, Hadoop).
+# Maven Central serves no connector 4.3.x for PySpark 4.3.0: the newest served, 4.2.0, is used.
+SPARK_KAFKA_VERSION=${SPARK_KAFKA_VERSION:-4.2.0}
+SPARK_CACHE=${SAMSA_SPARK_KAFKA_CACHE:-.cache/spark-kafka}
+[ -f "$SPARK_CACHE/$SPARK_KAFKA_VERSION/.complete" ] || need_fetch="$need_fetch spark"
 [ -n "$need_fetch" ] || exit 0
 
 if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
@@ -29,6 +35,19 @@ if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
 fi
 
 for version in $need_fetch; do
+  if [ "$version" = spark ]; then
+    dir="$SPARK_CACHE/$SPARK_KAFKA_VERSION"
+    echo "fetching Spark's Kafka connector $SPARK_KAFKA_VERSION jars into $dir"
+    rm -rf "$dir.partial"
+    mvn -q -B -Dstyle.color=never -f tools/kafka/spark-pom.xml -Dspark.version="$SPARK_KAFKA_VERSION" \
+      dependency:copy-dependencies -DincludeScope=runtime \
+      -DincludeGroupIds=org.apache.spark,org.apache.kafka,org.apache.commons \
+      -DoutputDirectory="$(realpath -m "$dir.partial")"
+    touch "$dir.partial/.complete"
+    rm -rf "$dir"
+    mv "$dir.partial" "$dir"
+    continue
+  fi
   dir="$CACHE/$version"
   echo "fetching Apache Kafka $version jars into $dir"
   rm -rf "$dir.partial"
