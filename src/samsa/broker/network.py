@@ -91,6 +91,16 @@ class ConnectionInfo:
 Handler = Callable[[ConnectionInfo, memoryview], Awaitable[Sequence[ResponsePart] | None]]
 
 
+class TlsFrameProtocol(FrameProtocol):
+    """``FrameProtocol`` under TLS: a TLS transport cannot stay half-open after the peer's close_notify (asyncio
+    warns at each close when ``eof_received`` asks it to); the frames already received are still answered (the
+    reader sees the end after them)."""
+
+    def eof_received(self) -> bool | None:
+        super().eof_received()
+        return None
+
+
 class ConnectionClosedByHandler(Exception):
     """A handler's way to drop its connection (a request that cannot be answered), logged at info level."""
 
@@ -481,7 +491,9 @@ class Server:
         loop = asyncio.get_running_loop()
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            protocol = FrameProtocol(self._max_request_size, loop)
+            protocol = (FrameProtocol if self._tls is None else TlsFrameProtocol)(
+                self._max_request_size, loop
+            )
             if self._tls is not None:
                 self._transported.add(sock)  # the SSL transport closes it, even after a failed handshake
             if self._tls is None:
