@@ -49,6 +49,8 @@ from samsa.cluster.replication_quota import (
 from samsa.log_throttle import LogThrottle
 from samsa.protocol.errors import ErrorCode
 from samsa.records import CorruptRecordError, InvalidRecordError
+from samsa.records.batch import build_end_txn_marker_batch
+from samsa.records.control import ControlRecordType, EndTransactionMarker
 from samsa.storage import (
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -199,6 +201,17 @@ class ListOffsetResult:
     timestamp: int = -1
     offset: int = -1
     leader_epoch: int = NO_LEADER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class TxnMarkerEntry:
+    """One transaction marker to write: a producer's COMMIT (``commit``) or ABORT in each of ``partitions``."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    partitions: tuple[TopicPartition, ...]
 
 
 class ReplicaManager:
@@ -520,6 +533,42 @@ class ReplicaManager:
                 answers.update(dict.fromkeys(waiting, ErrorCode.REQUEST_TIMED_OUT))
                 return answers
             timed_out = not await self.produce_purgatory.wait(list(waiting), deadline)
+
+    # --- transaction markers (WriteTxnMarkers) ----------------------------------------------------------------
+
+    async def write_txn_markers(
+        self, markers: Sequence[TxnMarkerEntry], timeout_ms: int = 30_000
+    ) -> dict[tuple[int, TopicPartition], ErrorCode]:
+        """Append one COMMIT/ABORT control batch per (marker, partition) as leader, with acks=all semantics (as
+        Kafka writes markers); the answer per (producer id, partition): NONE once replicated, or the error Kafka
+        gives (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, ...). Callable in-process
+        by the transaction coordinator when this broker leads the partition."""
+        answers: dict[tuple[int, TopicPartition], ErrorCode] = {}
+        pending: list[tuple[TopicPartition, int]] = []
+        waiting_keys: list[tuple[int, TopicPartition]] = []
+        for entry in markers:
+            marker = EndTransactionMarker(
+                ControlRecordType.COMMIT if entry.commit else ControlRecordType.ABORT, entry.coordinator_epoch
+            )
+            for tp in entry.partitions:
+                batch = build_end_txn_marker_batch(
+                    marker,
+                    producer_id=entry.producer_id,
+                    producer_epoch=entry.producer_epoch,
+                    timestamp=int(time.time() * 1000),
+                )
+                result = self.append(tp, memoryview(batch), -1)
+                key = (entry.producer_id, tp)
+                if result.error or not self.acks_pending(tp, result):
+                    answers[key] = result.error
+                else:
+                    pending.append((tp, result.last_offset))
+                    waiting_keys.append(key)
+        if pending:
+            acked = await self.wait_for_acks(pending, timeout_ms)
+            for key in waiting_keys:
+                answers[key] = acked.get(key[1], ErrorCode.NONE)
+        return answers
 
     # --- fetch -------------------------------------------------------------------------------------------------
 

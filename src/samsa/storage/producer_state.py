@@ -229,6 +229,13 @@ class ProducerStateManager:
         updated: dict[int, tuple[int, int, bool]] = {}  # pid -> (epoch, last seq, has batches) in this append
         for batch, pid in _with_producer_id(batches):
             epoch = batch.producer_epoch
+            if (
+                batch.is_control
+            ):  # a transaction marker (WriteTxnMarkers): no sequence; a stale epoch is fenced
+                known = self.producers.get(pid)
+                if known is not None and epoch < known.producer_epoch:
+                    raise InvalidProducerEpochError(pid, epoch, known.producer_epoch)
+                continue
             first_seq = batch.base_sequence
             if first_seq < 0:
                 raise InvalidSequenceError(pid, first_seq)

@@ -68,6 +68,7 @@ HANDLERS: dict[int, Handler] = {
         _served(ApiKey.DELETE_TOPICS, "delete_topics", 1, 5),
         _served(ApiKey.DELETE_RECORDS, "delete_records", 0, 2),
         _served(ApiKey.INIT_PRODUCER_ID, "init_producer_id", 0, 4),
+        _served(ApiKey.WRITE_TXN_MARKERS, "write_txn_markers", 0, 1),  # from transaction coordinators
         _served(ApiKey.OFFSET_FOR_LEADER_EPOCH, "offset_for_leader_epoch", 0, 4),
         _served(ApiKey.DESCRIBE_CONFIGS, "describe_configs", 0, 4),
         _served(ApiKey.ALTER_CONFIGS, "alter_configs", 0, 2),
