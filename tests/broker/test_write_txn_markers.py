@@ -36,3 +36,24 @@ def test_a_commit_marker_is_one_control_batch_and_an_unknown_partition_is_refuse
     assert struct.unpack_from(">qhi", data, 43) == (7, 2, -1)
     assert b"\x00\x00\x00\x01" in data[61:] and b"\x00\x00\x00\x00\x00\x05" in data[61:]
     logs.shutdown()
+
+
+def test_a_transactional_batch_opens_the_producers_transaction_and_its_marker_closes_it(
+    tmp_path: Path,
+) -> None:
+    from samsa.records import build_batch
+
+    clock = ManualClock()
+    logs = LogManager([tmp_path], LogConfig(), clock)
+    logs.startup()
+    [plog] = logs.create_topic(TP.topic, 1)
+    manager = ReplicaManager(logs, 1, clock)
+    manager.startup()
+    manager.append(TP, memoryview(bytearray(build_batch([b"x"]))), -1)
+    batch = build_batch([b"a", b"b"], producer_id=9, producer_epoch=0, base_sequence=0, is_transactional=True)
+    assert manager.append(TP, memoryview(bytearray(batch)), -1).error is ErrorCode.NONE
+    assert plog.producer_state.producers[9].current_txn_first_offset == 1
+    stale = TxnMarkerEntry(9, 0, False, 0, (TP,))
+    assert asyncio.run(manager.write_txn_markers([stale]))[(9, TP)] is ErrorCode.NONE
+    assert plog.producer_state.producers[9].current_txn_first_offset == -1 and plog.log_end_offset == 4
+    logs.shutdown()
