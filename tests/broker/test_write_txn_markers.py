@@ -57,3 +57,22 @@ def test_a_transactional_batch_opens_the_producers_transaction_and_its_marker_cl
     assert asyncio.run(manager.write_txn_markers([stale]))[(9, TP)] is ErrorCode.NONE
     assert plog.producer_state.producers[9].current_txn_first_offset == -1 and plog.log_end_offset == 4
     logs.shutdown()
+
+
+def test_a_marker_from_an_older_coordinator_epoch_is_fenced_with_nothing_written(tmp_path: Path) -> None:
+    clock = ManualClock()
+    logs = LogManager([tmp_path], LogConfig(), clock)
+    logs.startup()
+    [plog] = logs.create_topic(TP.topic, 1)
+    manager = ReplicaManager(logs, 1, clock)
+    manager.startup()
+    assert (
+        asyncio.run(manager.write_txn_markers([TxnMarkerEntry(3, 0, True, 4, (TP,))]))[(3, TP)]
+        is ErrorCode.NONE
+    )
+    older = TxnMarkerEntry(3, 0, False, 2, (TP,))
+    assert (
+        asyncio.run(manager.write_txn_markers([older]))[(3, TP)] is ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    )
+    assert plog.log_end_offset == 1
+    logs.shutdown()

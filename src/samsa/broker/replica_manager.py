@@ -557,8 +557,13 @@ class ReplicaManager:
                     producer_epoch=entry.producer_epoch,
                     timestamp=int(time.time() * 1000),
                 )
-                result = self.append(tp, memoryview(batch), -1)
                 key = (entry.producer_id, tp)
+                if self._stale_coordinator(tp, entry):
+                    answers[key] = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+                    continue
+                result = self.append(tp, memoryview(batch), -1)
+                if not result.error:
+                    self._record_coordinator_epoch(tp, entry)
                 if result.error or not self.acks_pending(tp, result):
                     answers[key] = result.error
                 else:
@@ -569,6 +574,18 @@ class ReplicaManager:
             for key in waiting_keys:
                 answers[key] = acked.get(key[1], ErrorCode.NONE)
         return answers
+
+    def _stale_coordinator(self, tp: TopicPartition, entry: TxnMarkerEntry) -> bool:
+        """Whether a marker comes from a coordinator epoch older than the producer's last marker here."""
+        partition = self.partitions.get(tp)
+        known = partition.log.producer_state.producers.get(entry.producer_id) if partition else None
+        return known is not None and entry.coordinator_epoch < known.coordinator_epoch
+
+    def _record_coordinator_epoch(self, tp: TopicPartition, entry: TxnMarkerEntry) -> None:
+        partition = self.partitions.get(tp)
+        known = partition.log.producer_state.producers.get(entry.producer_id) if partition else None
+        if known is not None:
+            known.coordinator_epoch = entry.coordinator_epoch
 
     # --- fetch -------------------------------------------------------------------------------------------------
 
