@@ -49,8 +49,6 @@ from samsa.cluster.replication_quota import (
 from samsa.log_throttle import LogThrottle
 from samsa.protocol.errors import ErrorCode
 from samsa.records import CorruptRecordError, InvalidRecordError
-from samsa.records.batch import build_end_txn_marker_batch
-from samsa.records.control import ControlRecordType, EndTransactionMarker
 from samsa.storage import (
     OffsetOutOfRangeError,
     RecordBatchTooLargeError,
@@ -543,6 +541,9 @@ class ReplicaManager:
         Kafka writes markers); the answer per (producer id, partition): NONE once replicated, or the error Kafka
         gives (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, ...). Callable in-process
         by the transaction coordinator when this broker leads the partition."""
+        from samsa.records.batch import build_end_txn_marker_batch  # lazy: a broker's start imports no codec
+        from samsa.records.control import ControlRecordType, EndTransactionMarker
+
         answers: dict[tuple[int, TopicPartition], ErrorCode] = {}
         pending: list[tuple[TopicPartition, int]] = []
         waiting_keys: list[tuple[int, TopicPartition]] = []
