@@ -76,3 +76,18 @@ def test_a_marker_from_an_older_coordinator_epoch_is_fenced_with_nothing_written
     )
     assert plog.log_end_offset == 1
     logs.shutdown()
+
+
+def test_a_control_batch_from_a_client_is_refused_with_invalid_record(tmp_path: Path) -> None:
+    from samsa.records import build_batch
+
+    clock = ManualClock()
+    logs = LogManager([tmp_path], LogConfig(), clock)
+    logs.startup()
+    [plog] = logs.create_topic(TP.topic, 1)
+    manager = ReplicaManager(logs, 1, clock)
+    manager.startup()
+    batch = build_batch([b"x"], producer_id=1, producer_epoch=0, is_transactional=True, is_control=True)
+    assert manager.append(TP, memoryview(bytearray(batch)), -1).error is ErrorCode.INVALID_RECORD
+    assert plog.log_end_offset == 0
+    logs.shutdown()

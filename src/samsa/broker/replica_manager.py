@@ -468,10 +468,19 @@ class ReplicaManager:
         return results, (self.wait_for_acks(pending, timeout_ms) if pending else None)
 
     def append(
-        self, tp: TopicPartition, records: memoryview, acks: int, header: V2Header | None = None
+        self,
+        tp: TopicPartition,
+        records: memoryview,
+        acks: int,
+        header: V2Header | None = None,
+        *,
+        is_marker: bool = False,
     ) -> ProduceResult:
         """Append as leader and advance the high watermark; per-partition errors as Kafka reports them.
-        ``header``: the batch's header as the caller read it (``Log.append_as_leader``)."""
+        ``header``: the batch's header as the caller read it (``Log.append_as_leader``). Only a transaction
+        marker (``is_marker``, from ``write_txn_markers``) may be a control batch: a client's is INVALID_RECORD."""
+        if not is_marker and len(records) > 22 and records[16] == 2 and records[22] & 0x20:
+            return ProduceResult(ErrorCode.INVALID_RECORD, message="a client may not produce control batches")
         partition = self.partitions.get(tp)
         if partition is None or partition.leader_id != self.node_id:
             found = self.leader_partition(tp)
@@ -562,7 +571,7 @@ class ReplicaManager:
                 if self._stale_coordinator(tp, entry):
                     answers[key] = ErrorCode.TRANSACTION_COORDINATOR_FENCED
                     continue
-                result = self.append(tp, memoryview(batch), -1)
+                result = self.append(tp, memoryview(batch), -1, is_marker=True)
                 if not result.error:
                     self._record_coordinator_epoch(tp, entry)
                 if result.error or not self.acks_pending(tp, result):
