@@ -201,6 +201,17 @@ class ListOffsetResult:
     leader_epoch: int = NO_LEADER_EPOCH
 
 
+@dataclass(frozen=True, slots=True)
+class TxnMarkerEntry:
+    """One transaction marker to write: a producer's COMMIT (``commit``) or ABORT in each of ``partitions``."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+    partitions: tuple[TopicPartition, ...]
+
+
 class ReplicaManager:
     """The hosted partitions of this broker (module doc). Event-loop thread only."""
 
@@ -464,10 +475,19 @@ class ReplicaManager:
         return results, (self.wait_for_acks(pending, timeout_ms) if pending else None)
 
     def append(
-        self, tp: TopicPartition, records: memoryview, acks: int, header: V2Header | None = None
+        self,
+        tp: TopicPartition,
+        records: memoryview,
+        acks: int,
+        header: V2Header | None = None,
+        *,
+        is_marker: bool = False,
     ) -> ProduceResult:
         """Append as leader and advance the high watermark; per-partition errors as Kafka reports them.
-        ``header``: the batch's header as the caller read it (``Log.append_as_leader``)."""
+        ``header``: the batch's header as the caller read it (``Log.append_as_leader``). Only a transaction
+        marker (``is_marker``, from ``write_txn_markers``) may be a control batch: a client's is INVALID_RECORD."""
+        if not is_marker and len(records) > 22 and records[16] == 2 and records[22] & 0x20:
+            return ProduceResult(ErrorCode.INVALID_RECORD, message="a client may not produce control batches")
         partition = self.partitions.get(tp)
         if partition is None or partition.leader_id != self.node_id:
             found = self.leader_partition(tp)
@@ -527,6 +547,62 @@ class ReplicaManager:
                 answers.update(dict.fromkeys(waiting, ErrorCode.REQUEST_TIMED_OUT))
                 return answers
             timed_out = not await self.produce_purgatory.wait(list(waiting), deadline)
+
+    # --- transaction markers (WriteTxnMarkers) ----------------------------------------------------------------
+
+    async def write_txn_markers(
+        self, markers: Sequence[TxnMarkerEntry], timeout_ms: int = 30_000
+    ) -> dict[tuple[int, TopicPartition], ErrorCode]:
+        """Append one COMMIT/ABORT control batch per (marker, partition) as leader, with acks=all semantics (as
+        Kafka writes markers); the answer per (producer id, partition): NONE once replicated, or the error Kafka
+        gives (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, NOT_ENOUGH_REPLICAS, ...). Callable in-process
+        by the transaction coordinator when this broker leads the partition."""
+        from samsa.records.batch import build_end_txn_marker_batch  # lazy: a broker's start imports no codec
+        from samsa.records.control import ControlRecordType, EndTransactionMarker
+
+        answers: dict[tuple[int, TopicPartition], ErrorCode] = {}
+        pending: list[tuple[TopicPartition, int]] = []
+        waiting_keys: list[tuple[int, TopicPartition]] = []
+        for entry in markers:
+            marker = EndTransactionMarker(
+                ControlRecordType.COMMIT if entry.commit else ControlRecordType.ABORT, entry.coordinator_epoch
+            )
+            for tp in entry.partitions:
+                batch = build_end_txn_marker_batch(
+                    marker,
+                    producer_id=entry.producer_id,
+                    producer_epoch=entry.producer_epoch,
+                    timestamp=int(time.time() * 1000),
+                )
+                key = (entry.producer_id, tp)
+                if self._stale_coordinator(tp, entry):
+                    answers[key] = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+                    continue
+                result = self.append(tp, memoryview(batch), -1, is_marker=True)
+                if not result.error:
+                    self._record_coordinator_epoch(tp, entry)
+                if result.error or not self.acks_pending(tp, result):
+                    answers[key] = result.error
+                else:
+                    pending.append((tp, result.last_offset))
+                    waiting_keys.append(key)
+        if pending:
+            acked = await self.wait_for_acks(pending, timeout_ms)
+            for key in waiting_keys:
+                answers[key] = acked.get(key[1], ErrorCode.NONE)
+        return answers
+
+    def _stale_coordinator(self, tp: TopicPartition, entry: TxnMarkerEntry) -> bool:
+        """Whether a marker comes from a coordinator epoch older than the producer's last marker here."""
+        partition = self.partitions.get(tp)
+        known = partition.log.producer_state.producers.get(entry.producer_id) if partition else None
+        return known is not None and entry.coordinator_epoch < known.coordinator_epoch
+
+    def _record_coordinator_epoch(self, tp: TopicPartition, entry: TxnMarkerEntry) -> None:
+        partition = self.partitions.get(tp)
+        known = partition.log.producer_state.producers.get(entry.producer_id) if partition else None
+        if known is not None:
+            known.coordinator_epoch = entry.coordinator_epoch
 
     # --- fetch -------------------------------------------------------------------------------------------------
 

@@ -4,14 +4,16 @@ through the replica manager, and the marker sender the coordinator drives.
 A broker alone creates ``__transaction_state`` (compacted, ``transaction.state.log.num.partitions``) at the
 coordinator's first use, leads every partition and loads them all. In a cluster the topic's creation and the
 coordinator's loading on leadership changes are not wired yet: the coordinator there owns no partition and
-answers NOT_COORDINATOR. Markers: written in-process through ``ReplicaManager.write_txn_markers`` (the log side's
-method) when the broker has it; until then a marker is logged and skipped (read_committed is the log side's).
+answers NOT_COORDINATOR. Markers: written in-process through ``ReplicaManager.write_txn_markers`` (acks=all), retried every
+``MARKER_RETRY_S`` until each partition has it or is gone. The last stable offset and read_committed fetches are
+not built yet: consumers see aborted records.
 
 Event-loop thread only.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -20,6 +22,8 @@ from samsa.protocol.errors import ErrorCode
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 from samsa.transaction.log_format import TRANSACTION_STATE_TOPIC
 
+from .replica_manager import TxnMarkerEntry
+
 if TYPE_CHECKING:
     from samsa.storage.log_manager import LogManager
     from samsa.transaction.state import TopicPartitionKey
@@ -27,6 +31,8 @@ if TYPE_CHECKING:
     from .replica_manager import ReplicaManager
 
 _log = logging.getLogger(__name__)
+
+MARKER_RETRY_S = 0.1
 
 
 class ReplicaTransactionStateLog:
@@ -88,15 +94,21 @@ class LocalMarkerSender:
     ) -> None:
         if any(topic == CONSUMER_OFFSETS_TOPIC for topic, _ in partitions):
             self._offsets_marker(producer_id, commit)
-        write = getattr(self._replicas, "write_txn_markers", None)
-        if write is None:
-            _log.warning(
-                "transaction markers (%s) for producer %d epoch %d on %d partitions not written: this broker "
-                "has no marker writer yet",
-                "commit" if commit else "abort",
-                producer_id,
-                producer_epoch,
-                len(partitions),
+        pending = tuple(TopicPartition(topic, partition) for topic, partition in partitions)
+        while pending:
+            entry = TxnMarkerEntry(producer_id, producer_epoch, commit, coordinator_epoch, pending)
+            answers = await self._replicas.write_txn_markers([entry])
+            # written, or the partition was deleted meanwhile (done, as Kafka counts it); the rest again
+            pending = tuple(
+                tp
+                for tp in pending
+                if answers.get((producer_id, tp))
+                not in (ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             )
-            return
-        await write(producer_id, producer_epoch, commit, coordinator_epoch, partitions)
+            if pending:
+                _log.info(
+                    "transaction markers for producer %d on %s not written yet: retrying",
+                    producer_id,
+                    ", ".join(map(str, pending)),
+                )
+                await asyncio.sleep(MARKER_RETRY_S)

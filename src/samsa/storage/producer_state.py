@@ -229,6 +229,14 @@ class ProducerStateManager:
         updated: dict[int, tuple[int, int, bool]] = {}  # pid -> (epoch, last seq, has batches) in this append
         for batch, pid in _with_producer_id(batches):
             epoch = batch.producer_epoch
+            if (
+                batch.is_control
+            ):  # a transaction marker (WriteTxnMarkers): no sequence; a stale epoch is fenced
+                known = self.producers.get(pid)
+                if known is not None and epoch < known.producer_epoch:
+                    raise InvalidProducerEpochError(pid, epoch, known.producer_epoch)
+                pending.append(PendingBatch(batch, pid, epoch, NO_SEQUENCE, 0))
+                continue
             first_seq = batch.base_sequence
             if first_seq < 0:
                 raise InvalidSequenceError(pid, first_seq)
@@ -262,6 +270,12 @@ class ProducerStateManager:
             entry = self.producers.get(item.producer_id)
             if entry is None:
                 entry = self.producers[item.producer_id] = ProducerStateEntry(item.producer_id)
+            if batch.is_control:  # a marker ends the producer's open transaction
+                entry.maybe_update_epoch(item.epoch)
+                entry.current_txn_first_offset = -1
+                continue
+            if batch.is_transactional and entry.current_txn_first_offset < 0:
+                entry.current_txn_first_offset = batch.base_offset
             entry.add_batch(
                 item.epoch,
                 BatchMetadata(item.last_seq, batch.last_offset, item.offset_delta, batch.max_timestamp),
@@ -281,6 +295,8 @@ class ProducerStateManager:
                 entry.maybe_update_epoch(epoch)
                 entry.current_txn_first_offset = -1
                 continue
+            if batch.is_transactional and entry.current_txn_first_offset < 0:
+                entry.current_txn_first_offset = batch.base_offset
             delta = batch.last_offset_delta
             entry.add_batch(
                 epoch, BatchMetadata(batch.last_sequence, batch.last_offset, delta, batch.max_timestamp)

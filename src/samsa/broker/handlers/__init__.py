@@ -74,6 +74,7 @@ HANDLERS: dict[int, Handler] = {
         _served(ApiKey.TXN_OFFSET_COMMIT, "txn_offset_commit", 0, 4),
         _served(ApiKey.DESCRIBE_TRANSACTIONS, "describe_transactions", 0, 0),
         _served(ApiKey.LIST_TRANSACTIONS, "list_transactions", 0, 1),
+        _served(ApiKey.WRITE_TXN_MARKERS, "write_txn_markers", 0, 1),  # from transaction coordinators
         _served(ApiKey.OFFSET_FOR_LEADER_EPOCH, "offset_for_leader_epoch", 0, 4),
         _served(ApiKey.DESCRIBE_CONFIGS, "describe_configs", 0, 4),
         _served(ApiKey.ALTER_CONFIGS, "alter_configs", 0, 2),
