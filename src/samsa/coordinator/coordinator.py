@@ -482,6 +482,14 @@ class GroupCoordinator:
         error = group.validate_commit(member_id, generation_id, group_instance_id)
         if error is not ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
+        results, accepted = self._acceptable(offsets)
+        results.update(await self._commit_replicated(group, member_id, accepted))
+        return results
+
+    def _acceptable(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetAndMetadata]]:
+        """Kafka's per-partition checks of committed offsets: (the refused ones' errors, the accepted ones)."""
         results: dict[TopicPartition, ErrorCode] = {}
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
         limit = self.config.group.offset_metadata_max_bytes
@@ -492,8 +500,7 @@ class GroupCoordinator:
                 results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 accepted[tp] = committed
-        results.update(await self._commit_replicated(group, member_id, accepted))
-        return results
+        return results, accepted
 
     async def _commit_replicated(
         self, group: Group, member_id: str, accepted: Mapping[TopicPartition, OffsetAndMetadata]
@@ -531,16 +538,7 @@ class GroupCoordinator:
             error = group.validate_commit(member_id, generation_id, group_instance_id)
             if error is not ErrorCode.NONE:
                 return dict.fromkeys(offsets, error)
-        results: dict[TopicPartition, ErrorCode] = {}
-        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
-        limit = self.config.group.offset_metadata_max_bytes
-        for tp, committed in offsets.items():
-            if not self.offsets_log.is_hosted(tp) or tp.topic == CONSUMER_OFFSETS_TOPIC:
-                results[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif len(committed.metadata.encode()) > limit:
-                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                accepted[tp] = committed
+        results, accepted = self._acceptable(offsets)
         records = [
             (offsets_topic.offset_commit_key(group_id, tp), offsets_topic.offset_commit_value(committed))
             for tp, committed in accepted.items()
