@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from tests.clients.harness import BrokerProcess
 
+import samsa
 from samsa.cli.app import cli
 from samsa.client import KafkaClient, SyncClient
 from samsa.records import Record, build_batch
@@ -267,3 +268,22 @@ def test_connection_limits_change_while_the_broker_runs(tmp_path: Path) -> None:
         assert not refused_beyond(4)
     finally:
         broker.stop()
+
+
+def test_cleaner_tuning_changes_while_the_broker_runs(tmp_path: Path) -> None:
+    """log.cleaner.* tuning altered for every broker reaches the running cleaner; deleting it restores
+    server.properties' value."""
+    with samsa.Broker(tmp_path, config={"log.cleaner.backoff.ms": "15000"}) as broker:
+        cleaner = broker.core.log_manager.cleaner
+        assert cleaner.config.backoff_ms == 15000
+        alter = ["configs", "--bootstrap-server", broker.bootstrap_servers, "--entity-type", "brokers"]
+        result = CliRunner().invoke(
+            cli, [*alter, "--entity-default", "--alter", "--add-config", "log.cleaner.backoff.ms=500"]
+        )
+        assert result.exit_code == 0, result.output
+        assert cleaner.config.backoff_ms == 500
+        result = CliRunner().invoke(
+            cli, [*alter, "--entity-default", "--alter", "--delete-config", "log.cleaner.backoff.ms"]
+        )
+        assert result.exit_code == 0, result.output
+        assert cleaner.config.backoff_ms == 15000

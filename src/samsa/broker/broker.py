@@ -112,6 +112,7 @@ class KafkaServer:
             authorizer=_create_authorizer(config, clock),
         )
         dynamic_config.listeners.append(self._apply_connection_limits)
+        dynamic_config.listeners.append(self._apply_cleaner_config)
         self.dispatcher = RequestDispatcher(self.services)
         self._servers: list[Server] = []
         self._metrics_server: MetricsServer | None = None
@@ -198,6 +199,10 @@ class KafkaServer:
         host = self.config.listener_addresses[0][1]
         bound = await self._metrics_server.start(host, int(self.config.get("metrics.prometheus.port")))
         log.info("metrics for Prometheus at http://%s:%d/metrics", *bound)
+
+    def _apply_cleaner_config(self, config: KafkaConfig) -> None:
+        """Take the cleaner settings of the config with its dynamic values (the next cleaning pass reads them)."""
+        self.log_manager.cleaner.config = cleaner_config(config)
 
     def _apply_connection_limits(self, config: KafkaConfig) -> None:
         """Take the connection limits of the config with its dynamic values (new connections meet them; open
@@ -386,12 +391,17 @@ def _log_manager(config: KafkaConfig, clock: Clock, cluster_id: str) -> LogManag
             config.get("replica.high.watermark.checkpoint.interval.ms")
         ),
         flush_scheduler_interval_ms=int(config.get("log.flush.scheduler.interval.ms")),
-        cleaner_config=CleanerConfig(
-            enable=bool(config.get("log.cleaner.enable")) and int(config.get("log.cleaner.threads")) > 0,
-            backoff_ms=int(config.get("log.cleaner.backoff.ms")),
-            dedupe_buffer_size=int(config.get("log.cleaner.dedupe.buffer.size")),
-            io_buffer_load_factor=float(config.get("log.cleaner.io.buffer.load.factor")),
-        ),
+        cleaner_config=cleaner_config(config),
+    )
+
+
+def cleaner_config(config: KafkaConfig) -> CleanerConfig:
+    """The cleaner's settings of a config (``log.cleaner.*``; dynamic ones applied again on a change)."""
+    return CleanerConfig(
+        enable=bool(config.get("log.cleaner.enable")) and int(config.get("log.cleaner.threads")) > 0,
+        backoff_ms=int(config.get("log.cleaner.backoff.ms")),
+        dedupe_buffer_size=int(config.get("log.cleaner.dedupe.buffer.size")),
+        io_buffer_load_factor=float(config.get("log.cleaner.io.buffer.load.factor")),
     )
 
 

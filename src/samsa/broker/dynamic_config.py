@@ -4,7 +4,8 @@ for one broker (``--entity-name <id>``) or every broker (``--entity-default``).
 Which keys: the topic defaults (every ``log.*`` key a topic config defaults to, ``log.retention.*``,
 ``log.roll.*``, ``message.max.bytes``, ``min.insync.replicas``, ``compression.type``,
 ``unclean.leader.election.enable``; Kafka's ``DynamicLogConfig``), the connection limits (``max.connections``,
-``max.connections.per.ip`` and its overrides) and the replication throttle rates
+``max.connections.per.ip`` and its overrides), the log cleaner's tuning (``log.cleaner.threads``, ``.backoff.ms``,
+``.dedupe.buffer.size``, ``.io.buffer.load.factor``) and the replication throttle rates
 (:mod:`samsa.cluster.replication_quota`). Every other broker key is read-only, as in Kafka (a restart with a new
 ``server.properties`` changes it).
 
@@ -59,7 +60,12 @@ DYNAMIC_CONNECTION_KEYS = frozenset(
     {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"}
 )
 """The connection limits, changeable while the broker runs (new connections meet the new limits)."""
-DYNAMIC_KEYS = DYNAMIC_LOG_KEYS | DYNAMIC_CONNECTION_KEYS | DYNAMIC_BROKER_CONFIGS
+DYNAMIC_CLEANER_KEYS = frozenset(
+    {"log.cleaner.threads", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+     "log.cleaner.io.buffer.load.factor"}
+)  # fmt: skip
+"""The log cleaner's tuning, changeable while the broker runs (the next cleaning pass reads it)."""
+DYNAMIC_KEYS = DYNAMIC_LOG_KEYS | DYNAMIC_CONNECTION_KEYS | DYNAMIC_CLEANER_KEYS | DYNAMIC_BROKER_CONFIGS
 
 
 class DynamicBrokerConfig:
