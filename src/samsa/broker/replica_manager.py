@@ -70,10 +70,17 @@ from .purgatory import Purgatory
 if TYPE_CHECKING:  # start-up time: samsa.storage.log is loaded with the first log
     from samsa.records.batch_view import V2Header
     from samsa.storage import FetchIsolation, FileSlice, Log
+    from samsa.storage.txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
 NO_LEADER_EPOCH = -1
+
+
+def _txn_committed() -> FetchIsolation:
+    from samsa.storage import FetchIsolation  # loaded with the first log, before any read
+
+    return FetchIsolation.TXN_COMMITTED
 
 
 @dataclass(slots=True)
@@ -191,6 +198,7 @@ class FetchResult:
     log_start_offset: int = -1
     records: FileSlice | None = None
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower that must truncate
+    aborted_transactions: list[AbortedTxn] | None = None  # read_committed: the aborts the records overlap
 
 
 @dataclass(frozen=True, slots=True)
@@ -636,8 +644,22 @@ class ReplicaManager:
             log.warning("read of %s failed: %s", request.tp, exc)
             return FetchResult(ErrorCode.KAFKA_STORAGE_ERROR)
         records = info.records if info.records.size > 0 else None
+        lso = plog.last_stable_offset
+        aborted = None
+        if records is not None and isolation is _txn_committed():
+            upper = plog.fetch_upper_bound(request.fetch_offset, lso)
+            try:
+                aborted = plog.collect_aborted_transactions(request.fetch_offset, upper)
+            except StorageError as exc:
+                log.warning("reading the aborted transactions of %s failed: %s", request.tp, exc)
+                return FetchResult(ErrorCode.KAFKA_STORAGE_ERROR)
         return FetchResult(
-            ErrorCode.NONE, plog.high_watermark, plog.high_watermark, plog.log_start_offset, records
+            ErrorCode.NONE,
+            plog.high_watermark,
+            lso,
+            plog.log_start_offset,
+            records,
+            aborted_transactions=aborted,
         )
 
     def _diverging(self, plog: Log, request: FetchRequestPartition) -> FetchResult | None:
@@ -851,14 +873,16 @@ class ReplicaManager:
         plog = partition.log
         if plog.offline_error is not None:
             return ListOffsetResult(ErrorCode.KAFKA_STORAGE_ERROR)
-        if timestamp == -1:  # LATEST: what a consumer may read up to
-            return ListOffsetResult(ErrorCode.NONE, -1, plog.high_watermark, partition.leader_epoch)
+        # what a consumer may read up to: the LSO for read_committed, else the HW
+        fetchable = plog.last_stable_offset if isolation is _txn_committed() else plog.high_watermark
+        if timestamp == -1:  # LATEST
+            return ListOffsetResult(ErrorCode.NONE, -1, fetchable, partition.leader_epoch)
         try:
             found = plog.fetch_offset_by_timestamp(timestamp)
         except StorageError as exc:
             log.warning("offset lookup in %s failed: %s", tp, exc)
             return ListOffsetResult(ErrorCode.KAFKA_STORAGE_ERROR)
-        if found is None or (found.offset >= plog.high_watermark and timestamp >= 0):
+        if found is None or (found.offset >= fetchable and timestamp >= 0):
             return ListOffsetResult(ErrorCode.NONE, -1, -1, NO_LEADER_EPOCH)
         epoch = found.leader_epoch if found.leader_epoch is not None else NO_LEADER_EPOCH
         return ListOffsetResult(ErrorCode.NONE, found.timestamp, found.offset, epoch)

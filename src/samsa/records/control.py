@@ -14,9 +14,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from .errors import InvalidRecordError
 from .record import Record
+
+if TYPE_CHECKING:
+    from .batch_view import BatchView
 
 CONTROL_KEY_VERSION = 0
 END_TXN_MARKER_VERSION = 0
@@ -112,3 +116,17 @@ def parse_control_record(record: Record) -> ControlRecord:
     if control_type in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
         marker = EndTransactionMarker.parse(control_type, record.value)
     return ControlRecord(record.offset, record.timestamp, version, control_type, marker)
+
+
+def batch_control_type(batch: BatchView) -> ControlRecordType:
+    """What a control batch is, by the key of its record (COMMIT or ABORT for a transaction marker); UNKNOWN when
+    it holds no readable record (clients skip those too)."""
+    from .errors import RecordsError
+    from .iterate import iter_records
+
+    try:
+        for record in iter_records(batch, verify_crc=False):
+            return parse_control_key(record.key)[1]
+    except RecordsError:
+        pass
+    return ControlRecordType.UNKNOWN

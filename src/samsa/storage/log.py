@@ -6,6 +6,7 @@ Offsets kept (Kafka's names):
     log_start_offset   first offset clients may read (raised by retention and DeleteRecords; <= HW)
     log_end_offset     LEO, the offset the next record gets
     high_watermark     HW, in [log_start_offset, LEO]; reads bounded by it are what consumers see
+    last_stable_offset LSO, <= HW: the first offset of the oldest transaction not yet stable (read_committed)
     recovery_point     first offset not known to be fsynced; an unclean restart recovers from its segment
 
 API, for the layers above (LogManager, ReplicaManager, tools):
@@ -14,6 +15,7 @@ API, for the layers above (LogManager, ReplicaManager, tools):
     append_as_leader(records, leader_epoch=0) -> LogAppendInfo      offsets assigned in place, one write
     append_as_follower(records) -> LogAppendInfo                    offsets kept, must start at >= LEO
     read(start_offset, max_length, isolation=HIGH_WATERMARK, min_one_message=False) -> FetchDataInfo
+    collect_aborted_transactions(start_offset, upper_bound) -> list[AbortedTxn]     from the ``.txnindex`` files
     fetch_offset_by_timestamp(timestamp) -> TimestampAndOffset | None   -1 latest, -2 earliest, -3 max, -4, -5
     update_high_watermark(hw), maybe_increment_high_watermark(hw), maybe_increment_log_start_offset(offset)
     roll(expected_next_offset=None), delete_old_segments(now=None) -> int, delete_pending_segments(now=None)
@@ -50,6 +52,11 @@ Follower appends record without checks. A roll writes ``<new base>.snapshot`` an
 ``open`` rebuilds the state from the latest snapshot plus the batches after it; truncation rebuilds it the same
 way; a segment deleted by retention or truncation takes the snapshot named by its base offset with it.
 Producers silent for ``producer.id.expiration.ms`` are forgotten by ``delete_old_segments``.
+
+Transactions: the producer state tracks each producer's open transaction and the first unstable offset (its doc);
+the LSO is that, bounded by the HW and at least the log start. An ABORT marker's append records the aborted
+transaction in the active segment's ``.txnindex``; a read_committed read stops at the LSO, and
+``collect_aborted_transactions`` answers which aborted transactions the records read overlap.
 
 I/O failures: every public method (and ``open``) raises ``KafkaStorageError`` (an OSError too) for an OSError
 underneath, naming the directory. Appends are all or nothing: a write, index entry, leader-epoch checkpoint or
@@ -107,7 +114,7 @@ from .errors import (
 from .file_slice import FetchDataInfo, LogOffsetMetadata
 from .leader_epoch import LeaderEpochFileCache
 from .log_loader import LoadReport, load, rebuild_producer_state
-from .producer_state import ProducerStateManager
+from .producer_state import CompletedTxn, ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -117,6 +124,7 @@ from .segment import (
     remove_segment_files,
 )
 from .segments import LogSegments
+from .txn_index import AbortedTxn
 
 _log = logging.getLogger(__name__)
 
@@ -133,7 +141,7 @@ LATEST_TIERED_TIMESTAMP = -5
 
 
 class FetchIsolation(enum.Enum):
-    """How far a read may go: LEO (replicas), the HW (read_uncommitted), the LSO (read_committed; = HW here)."""
+    """How far a read may go: LEO (replicas), the HW (read_uncommitted), the LSO (read_committed)."""
 
     LOG_END = "log_end"
     HIGH_WATERMARK = "high_watermark"
@@ -341,7 +349,12 @@ class Log:
     def high_watermark(self) -> int:
         return self._high_watermark
 
-    last_stable_offset = high_watermark  # no transaction tracking here: the LSO is the HW
+    @property
+    def last_stable_offset(self) -> int:
+        unstable = self.producer_state.first_unstable_offset
+        if unstable is None or unstable >= self._high_watermark:
+            return self._high_watermark
+        return max(unstable, self._log_start_offset)
 
     @property
     def recovery_point(self) -> int:
@@ -381,6 +394,7 @@ class Log:
         clamped = min(max(high_watermark, self._log_start_offset), self._log_end_offset)
         self._high_watermark = clamped
         self._hw_metadata = None
+        self.producer_state.on_high_watermark_updated(clamped)
         return clamped
 
     def maybe_increment_high_watermark(self, high_watermark: int) -> bool:
@@ -430,6 +444,7 @@ class Log:
                 exc,
             )
         self._log_start_offset = offset
+        self.producer_state.on_log_start_offset_incremented(offset)
         if self._high_watermark < offset:
             self.update_high_watermark(offset)
         if self._recovery_point < offset:
@@ -494,7 +509,9 @@ class Log:
                     )  # before the data: harmless if it fails
             self._append(view, info)
             if pending is not None:
-                producers.complete_append(pending, last + 1)
+                completed = producers.complete_append(pending, last + 1)
+                if completed:
+                    self._complete_transactions(completed)
         except OSError as exc:
             failure = _storage_failure(self, exc)
             if failure is exc:
@@ -543,7 +560,9 @@ class Log:
                 leader_epoch, first_offset
             )  # before the data: harmless if it fails
         self._append(view[:valid_bytes], info)
-        producers.complete_append(pending, next_offset)
+        completed = producers.complete_append(pending, next_offset)
+        if completed:
+            self._complete_transactions(completed)
         return info
 
     def _check_leader_batches(self, batches: list[BatchView], valid_bytes: int) -> None:
@@ -619,7 +638,9 @@ class Log:
             if batch.magic >= 2:
                 self.leader_epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
         self._append(view[:valid_bytes], info)
-        self.producer_state.load_batches(batches, self._log_end_offset)
+        completed = self.producer_state.load_batches(batches, self._log_end_offset)
+        if completed:
+            self._complete_transactions(completed)
         return info
 
     def _analyze(
@@ -672,6 +693,23 @@ class Log:
     def _check_segment_size(self, size: int) -> None:
         if size > self.config.segment_bytes:
             raise RecordBatchTooLargeError(size, self.config.segment_bytes)
+
+    def _complete_transactions(self, completed: list[CompletedTxn]) -> None:
+        """Record each aborted transaction in the active segment's ``.txnindex`` (the one its marker is in). The
+        marker is in the log already: an index entry that cannot be written is said, and the segment's index is
+        rebuilt by the next recovery."""
+        index = self.segments.active_segment.txn_index
+        for txn in completed:
+            if not txn.is_aborted:
+                continue
+            try:
+                index.append(
+                    AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset)
+                )
+            except (OSError, ValueError) as exc:
+                _log.warning(
+                    "%s: could not record the aborted transaction %s in %s: %s", self, txn, index.path, exc
+                )
 
     def _empty_append_info(self) -> LogAppendInfo:
         return LogAppendInfo(
@@ -780,9 +818,36 @@ class Log:
             raise OffsetOutOfRangeError(start_offset, self._log_start_offset, self._log_end_offset)
         if isolation is FetchIsolation.LOG_END:
             bound = self.log_end_offset_metadata
+        elif isolation is FetchIsolation.TXN_COMMITTED:
+            lso = self.last_stable_offset
+            bound = (
+                self.high_watermark_metadata() if lso == self._high_watermark else self.offset_metadata(lso)
+            )
         else:
             bound = self.high_watermark_metadata()
         return self._read(start_offset, max_length, bound, min_one_message)
+
+    @_io_boundary
+    def collect_aborted_transactions(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed reader of [start_offset, upper_bound) must know: from the
+        ``.txnindex`` of the segment holding ``start_offset`` and those after it, until one says no later segment
+        can hold more (Kafka's ``collectAbortedTransactions``)."""
+        segment = self.segments.floor_segment(start_offset) or self.segments.first_segment()
+        found: list[AbortedTxn] = []
+        while segment is not None:
+            txns, complete = segment.txn_index.collect(start_offset, upper_bound)
+            found.extend(txns)
+            if complete:
+                break
+            segment = self.segments.higher_segment(segment.base_offset)
+        return found
+
+    def fetch_upper_bound(self, fetch_offset: int, stable: int) -> int:
+        """The offset a read from ``fetch_offset`` cannot pass: the next segment's base (a read stays in one
+        segment) or ``stable``, whichever is lower."""
+        segment = self.segments.floor_segment(fetch_offset)
+        following = self.segments.higher_segment(segment.base_offset) if segment is not None else None
+        return stable if following is None else min(stable, following.base_offset)
 
     def _read(
         self, start_offset: int, max_length: int, bound: LogOffsetMetadata, min_one_message: bool

@@ -75,6 +75,7 @@ from .segment import (
 )
 from .segment import offset_from_file_name as _offset_of
 from .segments import LogSegments
+from .txn_index import AbortedTxn
 
 if TYPE_CHECKING:
     from samsa.records.batch_view import BatchView
@@ -95,6 +96,12 @@ class LoadReport:
     cut_held_to: int = -1
     """The offset after the valid batches found in bytes recovery cut (``LogSegment.cut_claims``), -1 when
     none."""
+    txn_rebuild_from: int = -1
+    """The base offset of the first segment whose ``.txnindex`` is rebuilt (recovered or damaged), -1: none."""
+
+    def rebuild_txn_index_from(self, base_offset: int) -> None:
+        if self.txn_rebuild_from < 0 or base_offset < self.txn_rebuild_from:
+            self.txn_rebuild_from = base_offset
 
     def add(self, other: LoadReport) -> None:
         """Count ``other`` in (a log directory's summary of its partitions)."""
@@ -201,6 +208,10 @@ def load_segment_files(
             segment.sanity_check(time_index_missing)
         except FileNotFoundError:
             _recover(segment, epochs, report, "its .index is missing")
+        damage = segment.txn_index.check() if segment.txn_index.path.exists() else None
+        if damage is not None:
+            _log.warning("%s cannot be trusted (%s): rebuilt from the log", segment.txn_index.path, damage)
+            report.rebuild_txn_index_from(base)
         segments.add(segment)
     return segments
 
@@ -211,6 +222,7 @@ def _recover(segment: LogSegment, epochs: LeaderEpochFileCache | None, report: L
     truncated = segment.recover(epochs)
     report.segments_recovered += 1
     report.bytes_truncated += truncated
+    report.rebuild_txn_index_from(segment.base_offset)
     _count_cut(segment, report)
     if truncated:
         _log.warning(
@@ -261,6 +273,7 @@ def recover_segments(
             truncated = segment.truncate_fully()
         report.segments_recovered += 1
         report.bytes_truncated += truncated
+        report.rebuild_txn_index_from(segment.base_offset)
         _count_cut(segment, report)
         if truncated > 0:
             _log.warning(
@@ -372,6 +385,8 @@ def load(
     rebuild_producer_state(
         producer_state, segments, start, log_end_offset, clock.milliseconds(), had_clean_shutdown
     )
+    if report.txn_rebuild_from >= 0 and report.txn_rebuild_from in segments.base_offsets():
+        rebuild_txn_indexes(directory, segments, report.txn_rebuild_from, start)
     return LoadedLog(
         segments,
         log_end_offset,
@@ -617,6 +632,55 @@ def rebuild_producer_state(
             state.load_batches(b for _, b in segment.log.batches(position) if b.base_offset < last_offset)
     state.map_end_offset = last_offset
     _snapshot(state)
+
+
+def rebuild_txn_indexes(
+    directory: Path, segments: LogSegments, from_base: int, log_start_offset: int
+) -> None:
+    """Rebuild the ``.txnindex`` of the segment at ``from_base`` and of every later one from their batches. The
+    transactions open at ``from_base`` come from the producer snapshot named by it (written when that segment was
+    rolled in), else from replaying the log from its start."""
+    open_txns: dict[int, int] = {}
+    replay_from = from_base
+    try:
+        open_txns = {
+            e.producer_id: e.current_txn_first_offset
+            for e in read_snapshot(snapshot_file(directory, from_base))
+            if e.current_txn_first_offset >= 0
+        }
+    except (CorruptSnapshotError, OSError):
+        replay_from = log_start_offset
+    for segment in segments.values(replay_from):
+        try:
+            aborted = _replay_transactions(segment, open_txns)
+            if segment.base_offset >= from_base:
+                segment.txn_index.rewrite(aborted)
+        except (CorruptRecordError, OSError) as exc:
+            _log.warning("could not rebuild %s (%s): removed", segment.txn_index.path, exc)
+            segment.txn_index.delete()
+
+
+def _replay_transactions(segment: LogSegment, open_txns: dict[int, int]) -> list[AbortedTxn]:
+    """Follow the transactions of ``segment``'s batches (``open_txns``: producer id -> first offset, updated);
+    returns the aborts its markers wrote, as the segment's ``.txnindex`` holds them."""
+    from samsa.records.control import ControlRecordType, batch_control_type
+
+    aborted: list[AbortedTxn] = []
+    for position, header in segment.log.headers():
+        if header.magic < 2 or header.producer_id < 0 or not header.is_transactional:
+            continue
+        pid = header.producer_id
+        if not header.is_control:
+            open_txns.setdefault(pid, header.base_offset)
+            continue
+        kind = batch_control_type(segment.log.batch_at(position))
+        if kind not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+            continue
+        marker = header.base_offset
+        first = open_txns.pop(pid, marker)
+        if kind is ControlRecordType.ABORT:
+            aborted.append(AbortedTxn(pid, first, marker, min(open_txns.values(), default=marker + 1)))
+    return aborted
 
 
 def _snapshot(state: ProducerStateManager) -> None:

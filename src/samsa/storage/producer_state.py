@@ -32,6 +32,14 @@ big-endian:
                     int32 offsetDelta (lastSequence - firstSequence of the last batch), int64 timestamp,
                     int32 coordinatorEpoch, int64 currentTxnFirstOffset (-1 = none)
 
+Transactions: a transactional batch of a producer with no open transaction opens one at its base offset; a
+control batch (COMMIT or ABORT marker) ends it, as a ``CompletedTxn`` whose last offset is the marker's (a marker
+with nothing open ends an empty transaction at its own offset, as Kafka's). The *first unstable offset* is the
+smallest first offset of an open transaction, or of a completed one whose marker the high watermark has not yet
+passed (``on_high_watermark_updated``); the log's last stable offset is it, bounded by the high watermark. Each
+completed transaction carries the LSO its abort leaves (the first offset of the next open transaction of another
+producer, else the marker's offset + 1): what the segment's ``.txnindex`` records for an abort.
+
 A snapshot keeps only each producer's last batch, so after a restart a retry of that batch is still recognised;
 the batches written after the snapshot are replayed from the log, which restores up to 5 again. A snapshot whose
 size, version or CRC is wrong is deleted and the next older one is used. Producers whose last timestamp is older
@@ -170,6 +178,18 @@ class ProducerStateEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker ended: the producer, its first offset here, the marker's offset, whether it was
+    aborted, and the partition's LSO once it completed (module doc)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+    last_stable_offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class PendingBatch:
     """A validated batch of an append, applied to the state once its offsets are assigned."""
 
@@ -193,6 +213,63 @@ class ProducerStateManager:
         self.map_end_offset = 0
         self._snapshots = self._list_snapshots()
         self._last_snap_offset = 0
+        self._ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        self._unreplicated: dict[
+            int, int
+        ] = {}  # first offset -> marker offset, until the HW passes the marker
+
+    # --- transactions --------------------------------------------------------------------------------------
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the oldest transaction not yet stable (open, or its marker above the HW)."""
+        if not self._ongoing and not self._unreplicated:
+            return None
+        return min(*self._ongoing.values(), *self._unreplicated, 2**63 - 1)
+
+    @property
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of each open transaction (a copy)."""
+        return dict(self._ongoing)
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Completed transactions whose marker is now below the HW are stable."""
+        if self._unreplicated:
+            self._unreplicated = {f: last for f, last in self._unreplicated.items() if last >= high_watermark}
+
+    def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
+        if self._unreplicated:
+            self._unreplicated = {
+                f: last for f, last in self._unreplicated.items() if last >= log_start_offset
+            }
+
+    def _begin_txn(self, entry: ProducerStateEntry, first_offset: int) -> None:
+        entry.current_txn_first_offset = first_offset
+        self._ongoing[entry.producer_id] = first_offset
+
+    def _end_txn(self, entry: ProducerStateEntry, marker: BatchView) -> CompletedTxn | None:
+        """A marker ends the producer's transaction (an empty one at the marker when none is open); None for a
+        control batch that is not a transaction marker."""
+        from samsa.records.control import ControlRecordType, batch_control_type
+
+        control_type = batch_control_type(marker)
+        if control_type not in (ControlRecordType.COMMIT, ControlRecordType.ABORT):
+            return None
+        offset = marker.base_offset
+        first = entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else offset
+        entry.current_txn_first_offset = -1
+        self._ongoing.pop(entry.producer_id, None)
+        lso = min(self._ongoing.values(), default=offset + 1)
+        self._unreplicated[first] = offset
+        return CompletedTxn(entry.producer_id, first, offset, control_type is ControlRecordType.ABORT, lso)
+
+    def _reset_transactions(self) -> None:
+        self._unreplicated.clear()
+        self._ongoing = {
+            pid: e.current_txn_first_offset
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset >= 0
+        }
 
     # --- queries -------------------------------------------------------------------------------------------
 
@@ -263,8 +340,10 @@ class ProducerStateManager:
             pending.append(PendingBatch(batch, pid, epoch, batch_last_seq, batch.last_offset_delta))
         return pending
 
-    def complete_append(self, pending: Iterable[PendingBatch], next_offset: int) -> None:
-        """Record validated batches (their offsets now assigned in place) and move the map end offset."""
+    def complete_append(self, pending: Iterable[PendingBatch], next_offset: int) -> list[CompletedTxn]:
+        """Record validated batches (their offsets now assigned in place) and move the map end offset; returns
+        the transactions their markers ended."""
+        completed: list[CompletedTxn] = []
         for item in pending:
             batch = item.batch
             entry = self.producers.get(item.producer_id)
@@ -272,20 +351,27 @@ class ProducerStateManager:
                 entry = self.producers[item.producer_id] = ProducerStateEntry(item.producer_id)
             if batch.is_control:  # a marker ends the producer's open transaction
                 entry.maybe_update_epoch(item.epoch)
-                entry.current_txn_first_offset = -1
+                txn = self._end_txn(entry, batch)
+                if txn is not None:
+                    completed.append(txn)
                 continue
             if batch.is_transactional and entry.current_txn_first_offset < 0:
-                entry.current_txn_first_offset = batch.base_offset
+                self._begin_txn(entry, batch.base_offset)
             entry.add_batch(
                 item.epoch,
                 BatchMetadata(item.last_seq, batch.last_offset, item.offset_delta, batch.max_timestamp),
             )
         self.map_end_offset = next_offset
+        return completed
 
     # --- replication and replay ----------------------------------------------------------------------------
 
-    def load_batches(self, batches: Iterable[BatchView], next_offset: int | None = None) -> None:
-        """Apply batches already in the log (follower appends, replay at load) without validation."""
+    def load_batches(
+        self, batches: Iterable[BatchView], next_offset: int | None = None
+    ) -> list[CompletedTxn]:
+        """Apply batches already in the log (follower appends, replay at load) without validation; returns the
+        transactions their markers ended."""
+        completed: list[CompletedTxn] = []
         for batch, pid in _with_producer_id(batches):
             entry = self.producers.get(pid)
             if entry is None:
@@ -293,16 +379,19 @@ class ProducerStateManager:
             epoch = batch.producer_epoch
             if batch.is_control:
                 entry.maybe_update_epoch(epoch)
-                entry.current_txn_first_offset = -1
+                txn = self._end_txn(entry, batch)
+                if txn is not None:
+                    completed.append(txn)
                 continue
             if batch.is_transactional and entry.current_txn_first_offset < 0:
-                entry.current_txn_first_offset = batch.base_offset
+                self._begin_txn(entry, batch.base_offset)
             delta = batch.last_offset_delta
             entry.add_batch(
                 epoch, BatchMetadata(batch.last_sequence, batch.last_offset, delta, batch.max_timestamp)
             )
         if next_offset is not None:
             self.map_end_offset = next_offset
+        return completed
 
     # --- expiry --------------------------------------------------------------------------------------------
 
@@ -371,6 +460,8 @@ class ProducerStateManager:
             self._last_snap_offset = self._snapshots[-1] if self._snapshots else log_start_offset
             return
         self.producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         while self._snapshots:
             offset = self._snapshots[-1]
             path = snapshot_file(self.directory, offset)
@@ -383,6 +474,7 @@ class ProducerStateManager:
             for entry in entries:
                 if not self._is_expired(now, entry):
                     self.producers[entry.producer_id] = entry
+            self._reset_transactions()
             self.map_end_offset = self._last_snap_offset = offset
             return
         self.map_end_offset = self._last_snap_offset = log_start_offset
@@ -390,6 +482,8 @@ class ProducerStateManager:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Forget every producer and snapshot: the log starts again, empty, at ``offset``."""
         self.producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         for snapshot in list(self._snapshots):
             self.delete_snapshot(snapshot)
         self.map_end_offset = self._last_snap_offset = offset

@@ -1,10 +1,11 @@
-"""``LogSegment``: one ``.log`` file with its ``.index`` and ``.timeindex``, named by the segment's base offset.
+"""``LogSegment``: one ``.log`` file with its ``.index``, ``.timeindex`` and ``.txnindex``, named by its base offset.
 
 Files (20-digit zero-padded base offset, e.g. ``00000000000000368769``):
 
     <base>.log        record batches, back to back (``FileRecords``; layouts in ``samsa.records.batch_view``)
     <base>.index      8-byte entries (int32 offset - base, int32 position)      (``OffsetIndex``)
     <base>.timeindex  12-byte entries (int64 timestamp, int32 offset - base)    (``TimeIndex``)
+    <base>.txnindex   34-byte aborted transactions, only once there is one      (``TransactionIndex``)
 
 A segment being deleted, cleaned or swapped carries a suffix after that (``.deleted``, ``.cleaned``, ``.swap``).
 
@@ -42,6 +43,7 @@ from .errors import LogSegmentOffsetOverflowError
 from .file_records import FileRecords
 from .file_slice import FetchDataInfo, FileSlice, LogOffsetMetadata
 from .index import OffsetIndex, TimeIndex, TimestampOffset
+from .txn_index import TransactionIndex
 
 _log = logging.getLogger(__name__)
 
@@ -81,7 +83,7 @@ def segment_file(directory: Path, base_offset: int, suffix: str, extra: str = ""
 def remove_segment_files(directory: Path, base_offset: int, extra: str = "") -> None:
     """Remove what a segment at ``base_offset`` would open (its .log, .index and .timeindex, each ending in
     ``extra``), where a crash or an earlier attempt left them: ``LogSegment.open`` then starts them empty."""
-    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         segment_file(directory, base_offset, suffix, extra).unlink(missing_ok=True)
 
 
@@ -164,6 +166,7 @@ class LogSegment:
         "offset_index",
         "roll_jitter_ms",
         "time_index",
+        "txn_index",
         "verify_on_first_use",
     )
 
@@ -176,10 +179,14 @@ class LogSegment:
         index_interval_bytes: int,
         roll_jitter_ms: int,
         clock: Clock,
+        txn_index: TransactionIndex | None = None,
     ) -> None:
         self.log = log
         self.offset_index = offset_index
         self.time_index = time_index
+        self.txn_index = txn_index or TransactionIndex(
+            log.path.with_name(log.path.name.replace(LOG_SUFFIX, TXN_INDEX_SUFFIX, 1)), base_offset
+        )
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         self.roll_jitter_ms = roll_jitter_ms
@@ -222,6 +229,9 @@ class LogSegment:
             config.index_interval_bytes,
             config.random_segment_jitter(clock.random()),
             clock,
+            TransactionIndex(
+                segment_file(directory, base_offset, TXN_INDEX_SUFFIX, file_suffix), base_offset
+            ),
         )
 
     # --- state -------------------------------------------------------------------------------------------
@@ -639,6 +649,12 @@ class LogSegment:
         self.time_index.maybe_append(max_ts.timestamp, max_ts.offset, skip_full_check=True, write=False)
         self._persist_indexes()
         self._bytes_since_last_index_entry = valid_bytes - last_index_entry
+        if truncated:  # aborts whose markers were cut are not in the log any more
+            try:
+                self.txn_index.truncate_to(previous_last + 1)
+            except (OSError, ValueError) as exc:
+                _log.warning("could not cut %s after recovery (%s): removed", self.txn_index.path, exc)
+                self.txn_index.delete()
         return truncated
 
     def _set_aside_cut(self, position: int) -> None:
@@ -768,6 +784,7 @@ class LogSegment:
         mapping = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         self.resize_indexes(self.offset_index.max_index_size)
         removed = 0 if mapping is None else self.log.truncate_to(mapping.position)
         if self.log.size == 0:
@@ -781,6 +798,7 @@ class LogSegment:
         """Empty the segment without reading its batches (recovery gives up on it); returns bytes cut."""
         self.offset_index.reset()
         self.time_index.reset()
+        self.txn_index.reset()
         removed = self.log.truncate_to(0)
         self._created = self.clock.milliseconds()
         self._rolling_based_timestamp = None
@@ -812,6 +830,7 @@ class LogSegment:
         self.time_index._load()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """Write the final time-index entry, trim the indexes, fsync and trim the ``.log``, release files."""
@@ -821,18 +840,20 @@ class LogSegment:
             )
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self.log.close()
 
     def close_handlers(self) -> None:
         self.offset_index.close_handler()
         self.time_index.close_handler()
+        self.txn_index.close()
         self.log.close_handlers()
 
     def _paths(self) -> list[Path]:
         return [self.log.path, self.offset_index.path, self.time_index.path]
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
-        """Rename the three files from ``<name><old_suffix>`` to ``<name><new_suffix>`` (missing indexes too)."""
+        """Rename the files from ``<name><old_suffix>`` to ``<name><new_suffix>`` (missing indexes too)."""
 
         def renamed(path: Path) -> Path:
             name = path.name
@@ -843,17 +864,17 @@ class LogSegment:
         self.log.rename_to(renamed(self.log.path))
         self.offset_index.rename_to(renamed(self.offset_index.path))
         self.time_index.rename_to(renamed(self.time_index.path))
+        self.txn_index.rename_to(renamed(self.txn_index.path))
 
     def has_suffix(self, suffix: str) -> bool:
         return all(path.name.endswith(suffix) for path in self._paths())
 
     def delete(self) -> None:
-        """Close and remove the segment's files (a ``.txnindex`` beside them too)."""
+        """Close and remove the segment's files (its ``.txnindex`` too)."""
         self.close_handlers()
         for path in self._paths():
             path.unlink(missing_ok=True)
-        txn = self.log.path.with_name(self.log.path.name.replace(LOG_SUFFIX, TXN_INDEX_SUFFIX, 1))
-        txn.unlink(missing_ok=True)
+        self.txn_index.delete()
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, path={self.log.path})"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.fetch import (
+    AbortedTransaction,
     EpochEndOffset,
     FetchableTopicResponse,
     FetchRequest,
@@ -62,7 +63,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
             high_watermark=result.high_watermark,
             last_stable_offset=result.last_stable_offset,
             log_start_offset=result.log_start_offset,
-            aborted_transactions=None if request.isolation_level == 0 else [],
+            aborted_transactions=_aborted(request.isolation_level, result),
             records=result.records if result.records is not None else b"",
         )
         if result.diverging_epoch is not None:
@@ -77,6 +78,13 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         )
         responses.append(FetchableTopicResponse(topic=want.tp.topic, partitions=[data]))
     return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+
+
+def _aborted(isolation_level: int, result: FetchResult) -> list[AbortedTransaction] | None:
+    """A read_committed answer lists the aborted transactions its records overlap (null for read_uncommitted)."""
+    if isolation_level == 0:
+        return None
+    return [AbortedTransaction(t.producer_id, t.first_offset) for t in result.aborted_transactions or ()]
 
 
 def _measure(
