@@ -1117,6 +1117,7 @@ class Log:
             target_offset,
             self.clock.milliseconds(),
         )
+        self.producer_state.on_high_watermark_updated(self._high_watermark)  # markers replayed below the HW
         return True
 
     @_io_boundary
