@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -16,6 +17,7 @@ from typing import Protocol
 from samsa.clock import Clock
 from samsa.records import Record, build_batch, build_legacy_message_set, decode_batch, decode_legacy
 from samsa.records.batch_view import BatchView
+from samsa.records.control import ControlRecordType, batch_control_type
 from samsa.records.record import TimestampType
 
 from .config import LogConfig
@@ -24,6 +26,7 @@ from .file_records import FileRecords
 from .log import Log
 from .segment import CLEANED_SUFFIX, INT_MAX, LogSegment, remove_segment_files
 from .topic import TopicPartition
+from .txn_index import AbortedTxn, TransactionIndex
 
 # --- one cleaning --------------------------------------------------------------------------------------------
 
@@ -75,6 +78,7 @@ class CleaningPlan:
     producer_last_offsets: Mapping[int, int]  # producer id -> offset of its last data record
     legacy_delete_horizon_ms: int
     max_map_entries: int
+    aborted: tuple[AbortedTxn, ...] = ()  # the aborted transactions below the first uncleanable offset
 
     def close(self) -> None:
         for source in self.sources:
@@ -141,6 +145,7 @@ def plan(
         for pid, entry in log.producer_state.producers.items()
         if entry.last_data_offset >= 0
     }
+    aborted = log.collect_aborted_transactions(log.log_start_offset, to_clean.first_uncleanable_offset)
     return CleaningPlan(
         to_clean.tp,
         log,
@@ -154,6 +159,7 @@ def plan(
         producers,
         legacy_horizon,
         max_map_entries,
+        tuple(sorted(aborted, key=lambda t: t.first_offset)),
     )
 
 
@@ -216,6 +222,7 @@ def build_offset_map(cleaning: CleaningPlan, abort: threading.Event | None) -> t
     offsets: dict[bytes, int] = {}
     latest = start - 1
     limit = cleaning.max_map_entries
+    txns = TransactionsInCleaning([t for t in cleaning.aborted if t.last_offset >= start], None)
     for source in cleaning.sources:
         following = _next_base(cleaning.sources, source)
         if following is not None and following <= start:
@@ -223,7 +230,8 @@ def build_offset_map(cleaning: CleaningPlan, abort: threading.Event | None) -> t
         for batch in _batches(source, abort):
             if batch.last_offset < start:
                 continue
-            if not batch.is_control:
+            aborted = txns.on_batch_read(batch) and not batch.is_control
+            if not batch.is_control and not aborted:  # an aborted record never shadows a committed one
                 mapped = {r.key: r.offset for r in _records(batch) if r.key is not None and r.offset >= start}
                 if latest >= start and len(offsets) + len(mapped.keys() - offsets.keys()) > limit:
                     return offsets, latest + 1  # full: the range ends before this batch
@@ -287,14 +295,20 @@ def clean_group(
     cleaned = LogSegment.open(
         cleaning.directory, base, cleaning.config, cleaning.clock, file_suffix=CLEANED_SUFFIX
     )
+    following = _next_base(cleaning.sources, group[-1])
+    group_end = following if following is not None else group[-1].base_offset + INT_MAX + 1
     try:
         writer = _SegmentWriter(cleaned, max(cleaning.config.index_interval_bytes, 1))
+        txns = TransactionsInCleaning(
+            [t for t in cleaning.aborted if t.last_offset >= base and t.first_offset < group_end],
+            cleaned.txn_index,
+        )
         for source in group:
             retain_legacy_deletes = source.last_modified > cleaning.legacy_delete_horizon_ms
             keep = _RecordFilter(cleaning, offsets, end_offset - 1, retain_legacy_deletes, stats)
             for batch in _batches(source, abort):
                 stats.bytes_read += batch.size_in_bytes
-                kept = keep.filter_batch(batch)
+                kept = keep.filter_batch(batch, txns.on_batch_read(batch))
                 if kept is not None:
                     writer.add(kept)
         writer.flush()
@@ -335,11 +349,24 @@ class _RecordFilter:
             return False
         return record.value is not None or tombstones_stay
 
-    def filter_batch(self, batch: BatchView) -> bytes | None:
-        """The batch as it goes into the new segment: the same bytes, rebuilt, empty, or None (dropped)."""
+    def filter_batch(self, batch: BatchView, discardable: bool = False) -> bytes | None:
+        """The batch as it goes into the new segment: the same bytes, rebuilt, empty, or None (dropped).
+        ``discardable``: an aborted transaction's data, or a marker whose transaction has no data left
+        (``TransactionsInCleaning``)."""
         if batch.is_control:
             batch.ensure_valid()
-            return bytes(batch.raw())
+            if not discardable:
+                return bytes(batch.raw())
+            horizon = batch.delete_horizon_ms
+            if horizon is None:  # the marker stays for delete.retention.ms, so readers that began see it
+                deadline = self.cleaning.now + self.cleaning.config.delete_retention_ms
+                return self._rebuild(batch, _records(batch), deadline)
+            return None if self.cleaning.now >= horizon else bytes(batch.raw())
+        if discardable:
+            self.stats.records_read += batch.records_count
+            if self.cleaning.producer_last_offsets.get(batch.producer_id) == batch.last_offset:
+                return self._rebuild(batch, [], -1, max_timestamp=batch.max_timestamp)
+            return None
         records = _records(batch)
         self.stats.records_read += len(records)
         if batch.magic < 2:
@@ -399,6 +426,54 @@ class _RecordFilter:
             timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
             log_append_time=batch.max_timestamp if log_append else None,
         )
+
+
+class TransactionsInCleaning:
+    """Which batches of a cleaned range belong to aborted transactions, and which markers may go (Kafka's
+    ``CleanedTransactionMetadata``), batch by batch in offset order:
+
+    - the data batches of an aborted transaction (``aborted``, from the ``.txnindex`` files) may be discarded;
+    - an ABORT marker stays, and its transaction stays in the new segment's ``index``, while this pass saw data
+      of that transaction (a reader of the old data still needs both); once none is left it may go;
+    - a COMMIT marker may go once no data of its transaction is seen before it.
+
+    A marker that may go is kept ``delete.retention.ms`` longer (its delete horizon, ``_RecordFilter``)."""
+
+    def __init__(self, aborted: Sequence[AbortedTxn], index: TransactionIndex | None) -> None:
+        self.pending = deque(sorted(aborted, key=lambda t: t.first_offset))
+        self.ongoing_aborted: dict[int, tuple[AbortedTxn, bool]] = {}  # pid -> (txn, data seen in this pass)
+        self.ongoing_committed: set[int] = set()
+        self.index = index
+
+    def on_batch_read(self, batch: BatchView) -> bool:
+        """Whether ``batch`` may be discarded (rules above)."""
+        while self.pending and self.pending[0].first_offset <= batch.last_offset:
+            txn = self.pending.popleft()
+            self.ongoing_aborted[txn.producer_id] = (txn, False)
+        if batch.magic < 2 or batch.producer_id < 0:
+            return False
+        pid = batch.producer_id
+        if batch.is_control:
+            kind = batch_control_type(batch)
+            if kind is ControlRecordType.ABORT:
+                txn, seen = self.ongoing_aborted.pop(pid, (None, False))
+                if txn is not None and seen:
+                    if self.index is not None:
+                        self.index.append(txn)
+                    return False
+                return True
+            if kind is ControlRecordType.COMMIT:
+                if pid in self.ongoing_committed:
+                    self.ongoing_committed.discard(pid)
+                    return False
+                return True
+            return False
+        if pid in self.ongoing_aborted:
+            self.ongoing_aborted[pid] = (self.ongoing_aborted[pid][0], True)
+            return True
+        if batch.is_transactional:
+            self.ongoing_committed.add(pid)
+        return False
 
 
 class _SegmentWriter:

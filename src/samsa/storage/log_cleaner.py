@@ -9,9 +9,10 @@ A log's offsets, for the cleaner::
 - The **first dirty offset** is the log's entry in ``cleaner-offset-checkpoint`` (a per-log-directory offset
   checkpoint, format in ``checkpoint``), or the log start offset when it has none or it lies outside
   [log start, LEO].
-- The **first uncleanable offset** is the smallest of the last stable offset (= the high watermark here), the
-  active segment's base offset, and the base offset of the first dirty segment holding a record newer than
-  ``now - min.compaction.lag.ms``. The active segment is never cleaned.
+- The **first uncleanable offset** is the base offset of the segment holding the smallest of the last stable
+  offset (so no open transaction and nothing above the high watermark is cleaned), the active segment's base
+  offset, and the base offset of the first dirty segment holding a record newer than ``now -
+  min.compaction.lag.ms``. The active segment is never cleaned.
 - A log is cleanable when its dirty bytes / all bytes below the first uncleanable offset exceed
   ``min.cleanable.dirty.ratio``, or when its first dirty segment is older than ``max.compaction.lag.ms`` and there is
   something dirty. The filthiest cleanable log is cleaned first.
@@ -36,7 +37,10 @@ One cleaning (``plan``, ``clean`` and ``commit``, in ``cleaner``):
      a tombstone gets the delete horizon ``now + delete.retention.ms`` (attribute bit 6, in baseTimestamp), once;
    - nothing kept: the batch goes, unless it holds the last data offset of a producer the log still tracks: then
      an empty batch (header only, 0 records) keeps its producer id, epoch and sequences (``writeEmptyHeader``).
-   Control batches (no transactions here) are copied as they are.
+   Transactions (``cleaner.TransactionsInCleaning``): the data of aborted transactions goes (it never enters the
+   offset map, so it never shadows a committed record); an ABORT marker and its ``.txnindex`` entry stay while
+   the pass still finds data of its transaction, a COMMIT marker while its transaction has data left; a marker
+   that may go gets a delete horizon and goes once ``delete.retention.ms`` has passed.
 4. **Swap**: ``Log.replace_segments`` renames ``.cleaned`` -> ``.swap``, takes the old segments out (``.deleted``),
    drops ``.swap``; a crash at any point loads as the old segments or the new ones (``log_loader``).
 
@@ -131,7 +135,11 @@ def cleanable_offsets(log: Log, last_clean_offset: int | None, now: int) -> tupl
             if segment.largest_timestamp > now - config.min_compaction_lag_ms:
                 bounds.append(segment.base_offset)
                 break
-    return first_dirty, max(first_dirty, min(bounds)), needs_now
+    uncleanable = min(bounds)
+    holding = log.segments.floor_segment(uncleanable)  # the segment holding the bound is not cleaned (Kafka's)
+    if holding is not None:
+        uncleanable = holding.base_offset
+    return first_dirty, max(first_dirty, uncleanable), needs_now
 
 
 def log_to_clean(tp: TopicPartition, log: Log, last_clean_offset: int | None, now: int) -> LogToClean:
