@@ -456,10 +456,10 @@ class TransactionsInCleaning:
         if batch.is_control:
             kind = batch_control_type(batch)
             if kind is ControlRecordType.ABORT:
-                txn, seen = self.ongoing_aborted.pop(pid, (None, False))
-                if txn is not None and seen:
+                ongoing = self.ongoing_aborted.pop(pid, None)
+                if ongoing is not None and ongoing[1]:
                     if self.index is not None:
-                        self.index.append(txn)
+                        self.index.append(ongoing[0])
                     return False
                 return True
             if kind is ControlRecordType.COMMIT:
