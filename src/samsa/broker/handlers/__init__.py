@@ -73,6 +73,7 @@ HANDLERS: dict[int, Handler] = {
         _served(ApiKey.END_TXN, "end_txn", 0, 4),
         _served(ApiKey.TXN_OFFSET_COMMIT, "txn_offset_commit", 0, 4),
         _served(ApiKey.DESCRIBE_TRANSACTIONS, "describe_transactions", 0, 0),
+        _served(ApiKey.DESCRIBE_PRODUCERS, "describe_producers", 0, 0),
         _served(ApiKey.LIST_TRANSACTIONS, "list_transactions", 0, 1),
         _served(ApiKey.WRITE_TXN_MARKERS, "write_txn_markers", 0, 1),  # from transaction coordinators
         _served(ApiKey.OFFSET_FOR_LEADER_EPOCH, "offset_for_leader_epoch", 0, 4),
