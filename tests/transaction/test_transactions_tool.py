@@ -12,7 +12,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from samsa.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -35,6 +36,18 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 def _samsa(broker: BrokerProcess, *args: str) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "samsa.cli", "transactions", "--bootstrap-server", broker.bootstrap, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _cli(broker: BrokerProcess, command: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "samsa.cli", command, "--bootstrap-server", broker.bootstrap, *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -108,6 +121,22 @@ def test_find_and_abort_a_hanging_transaction(broker: BrokerProcess) -> None:
     again = _rows(_samsa(broker, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0"))
     assert [r[2] for r in again[1:]] == [str(STRAY_PID)]
     owned.abort_transaction(10)
+
+    # the tools' latest end: the HW, or with --isolation read_committed the LSO
+    assert _cli(broker, "get-offsets", "--topic", topic).split() == [
+        f"{topic}:0:5"
+    ]  # owned: data 3, marker 4
+    assert _cli(broker, "get-offsets", "--topic", topic, "--isolation", "read_committed").split() == [
+        f"{topic}:0:1"
+    ]
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    consumer.commit(offsets=[CkTopicPartition(topic, 0, 1)], asynchronous=False)
+    consumer.close()
+    for isolation, end, lag in (("read_uncommitted", "5", "4"), ("read_committed", "1", "0")):
+        text = _cli(broker, "consumer-groups", "--describe", "--group", group, "--isolation", isolation)
+        [row] = [line.split() for line in text.splitlines() if line.startswith(group)]
+        assert row[1:6] == [topic, "0", "1", end, lag], (isolation, row)
 
     _samsa(broker, "abort", "--topic", topic, "--partition", "0", "--start-offset", "1")
     assert _stable_at(broker.port, topic, _latest(broker.port, topic, 0))

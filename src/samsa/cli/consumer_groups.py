@@ -550,6 +550,14 @@ class DescribeView:
     help="With --describe: the group's coordinator, strategy and state; with --list: each group's state, only "
     "the states given (comma separated) when any.",
 )
+@click.option(
+    "--isolation",
+    type=click.Choice(["read_uncommitted", "read_committed"]),
+    default="read_uncommitted",
+    show_default=True,
+    help="Which end LOG-END-OFFSET, LAG and --to-latest use: the high watermark, or the last stable offset (what "
+    "a read_committed consumer can reach while transactions are open).",
+)
 @click.option("--dry-run", is_flag=True, help="Only print the new offsets (the default).")
 @click.option("--execute", is_flag=True, help="Commit the new offsets.")
 def consumer_groups(
@@ -576,6 +584,7 @@ def consumer_groups(
     members: bool,
     verbose: bool,
     state_filter: str | None,
+    isolation: str,
     dry_run: bool,
     execute: bool,
 ) -> None:
@@ -610,7 +619,8 @@ def consumer_groups(
     _check_describe_options(action == "describe", view)
     if action != "list" and not groups and not all_groups:
         raise click.UsageError("Option --describe, --delete and --reset-offsets need --group or --all-groups")
-    options = RunOptions(topics, all_topics, spec, execute, view, export, timeout_ms)
+    level = 1 if isolation == "read_committed" else 0
+    options = RunOptions(topics, all_topics, spec, execute, view, export, timeout_ms, level)
     run = _run(bootstrap_server, action, groups, all_groups, options)
     try:
         lines = asyncio.run(run)
@@ -673,6 +683,7 @@ class RunOptions:
     view: DescribeView
     export: bool
     timeout_ms: int
+    isolation_level: int = 0
 
 
 async def _run(
@@ -680,7 +691,12 @@ async def _run(
 ) -> list[str]:
     view = options.view
     client_id = "samsa-consumer-groups"
-    async with KafkaClient(bootstrap, client_id=client_id, request_timeout_ms=options.timeout_ms) as client:
+    async with KafkaClient(
+        bootstrap,
+        client_id=client_id,
+        request_timeout_ms=options.timeout_ms,
+        isolation_level=options.isolation_level,
+    ) as client:
         if action == "list":
             return await run_list(client, view)
         names = list(groups)

@@ -126,6 +126,13 @@ async def fetch_offsets(
     "--time", "time_", default="latest", show_default=True, help="A timestamp in ms, or -1/-2/-3 ..."
 )
 @click.option("--exclude-internal-topics", is_flag=True, help="Leave internal topics out.")
+@click.option(
+    "--isolation",
+    type=click.Choice(["read_uncommitted", "read_committed"]),
+    default="read_uncommitted",
+    show_default=True,
+    help="What latest means: the high watermark, or the last stable offset (read_committed consumers' end).",
+)
 def get_offsets(
     bootstrap_server: str,
     topic: str | None,
@@ -133,8 +140,10 @@ def get_offsets(
     topic_partitions: str | None,
     time_: str,
     exclude_internal_topics: bool,
+    isolation: str,
 ) -> None:
     """Print the offsets of topic partitions (like kafka-get-offsets.sh)."""
+    level = 1 if isolation == "read_committed" else 0
 
     async def run() -> dict[TopicPartition, int]:
         if topic_partitions is not None and (topic is not None or partitions is not None):
@@ -144,7 +153,7 @@ def get_offsets(
             partition_ok, topic_ok = rule_list_filter(topic_partitions)
         else:
             partition_ok, topic_ok = topic_and_partitions_filter(topic, partitions)
-        async with KafkaClient(bootstrap_server, client_id="GetOffsetShell") as client:
+        async with KafkaClient(bootstrap_server, client_id="GetOffsetShell", isolation_level=level) as client:
             tps = matching_partitions(
                 await client.metadata(), partition_ok, topic_ok, exclude_internal_topics
             )

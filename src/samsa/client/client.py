@@ -78,10 +78,14 @@ class KafkaClient:
         *,
         client_id: str = "samsa",
         request_timeout_ms: int = 30000,
+        isolation_level: int = 0,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
+        self.isolation_level = (
+            isolation_level  # ListOffsets' default: 0 read_uncommitted (HW), 1 read_committed
+        )
         self._connections: dict[int, BrokerConnection] = {}  # node id -> connection
         self._bootstrap_connection: BrokerConnection | None = None
         self._locks: dict[object, asyncio.Lock] = defaultdict(asyncio.Lock)
@@ -293,9 +297,10 @@ class KafkaClient:
     # ------------------------------------------------------------------------------------------ data
 
     async def list_offsets(
-        self, timestamps: Mapping[TopicPartition, int], *, isolation_level: int = 0
+        self, timestamps: Mapping[TopicPartition, int], *, isolation_level: int | None = None
     ) -> dict[TopicPartition, tuple[int, int]]:
-        """(offset, timestamp) per partition: -1 latest, -2 earliest, -3 max timestamp, else by time.
+        """(offset, timestamp) per partition: -1 latest (the LSO for ``isolation_level`` 1), -2 earliest, -3 max
+        timestamp, else by time. ``isolation_level``: the client's when None.
 
         Raises BrokerError for the first partition that failed.
         """
@@ -316,7 +321,7 @@ class KafkaClient:
                 )
             request = lo.ListOffsetsRequest(
                 replica_id=-1,
-                isolation_level=isolation_level,
+                isolation_level=self.isolation_level if isolation_level is None else isolation_level,
                 topics=[lo.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()],
                 timeout_ms=self.request_timeout_ms,
             )

@@ -136,7 +136,9 @@ def cleanable_offsets(log: Log, last_clean_offset: int | None, now: int) -> tupl
                 bounds.append(segment.base_offset)
                 break
     uncleanable = min(bounds)
-    holding = log.segments.floor_segment(uncleanable)  # the segment holding the bound is not cleaned (Kafka's)
+    holding = log.segments.floor_segment(
+        uncleanable
+    )  # the segment holding the bound is not cleaned (Kafka's)
     if holding is not None:
         uncleanable = holding.base_offset
     return first_dirty, max(first_dirty, uncleanable), needs_now
