@@ -26,7 +26,7 @@ from samsa.storage.config import LogConfig
 from samsa.storage.log_cleaner import CleanerConfig
 from samsa.storage.log_manager import TASK_FAILURE_LOG_INTERVAL_MS, LogManager
 from samsa.storage.meta import read_meta_properties
-from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC
+from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 
 from .broker_configs import load_dynamic_config, load_quotas
 from .config import ConfigError, KafkaConfig
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from samsa.transaction.coordinator import TransactionCoordinator
 
     from .metadata_store import MetadataStore
+    from .replica_transaction_log import RemoteMarkerClient
     from .zk_broker import ZkBroker
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ class KafkaServer:
             self._create_transaction_coordinator
         )
         self._transaction_tasks: list[asyncio.Task[None]] = []
+        self._marker_clients: list[RemoteMarkerClient] = []  # connections to other brokers for markers
         self.services = BrokerServices(
             node_id=self.node_id,
             config=config,
@@ -237,13 +239,40 @@ class KafkaServer:
             self.log_manager,
             self.producer_ids,
             self._group_coordinator,
+            self._transaction_coordinator,
         )
 
     def partitions_changed(self) -> None:
         """Leadership of hosted partitions changed (cluster mode): the group coordinator loads the groups of the
-        ``__consumer_offsets`` partitions this broker now leads and drops the others'."""
+        ``__consumer_offsets`` partitions this broker now leads and drops the others'; the transaction coordinator
+        (made when this broker first leads a ``__transaction_state`` partition) does the same for its ids."""
         if self._group_coordinator.made is not None:
             self._group_coordinator.made.leadership_changed()
+        from samsa.transaction.log_format import TRANSACTION_STATE_TOPIC
+
+        led = {
+            tp.partition: partition.leader_epoch
+            for tp, partition in self.replica_manager.partitions.items()
+            if tp.topic == TRANSACTION_STATE_TOPIC and partition.leader_id == self.node_id
+        }
+        if led or self._transaction_coordinator.made is not None:
+            self._sync_transaction_partitions(self._transaction_coordinator(), led)
+
+    def _sync_transaction_partitions(self, coordinator: TransactionCoordinator, led: dict[int, int]) -> None:
+        """Load the ``__transaction_state`` partitions this broker now leads (coordinator epoch: the partition's
+        leader epoch), unload those it no longer leads."""
+        from .replica_transaction_log import ReplicaTransactionStateLog
+
+        state_log = ReplicaTransactionStateLog(
+            self.replica_manager, self.log_manager, self.clock.milliseconds
+        )
+        for partition in coordinator.loaded_partitions():
+            if partition not in led:
+                coordinator.unload(partition)
+        for partition, epoch in sorted(led.items()):
+            if coordinator.coordinator_epoch(partition) != epoch:
+                coordinator.begin_load(partition, epoch)
+                coordinator.load(partition, state_log.records(partition))
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -266,7 +295,7 @@ class KafkaServer:
         every partition of it (``replica_transaction_log``'s doc says what a cluster lacks yet)."""
         from samsa.transaction.coordinator import TransactionConfig, TransactionCoordinator
 
-        from .replica_transaction_log import LocalMarkerSender, ReplicaTransactionStateLog
+        from .replica_transaction_log import LocalMarkerSender, RemoteMarkerClient, ReplicaTransactionStateLog
 
         state_log = ReplicaTransactionStateLog(
             self.replica_manager, self.log_manager, self.clock.milliseconds
@@ -287,7 +316,18 @@ class KafkaServer:
             if self._group_coordinator.made is not None:
                 self._group_coordinator.made.complete_txn_offsets(producer_id, commit)
 
-        markers = LocalMarkerSender(self.replica_manager, offsets_marker)
+        zk = self.zk_broker
+        if zk is None:
+            markers = LocalMarkerSender(self.replica_manager, offsets_marker)
+        else:
+
+            def leader_of(tp: TopicPartition) -> int | None:
+                info = zk.metadata.partition(tp)
+                return info.leader if info is not None and info.leader >= 0 else None
+
+            remote = RemoteMarkerClient(zk.broker_address, f"samsa-txn-markers-{self.node_id}")
+            self._marker_clients.append(remote)
+            markers = LocalMarkerSender(self.replica_manager, offsets_marker, leader_of, remote)
         coordinator = TransactionCoordinator(state_log, markers, next_producer_id, self.clock, config)
         if self.zk_broker is None:
             for partition in state_log.ensure_topic(config.num_partitions):
@@ -331,6 +371,9 @@ class KafkaServer:
             task.cancel()
         await asyncio.gather(*self._transaction_tasks, return_exceptions=True)
         self._transaction_tasks.clear()
+        for client in self._marker_clients:
+            await client.close()
+        self._marker_clients.clear()
         problems: list[str] = []
         if self.zk_broker is not None:
             try:

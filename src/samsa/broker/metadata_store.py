@@ -124,11 +124,15 @@ class MetadataStore(Protocol):
         """``__consumer_offsets`` exists and is led (NONE), or is being created (COORDINATOR_NOT_AVAILABLE)."""
         ...
 
+    async def ensure_transaction_topic(self) -> ErrorCode:
+        """``__transaction_state`` exists and is led (NONE), or is being created (COORDINATOR_NOT_AVAILABLE)."""
+        ...
+
 
 class LocalMetadataStore:
     """The single-broker default's catalog: this broker's own partitions (module doc). ``advertised()`` is the
-    host and port clients are told; ``group_coordinator()`` provides the group coordinator, made at its first
-    use."""
+    host and port clients are told; ``group_coordinator()`` and ``transaction_coordinator()`` provide the
+    coordinators, made at their first use."""
 
     def __init__(
         self,
@@ -139,7 +143,9 @@ class LocalMetadataStore:
         log_manager: LogManager,
         producer_ids: ProducerIdManager,
         group_coordinator: Callable[[], GroupCoordinator],
+        transaction_coordinator: Callable[[], object] = lambda: None,
     ) -> None:
+        self._transaction_coordinator = transaction_coordinator
         self._cluster_id = cluster_id
         self._node_id = config.node_id
         self._config = config
@@ -218,6 +224,14 @@ class LocalMetadataStore:
 
     async def ensure_offsets_topic(self) -> ErrorCode:
         return self._group_coordinator().ensure_offsets_topic()
+
+    async def ensure_transaction_topic(self) -> ErrorCode:
+        # a broker alone creates and loads it with its transaction coordinator, made on first use
+        return (
+            ErrorCode.NONE
+            if self._transaction_coordinator() is not None
+            else ErrorCode.COORDINATOR_NOT_AVAILABLE
+        )
 
     async def topic_overrides(self, topic: str) -> dict[str, str]:
         return self._log_manager.topic_overrides(topic)
@@ -360,6 +374,35 @@ class ZkMetadataStore:
         )
         await cluster_admin.create_topic(
             self._zk_broker, self._config, self._log_manager, self._clock, offsets_topic
+        )
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+    async def ensure_transaction_topic(self) -> ErrorCode:
+        """Create ``__transaction_state`` through ZooKeeper on first use, as Kafka does (with
+        ``transaction.state.log.replication.factor`` replicas and ``transaction.state.log.min.isr``)."""
+        from samsa.transaction.log_format import TRANSACTION_STATE_TOPIC
+
+        from . import cluster_admin
+
+        if self._cache.partitions_of(TRANSACTION_STATE_TOPIC):
+            return ErrorCode.NONE
+        if not self._cache.known:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        config = self._config
+        state_topic = NewTopic(
+            TRANSACTION_STATE_TOPIC,
+            int(config.get("transaction.state.log.num.partitions")),
+            int(config.get("transaction.state.log.replication.factor")),
+            {
+                "cleanup.policy": "compact",
+                "compression.type": "uncompressed",
+                "min.insync.replicas": str(config.get("transaction.state.log.min.isr")),
+                "segment.bytes": str(config.get("transaction.state.log.segment.bytes")),
+                "unclean.leader.election.enable": "false",
+            },
+        )
+        await cluster_admin.create_topic(
+            self._zk_broker, self._config, self._log_manager, self._clock, state_topic
         )
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
 

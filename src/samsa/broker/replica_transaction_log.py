@@ -2,11 +2,12 @@
 through the replica manager, and the marker sender the coordinator drives.
 
 A broker alone creates ``__transaction_state`` (compacted, ``transaction.state.log.num.partitions``) at the
-coordinator's first use, leads every partition and loads them all. In a cluster the topic's creation and the
-coordinator's loading on leadership changes are not wired yet: the coordinator there owns no partition and
-answers NOT_COORDINATOR. Markers: written in-process through ``ReplicaManager.write_txn_markers`` (acks=all), retried every
-``MARKER_RETRY_S`` until each partition has it or is gone. The last stable offset and read_committed fetches are
-not built yet: consumers see aborted records.
+coordinator's first use, leads every partition and loads them all. In a cluster FindCoordinator creates the topic
+through ZooKeeper (``ZkMetadataStore.ensure_transaction_topic``) and the broker loads the partitions it leads on
+every leadership change (``KafkaServer.partitions_changed``). A state write is acks=all: answered once the ISR has
+it. Markers: written in-process through ``ReplicaManager.write_txn_markers`` (acks=all) where this broker leads the
+partition, else sent to its leader as WriteTxnMarkers (``send_remote``); retried every ``MARKER_RETRY_S`` until
+each partition has it or is gone.
 
 Event-loop thread only.
 """
@@ -15,9 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from samsa.client.errors import KafkaError
 from samsa.protocol.errors import ErrorCode
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 from samsa.transaction.log_format import TRANSACTION_STATE_TOPIC
@@ -33,6 +35,11 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 MARKER_RETRY_S = 0.1
+_CODES = {int(code): code for code in ErrorCode}
+WRITE_TIMEOUT_MS = 5_000  # Kafka's transaction.state.log write timeout (request.timeout.ms of the append)
+
+# (leader id, marker) -> the answer per partition, from the leader's WriteTxnMarkers
+RemoteMarkers = Callable[[int, TxnMarkerEntry], Awaitable[dict[TopicPartition, ErrorCode]]]
 
 
 class ReplicaTransactionStateLog:
@@ -72,7 +79,10 @@ class ReplicaTransactionStateLog:
 
         tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition)
         result = self._replicas.append(tp, memoryview(build_records([(key, value)], self._now_ms())), -1)
-        return result.error
+        if result.error or not self._replicas.acks_pending(tp, result):
+            return result.error
+        acked = await self._replicas.wait_for_acks([(tp, result.last_offset)], WRITE_TIMEOUT_MS)
+        return acked.get(tp, ErrorCode.NONE)
 
 
 class LocalMarkerSender:
@@ -80,9 +90,17 @@ class LocalMarkerSender:
     for a ``__consumer_offsets`` partition also tells the group coordinator (``offsets_marker``) to apply or drop
     the producer's pending TxnOffsetCommit offsets."""
 
-    def __init__(self, replica_manager: ReplicaManager, offsets_marker: Callable[[int, bool], None]) -> None:
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        offsets_marker: Callable[[int, bool], None],
+        leader_of: Callable[[TopicPartition], int | None] | None = None,
+        send_remote: RemoteMarkers | None = None,
+    ) -> None:
         self._replicas = replica_manager
         self._offsets_marker = offsets_marker
+        self._leader_of = leader_of
+        self._send_remote = send_remote
 
     async def write_markers(
         self,
@@ -96,8 +114,7 @@ class LocalMarkerSender:
             self._offsets_marker(producer_id, commit)
         pending = tuple(TopicPartition(topic, partition) for topic, partition in partitions)
         while pending:
-            entry = TxnMarkerEntry(producer_id, producer_epoch, commit, coordinator_epoch, pending)
-            answers = await self._replicas.write_txn_markers([entry])
+            answers = await self._write_once(producer_id, producer_epoch, commit, coordinator_epoch, pending)
             # written, or the partition was deleted meanwhile (done, as Kafka counts it); the rest again
             pending = tuple(
                 tp
@@ -112,3 +129,90 @@ class LocalMarkerSender:
                     ", ".join(map(str, pending)),
                 )
                 await asyncio.sleep(MARKER_RETRY_S)
+
+    async def _write_once(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: tuple[TopicPartition, ...],
+    ) -> dict[tuple[int, TopicPartition], ErrorCode]:
+        """One attempt at every partition: in-process where this broker leads it (or no other leader is known),
+        else one WriteTxnMarkers per leader."""
+        me = self._replicas.node_id
+        by_leader: dict[int, list[TopicPartition]] = {}
+        for tp in partitions:
+            leader = self._leader_of(tp) if self._leader_of is not None else me
+            by_leader.setdefault(me if leader is None or self._send_remote is None else leader, []).append(tp)
+        answers: dict[tuple[int, TopicPartition], ErrorCode] = {}
+        for leader, tps in by_leader.items():
+            entry = TxnMarkerEntry(producer_id, producer_epoch, commit, coordinator_epoch, tuple(tps))
+            if leader == me:
+                answers.update(await self._replicas.write_txn_markers([entry]))
+                continue
+            assert self._send_remote is not None
+            try:
+                remote = await self._send_remote(leader, entry)
+            except (OSError, asyncio.TimeoutError, KafkaError) as exc:
+                _log.info("transaction markers to broker %d failed (%s): retrying", leader, exc)
+                remote = dict.fromkeys(tps, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            answers.update({(producer_id, tp): error for tp, error in remote.items()})
+        return answers
+
+
+class RemoteMarkerClient:
+    """WriteTxnMarkers to other brokers over their inter-broker listener (``address_of``), one connection per
+    broker, kept open; a failed connection is dropped and made again at the next attempt."""
+
+    def __init__(self, address_of: Callable[[int], tuple[str, int] | None], client_id: str) -> None:
+        self._address_of = address_of
+        self._client_id = client_id
+        self._connections: dict[int, Any] = {}
+
+    async def __call__(self, leader: int, entry: TxnMarkerEntry) -> dict[TopicPartition, ErrorCode]:
+        from samsa.client.connection import BrokerConnection
+        from samsa.protocol.messages.write_txn_markers import (
+            WritableTxnMarker,
+            WritableTxnMarkerTopic,
+            WriteTxnMarkersRequest,
+        )
+
+        connection = self._connections.get(leader)
+        if connection is None or connection.closed:
+            address = self._address_of(leader)
+            if address is None:
+                return dict.fromkeys(entry.partitions, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            connection = BrokerConnection(*address, client_id=self._client_id, request_timeout_ms=30_000)
+            await connection.open()
+            self._connections[leader] = connection
+        by_topic: dict[str, list[int]] = {}
+        for tp in entry.partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        marker = WritableTxnMarker(
+            producer_id=entry.producer_id,
+            producer_epoch=entry.producer_epoch,
+            transaction_result=entry.commit,
+            topics=[WritableTxnMarkerTopic(t, ps) for t, ps in by_topic.items()],
+            coordinator_epoch=entry.coordinator_epoch,
+        )
+        try:
+            answer = await connection.request(WriteTxnMarkersRequest([marker]), 27)
+        except BaseException:
+            self._connections.pop(leader, None)
+            await connection.close()
+            raise
+        return {
+            TopicPartition(t.name, p.partition_index): _CODES.get(
+                p.error_code, ErrorCode.UNKNOWN_SERVER_ERROR
+            )
+            for m in answer.markers
+            for t in m.topics
+            for p in t.partitions
+        }
+
+    async def close(self) -> None:
+        connections = list(self._connections.values())
+        self._connections.clear()
+        for connection in connections:
+            await connection.close()

@@ -663,6 +663,10 @@ class ZkBroker:
             more = LogThrottle.held_back(since)
             log.error("partition %s: storage failure: %s%s; said once a minute", tp, exc, more)
 
+    def broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        """Where ``broker_id`` listens for other brokers (its inter-broker listener), None when unknown."""
+        return self._address_of(broker_id)
+
     def _address_of(self, broker_id: int) -> tuple[str, int] | None:
         node = self.metadata.brokers.get(broker_id)
         return node.address(self.inter_broker_listener) if node is not None else None

@@ -111,6 +111,14 @@ class TransactionCoordinator:
                 self._pending.add(meta.transactional_id)
                 self._spawn(self._finish(meta))
 
+    def loaded_partitions(self) -> list[int]:
+        return sorted(self._partitions)
+
+    def coordinator_epoch(self, partition: int) -> int | None:
+        """The epoch the partition was loaded with (None: not loaded here)."""
+        slot = self._partitions.get(partition)
+        return slot.coordinator_epoch if slot is not None else None
+
     def unload(self, partition: int) -> None:
         """This broker stopped leading ``partition``: forget its ids (the new leader reloads them)."""
         self._partitions.pop(partition, None)

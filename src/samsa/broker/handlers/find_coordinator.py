@@ -5,8 +5,9 @@ store knows it: alone, this broker; in cluster mode, from the metadata cache, CO
 partition has no live leader. Creates ``__consumer_offsets`` on first use, as Kafka does (in a cluster with
 ``offsets.topic.replication.factor`` replicas: more than the live brokers leaves it uncreated, as in Kafka, and
 says why: in the answer's error message, and at ERROR in the log once a minute per broker, not per request). v4+
-asks for several keys at once. Key type 0 is a group, 1 a transactional id (answered the same way; transactions
-themselves are refused elsewhere).
+asks for several keys at once. Key type 0 is a group; key type 1 a transactional id, answered with the leader of
+its ``__transaction_state`` partition (created on first use the same way, with the ``transaction.state.log.*``
+settings).
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
     if invalid is not None:
         return invalid
     store = ctx.services.metadata_store
+    if key_type == TRANSACTION_KEY_TYPE:
+        return await _find_transaction_coordinator(ctx, key)
     error = await store.ensure_offsets_topic()
     partitions = store.partitions_of(CONSUMER_OFFSETS_TOPIC)
     if error is not ErrorCode.NONE or not partitions:
@@ -80,6 +83,28 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
         return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
     return Coordinator(
         key=key, node_id=node.broker_id, host=node.host, port=node.port, error_code=ErrorCode.NONE
+    )
+
+
+async def _find_transaction_coordinator(ctx: RequestContext, transactional_id: str) -> Coordinator:
+    from samsa.transaction.log_format import TRANSACTION_STATE_TOPIC, partition_for
+
+    store = ctx.services.metadata_store
+    error = await store.ensure_transaction_topic()
+    partitions = store.partitions_of(TRANSACTION_STATE_TOPIC)
+    if error is not ErrorCode.NONE or not partitions:
+        return _error(transactional_id, ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
+    count = int(ctx.services.config.get("transaction.state.log.num.partitions"))
+    tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, count))
+    node = leader_of(store, tp, ctx.connection.listener)
+    if node is None:
+        return _error(transactional_id, ErrorCode.COORDINATOR_NOT_AVAILABLE, None)
+    return Coordinator(
+        key=transactional_id,
+        node_id=node.broker_id,
+        host=node.host,
+        port=node.port,
+        error_code=ErrorCode.NONE,
     )
 
 

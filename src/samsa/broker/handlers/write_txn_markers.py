@@ -1,9 +1,12 @@
 """WriteTxnMarkers (27): a transaction coordinator asks this broker, as partition leader, to end transactions by
-appending COMMIT/ABORT control batches (``ReplicaManager.write_txn_markers``, acks=all)."""
+appending COMMIT/ABORT control batches (``ReplicaManager.write_txn_markers``, acks=all). A marker written to a
+``__consumer_offsets`` partition also applies (commit) or drops (abort) the producer's offsets this broker's group
+coordinator holds pending from TxnOffsetCommit. Only a broker (ClusterAction on the cluster) may send it."""
 
 from __future__ import annotations
 
 from samsa.broker.replica_manager import TxnMarkerEntry
+from samsa.protocol import ErrorCode
 from samsa.protocol.messages.write_txn_markers import (
     WritableTxnMarkerPartitionResult,
     WritableTxnMarkerResult,
@@ -11,7 +14,8 @@ from samsa.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
 )
-from samsa.storage.topic import TopicPartition
+from samsa.security.acl import AclOperation
+from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 
 from ..context import RequestContext
 
@@ -27,7 +31,34 @@ async def handle(ctx: RequestContext, request: WriteTxnMarkersRequest) -> WriteT
         )
         for m in request.markers
     ]
+    if not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return WriteTxnMarkersResponse(
+            markers=[
+                WritableTxnMarkerResult(
+                    m.producer_id,
+                    [
+                        WritableTxnMarkerTopicResult(
+                            t.name,
+                            [
+                                WritableTxnMarkerPartitionResult(p, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                                for p in t.partition_indexes
+                            ],
+                        )
+                        for t in m.topics
+                    ],
+                )
+                for m in request.markers
+            ]
+        )
     answers = await ctx.services.replica_manager.write_txn_markers(entries)
+    groups = ctx.services.group_coordinator_made
+    if groups is not None:
+        for entry in entries:
+            if any(
+                tp.topic == CONSUMER_OFFSETS_TOPIC and answers.get((entry.producer_id, tp)) == ErrorCode.NONE
+                for tp in entry.partitions
+            ):
+                groups.complete_txn_offsets(entry.producer_id, entry.commit)
     results = []
     for m in request.markers:
         topics = [
