@@ -230,3 +230,51 @@ def _rewind(consumer: Consumer) -> None:
     committed = consumer.committed(assignment, 30)
     for tp in committed:
         consumer.seek(CkTopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+
+
+def test_kafka_python_and_aiokafka_transactions(cluster: LocalCluster) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from kafka import KafkaProducer
+
+    topic = _topic(cluster, "py")
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers, transactional_id=f"kp-{uuid.uuid4().hex[:6]}"
+    )
+    try:
+        producer.init_transactions()
+        for round_, commit in enumerate((True, False, True)):
+            producer.begin_transaction()
+            for p in range(PARTITIONS):
+                producer.send(topic, f"kp{round_}-{p}".encode(), partition=p)
+            producer.flush()
+            if commit:
+                producer.commit_transaction()
+            else:
+                producer.abort_transaction()
+    finally:
+        producer.close(10)
+
+    async def aiokafka_rounds() -> None:
+        aio = AIOKafkaProducer(
+            bootstrap_servers=cluster.bootstrap_servers, transactional_id=f"ak-{uuid.uuid4().hex[:6]}"
+        )
+        await aio.start()
+        try:
+            for round_, commit in enumerate((False, True)):
+                await aio.begin_transaction()
+                for p in range(PARTITIONS):
+                    await aio.send_and_wait(topic, f"ak{round_}-{p}".encode(), partition=p)
+                if commit:
+                    await aio.commit_transaction()
+                else:
+                    await aio.abort_transaction()
+        finally:
+            await aio.stop()
+
+    asyncio.run(asyncio.wait_for(aiokafka_rounds(), 90))
+    expected = [f"kp{r}-{p}".encode() for r in (0, 2) for p in range(PARTITIONS)]
+    expected += [f"ak1-{p}".encode() for p in range(PARTITIONS)]
+    assert sorted(_read(cluster, topic, "read_committed")) == sorted(expected)
+    assert len(_read(cluster, topic, "read_uncommitted")) == 5 * PARTITIONS
