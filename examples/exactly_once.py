@@ -1,27 +1,26 @@
-"""Exactly-once effect without transactions: an idempotent producer, and the input offset stored in the output.
+"""Exactly-once with Kafka transactions: consume, transform, produce, and commit the input offsets in the same
+transaction (Kafka's consume-transform-produce, KIP-98 and KIP-447).
 
     python examples/exactly_once.py --bootstrap 127.0.0.1:9092 --crash-after 7   # dies at order-7
     python examples/exactly_once.py --bootstrap 127.0.0.1:9092                   # carries on
 
 Each input record becomes one record of ``<topic>-out`` (same partition), with a ``source-offset`` header naming
-the input offset it came from. The output is the only truth about progress: when a partition is assigned, the
-worker reads the last record of the matching output partition and resumes the input right after its
-``source-offset``. Offsets are still committed to the group after each output is written, but only as a progress
-report for monitoring; a crash between writing the output and committing (where at-least-once processes a
-record twice) changes nothing here. The crash comes exactly there, at order-7.
+the input offset it came from. Every record is handled in a transaction of the producer ``<group>-worker``
+(``transactional.id``): its output record, and the group's offset after its input record
+(``send_offsets_to_transaction``), are committed together or not at all. The crash comes in the middle: the output
+of order-7 is written, its transaction not committed.
 
-The idempotent producer (``enable.idempotence=true``) is what keeps the output itself clean: a batch retried
-after a lost acknowledgement is stored once, and batches stay in order, so what reached the output topic is always
-a prefix of what was produced and its last record really is the latest progress.
+When the worker starts again, ``init_transactions`` with the same ``transactional.id`` fences the dead instance and
+aborts its open transaction: the output of order-7 is written but aborted, so consumers with
+``isolation.level=read_committed`` never see it, and the group's committed offset still points at order-7, which
+is handled again, in a new transaction. A read_committed reader of the output sees each order exactly once, in
+order. (A read_uncommitted reader would see the aborted record too: that is the point of the isolation level.)
 
-What this does not give: Kafka transactions (output and offsets committed atomically, with read_committed
-consumers never seeing uncommitted output). It relies on one worker per partition at a time (the group gives each
-partition to one member) and on the worker finding its own previous output when it starts.
+Inputs are read with ``isolation.level=read_committed`` too, so that a pipeline of such workers is exactly-once
+end to end.
 """
 
 from __future__ import annotations
-
-import time
 
 from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from delivery_common import (
@@ -30,31 +29,12 @@ from delivery_common import (
     ensure_input,
     ensure_topic,
     group_consumer,
-    high_watermark,
     parse_args,
     partition_count,
     report,
 )
 
 SOURCE_OFFSET = "source-offset"
-
-
-def last_source_offset(bootstrap: str, output_topic: str, partition: int) -> int | None:
-    """The ``source-offset`` of the last record in the output partition, or None when it is empty."""
-    high = high_watermark(bootstrap, output_topic, partition)
-    if high == 0:
-        return None
-    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{output_topic}-recovery"})
-    try:
-        reader.assign([TopicPartition(output_topic, partition, high - 1)])
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            msg = reader.poll(1.0)
-            if msg is not None and not msg.error():
-                return int(dict(msg.headers() or [])[SOURCE_OFFSET])
-    finally:
-        reader.close()
-    raise SystemExit(f"could not read the last record of {output_topic}-{partition}")
 
 
 def main() -> None:
@@ -64,28 +44,33 @@ def main() -> None:
     ensure_input(args.bootstrap, args.topic, args.records)
     # the output partition matches the input's: as many (the input may already exist with more than one)
     ensure_topic(args.bootstrap, output_topic, partition_count(args.bootstrap, args.topic))
-    producer = Producer({"bootstrap.servers": args.bootstrap, "enable.idempotence": True, "acks": "all"})
-    consumer = group_consumer(args.bootstrap, group)
+    producer = Producer(
+        {
+            "bootstrap.servers": args.bootstrap,
+            "transactional.id": f"{group}-worker",  # the same after a restart: that is what fences the old one
+            "transaction.timeout.ms": 60_000,
+        }
+    )
+    producer.init_transactions(30)  # aborts whatever the previous instance left open
+    consumer = group_consumer(args.bootstrap, group, **{"isolation.level": "read_committed"})
     positions: dict[int, int] = {}
 
     def on_assign(c: Consumer, partitions: list[TopicPartition]) -> None:
-        for tp in partitions:
-            done = last_source_offset(args.bootstrap, output_topic, tp.partition)
-            if done is not None:
-                tp.offset = done + 1  # resume from the output, whatever the group committed
-                positions[tp.partition] = done + 1
-        c.assign(partitions)
+        c.assign(partitions)  # from the group's committed offsets: those of the last committed transaction
 
     consumer.subscribe([args.topic], on_assign=on_assign)
 
     def handle(msg: Message) -> None:
+        producer.begin_transaction()
         result = f"shipped {msg.value().decode()}".encode()
         headers = [(SOURCE_OFFSET, str(msg.offset()).encode())]
         producer.produce(output_topic, value=result, partition=msg.partition(), headers=headers)
-        if producer.flush(30) != 0:  # 1. the output, with its input offset, is written
+        if producer.flush(30) != 0:
             raise SystemExit("output not acknowledged")
-        crash_if(args.crash_after, msg.offset(), "output written, offset not committed")
-        consumer.commit(message=msg, asynchronous=False)  # 2. a progress report only
+        crash_if(args.crash_after, msg.offset(), "output written, transaction not committed")
+        next_offset = [TopicPartition(msg.topic(), msg.partition(), msg.offset() + 1)]
+        producer.send_offsets_to_transaction(next_offset, consumer.consumer_group_metadata(), 30)
+        producer.commit_transaction(30)  # the output and the offset, together
 
     handled = consume_all(consumer, args.bootstrap, args.topic, handle, positions)
     consumer.close()

@@ -3,8 +3,9 @@ tells their guarantees apart, run again, and show the guarantee they claim:
 
 - at-most-once (commit, then process): the crash after the commit loses exactly that record, nothing repeats;
 - at-least-once (process, then commit): the crash before the commit repeats exactly that record, nothing is lost;
-- exactly-once effect (idempotent producer, input offset stored in the output): the same crash leaves every
-  record's output exactly once, in order.
+- exactly-once (consume-transform-produce in Kafka transactions, offsets committed in the transaction): the same
+  crash, mid-transaction, leaves every record's output exactly once, in order, for read_committed readers; the
+  crashed transaction's output is in the log, aborted.
 """
 
 from __future__ import annotations
@@ -80,12 +81,34 @@ def test_at_least_once_repeats_the_record_processed_before_the_crash(
     assert output.read_text().split() == expected
 
 
-def test_exactly_once_effect_survives_the_same_crash(broker: BrokerProcess, tmp_path: Path) -> None:
+def read_committed(
+    broker: BrokerProcess, topic: str, isolation: str = "read_committed"
+) -> list[tuple[bytes, bytes]]:
+    """(value, source-offset header) of every record a fresh consumer with ``isolation`` reads from the start."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": "checker", "isolation.level": isolation}
+    )
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    out: list[tuple[bytes, bytes]] = []
+    try:
+        while (msgs := consumer.consume(num_messages=1000, timeout=2.0)) or not out:
+            out += [(m.value(), dict(m.headers() or [])["source-offset"]) for m in msgs if not m.error()]
+    finally:
+        consumer.close()
+    return out
+
+
+def test_exactly_once_survives_the_same_crash(broker: BrokerProcess, tmp_path: Path) -> None:
     crash_then_resume("exactly_once", broker, "eo", tmp_path / "unused.txt")
-    out = ck_consume(broker.bootstrap, "eo-out", RECORDS, timeout=20)
-    assert [c.value for c in out] == [f"shipped {o}".encode() for o in ORDERS]
-    assert end_offset(broker, "eo-out") == RECORDS  # and nothing after them
-    assert [dict(c.headers)["source-offset"] for c in out] == [str(i).encode() for i in range(RECORDS)]
+    out = read_committed(broker, "eo-out")
+    assert [value for value, _ in out] == [f"shipped {o}".encode() for o in ORDERS]
+    assert [offset for _, offset in out] == [str(i).encode() for i in range(RECORDS)]
+    # the crashed transaction's output is in the log, aborted: only a read_uncommitted reader sees it
+    uncommitted = [value for value, _ in read_committed(broker, "eo-out", "read_uncommitted")]
+    assert uncommitted.count(f"shipped order-{CRASH_AT}".encode()) == 2
+    assert len(uncommitted) == RECORDS + 1
 
 
 def test_without_a_crash_every_example_handles_each_record_once(
@@ -97,7 +120,7 @@ def test_without_a_crash_every_example_handles_each_record_once(
         assert code == 0 and output.read_text().split() == ORDERS
     code, _ = run_example("exactly_once", broker, "calm-eo", tmp_path / "unused.txt")
     assert code == 0
-    assert [c.value for c in ck_consume(broker.bootstrap, "calm-eo-out", RECORDS, timeout=20)] == [
+    assert [value for value, _ in read_committed(broker, "calm-eo-out")] == [
         f"shipped {o}".encode() for o in ORDERS
     ]
 
