@@ -347,12 +347,15 @@ class KafkaClient:
         min_bytes: int = 1,
         max_bytes: int = 52428800,
         partition_max_bytes: int = 1048576,
-        isolation_level: int = 0,
+        isolation_level: int | None = None,
     ) -> dict[TopicPartition, FetchedPartition]:
-        """Fetch from each partition's leader at ``positions``; errors are per partition (``error_code``)."""
+        """Fetch from each partition's leader at ``positions``; errors are per partition (``error_code``).
+        ``isolation_level``: the client's when None (1, read_committed: up to the LSO, with the aborted
+        transactions of what was read)."""
         from samsa.protocol.messages import fetch as fe
 
-        limits = _FetchLimits(max_wait_ms, min_bytes, max_bytes, partition_max_bytes, isolation_level)
+        level = self.isolation_level if isolation_level is None else isolation_level
+        limits = _FetchLimits(max_wait_ms, min_bytes, max_bytes, partition_max_bytes, level)
 
         async def call(node_id: int, tps: list[TopicPartition]) -> dict[TopicPartition, Any]:
             connection = await self.connection(node_id)

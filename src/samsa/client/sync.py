@@ -40,9 +40,13 @@ class SyncClient:
         *,
         client_id: str = "samsa",
         request_timeout_ms: int = 30000,
+        isolation_level: int = 0,
     ) -> None:
         self._client = KafkaClient(
-            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms
+            bootstrap_servers,
+            client_id=client_id,
+            request_timeout_ms=request_timeout_ms,
+            isolation_level=isolation_level,
         )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="samsa-client", daemon=True)

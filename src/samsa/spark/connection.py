@@ -28,12 +28,14 @@ class SamsaBrokerError(RuntimeError):
     """The broker could not be reached or refused a request; the message names the option or partition."""
 
 
-def connect(bootstrap_servers: str) -> SyncClient:
+def connect(bootstrap_servers: str, isolation_level: int = 0) -> SyncClient:
     """A ``SyncClient`` for ``kafka.bootstrap.servers`` (connections open on first use; failures then go through
-    ``broker_error``)."""
+    ``broker_error``); ``isolation_level`` 1 reads and lists offsets as read_committed."""
     from samsa.client import SyncClient  # executors import this module; the client loads only when used
 
-    return SyncClient(bootstrap_servers, request_timeout_ms=REQUEST_TIMEOUT_MS)
+    return SyncClient(
+        bootstrap_servers, request_timeout_ms=REQUEST_TIMEOUT_MS, isolation_level=isolation_level
+    )
 
 
 def broker_error(bootstrap_servers: str, exc: Exception) -> SamsaBrokerError:

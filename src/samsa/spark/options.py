@@ -218,6 +218,7 @@ class SourceOptions:
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
     poll_timeout_ms: int = 120000
+    isolation_level: int = 0  # kafka.isolation.level: 0 read_uncommitted (Spark's default), 1 read_committed
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, batch: bool) -> SourceOptions:
@@ -238,7 +239,17 @@ class SourceOptions:
             max_offsets_per_trigger=_int(options, "maxOffsetsPerTrigger"),
             min_partitions=_int(options, "minPartitions"),
             poll_timeout_ms=_int(options, "kafkaConsumer.pollTimeoutMs") or 120000,
+            isolation_level=_isolation(options),
         )
+
+
+def _isolation(options: Mapping[str, str]) -> int:
+    value = str(options.get("kafka.isolation.level", "read_uncommitted")).lower()
+    if value not in ("read_uncommitted", "read_committed"):
+        raise SamsaOptionError(
+            f"option 'kafka.isolation.level' must be read_uncommitted or read_committed, got {value!r}"
+        )
+    return 1 if value == "read_committed" else 0
 
 
 def split_range(start: int, end: int, pieces: int) -> list[tuple[int, int]]:

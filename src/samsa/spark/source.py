@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -182,6 +182,7 @@ class OffsetRange(InputPartition):  # type: ignore[misc]
     include_headers: bool
     fail_on_data_loss: bool
     poll_timeout_ms: int
+    isolation_level: int = 0
 
 
 def check_data_loss(
@@ -227,6 +228,7 @@ def plan_ranges(opts: SourceOptions, start: PartitionOffsets, end: PartitionOffs
                     opts.include_headers,
                     opts.fail_on_data_loss,
                     opts.poll_timeout_ms,
+                    opts.isolation_level,
                 )
             )
     return ranges
@@ -234,7 +236,7 @@ def plan_ranges(opts: SourceOptions, start: PartitionOffsets, end: PartitionOffs
 
 def read_range(part: OffsetRange) -> Iterator[pa.RecordBatch]:
     """Fetch [start, end) of one partition; yields RecordBatches. Runs in a Spark executor."""
-    client = connect(part.bootstrap_servers)
+    client = connect(part.bootstrap_servers, part.isolation_level)
     fetches = _Prefetcher(client, part)
     builder = RecordBatchBuilder(part.topic, part.partition, part.include_headers)
     try:
@@ -253,6 +255,7 @@ def _read_into(
     when no record arrives within ``kafkaConsumer.pollTimeoutMs``."""
     position = part.start
     deadline = time.monotonic() + part.poll_timeout_ms / 1000
+    aborted = AbortedTransactions()
     while position < part.end:
         fetched = fetches.get(position)
         if fetched.error_code == OFFSET_OUT_OF_RANGE:
@@ -266,7 +269,10 @@ def _read_into(
         views = [v for v in iter_batches(fetched.records) if v.next_offset > position]
         if views and views[-1].next_offset < part.end:  # fetch the next chunk while this one decodes
             fetches.prefetch(views[-1].next_offset)
-        position, advanced = yield from _take(builder, views, position, part.end)
+        if fetched.aborted_transactions:
+            aborted.learn(fetched.aborted_transactions)
+        skip = aborted.skip if aborted.known else None
+        position, advanced = yield from _take(builder, views, position, part.end, skip)
         if advanced:
             deadline = time.monotonic() + part.poll_timeout_ms / 1000
         elif position < part.end and time.monotonic() > deadline:
@@ -291,21 +297,63 @@ def _skip_lost_records(part: OffsetRange, position: int, fetched: FetchedPartiti
 
 
 def _take(
-    builder: RecordBatchBuilder, views: list[BatchView], position: int, end: int
+    builder: RecordBatchBuilder,
+    views: list[BatchView],
+    position: int,
+    end: int,
+    skip: Callable[[BatchView], bool] | None = None,
 ) -> Generator[pa.RecordBatch, None, tuple[int, bool]]:
-    """Append the records of ``views`` from ``position`` up to ``end`` (control batches skipped), yielding the
-    RecordBatches that fills; returns the new position and whether a batch below ``end`` was reached."""
+    """Append the records of ``views`` from ``position`` up to ``end`` (control batches skipped, and those
+    ``skip`` names: aborted data), yielding the RecordBatches that fills; returns the new position and whether a
+    batch below ``end`` was reached."""
     advanced = False
     for view in views:
         if view.base_offset >= end:
             return end, advanced
         advanced = True
-        if not (view.magic >= 2 and view.is_control):
+        dropped = skip is not None and skip(view)
+        if not dropped and not (view.magic >= 2 and view.is_control):
             yield from builder.add_range(view, position, end)
         position = min(view.next_offset, end)
         if position >= end:
             break
     return position, advanced
+
+
+class AbortedTransactions:
+    """What a read_committed reader drops (as Kafka's consumers do): the fetch answers name aborted transactions by
+    producer id and first offset; from that offset on, that producer's transactional batches are dropped up to
+    its ABORT marker. Batches are shown in offset order, once each."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[int, int]] = []  # (first offset, producer id), sorted, not reached yet
+        self.seen: set[tuple[int, int]] = set()
+        self.aborting: set[int] = set()
+
+    @property
+    def known(self) -> bool:
+        return bool(self.pending or self.aborting)
+
+    def learn(self, transactions: Iterable[tuple[int, int]]) -> None:
+        for producer_id, first_offset in transactions:
+            if (first_offset, producer_id) not in self.seen:
+                self.seen.add((first_offset, producer_id))
+                self.pending.append((first_offset, producer_id))
+        self.pending.sort()
+
+    def skip(self, batch: BatchView) -> bool:
+        """Whether ``batch`` is aborted data (an ABORT marker ends its producer's aborted transaction)."""
+        while self.pending and self.pending[0][0] <= batch.last_offset:
+            self.aborting.add(self.pending.pop(0)[1])
+        if batch.magic < 2 or batch.producer_id not in self.aborting:
+            return False
+        if batch.is_control:
+            from samsa.records.control import ControlRecordType, batch_control_type
+
+            if batch_control_type(batch) is ControlRecordType.ABORT:
+                self.aborting.discard(batch.producer_id)
+            return False
+        return batch.is_transactional
 
 
 class _Prefetcher:
@@ -354,7 +402,7 @@ class BrokerBatchReader(DataSourceReader):  # type: ignore[misc]
 
     @shortened
     def partitions(self) -> list[OffsetRange]:
-        client = connect(self.opts.bootstrap_servers)
+        client = connect(self.opts.bootstrap_servers, self.opts.isolation_level)
         try:
             tps = discover_partitions(client, self.opts)
             start = resolve(client, self.opts, self.opts.starting, tps, "startingOffsets")
@@ -385,7 +433,7 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
 
     def _conn(self) -> SyncClient:
         if self._client is None:
-            self._client = connect(self.opts.bootstrap_servers)
+            self._client = connect(self.opts.bootstrap_servers, self.opts.isolation_level)
         return self._client
 
     @shortened
