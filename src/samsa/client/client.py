@@ -376,18 +376,25 @@ class KafkaClient:
         }
 
     async def produce(
-        self, tp: TopicPartition, batch: bytes, *, acks: int = -1, timeout_ms: int = 30000
+        self,
+        tp: TopicPartition,
+        batch: bytes,
+        *,
+        acks: int = -1,
+        timeout_ms: int = 30000,
+        transactional_id: str | None = None,
     ) -> tuple[int, int]:
         """Append ``batch`` (encoded record batches) to ``tp``; (base_offset, log_append_time).
 
-        With acks=0 nothing is awaited and (-1, -1) is returned. Raises BrokerError.
+        With acks=0 nothing is awaited and (-1, -1) is returned. Raises BrokerError. ``transactional_id``: the
+        batch's producer writes in a transaction (``samsa.client.transactions``).
         """
         from samsa.protocol.messages import produce as pr
 
         async def call(node_id: int, tps: list[TopicPartition]) -> dict[TopicPartition, Any]:
             connection = await self.connection(node_id)
             request = pr.ProduceRequest(
-                transactional_id=None,
+                transactional_id=transactional_id,
                 acks=acks,
                 timeout_ms=timeout_ms,
                 topic_data=[

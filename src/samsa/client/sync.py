@@ -58,6 +58,10 @@ class SyncClient:
         """The underlying async client (use only on this SyncClient's loop)."""
         return self._client
 
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine of the underlying client (``self.client``) on its loop and wait for it."""
+        return self._run(coro)
+
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
         if self._closed:
             coro.close()

@@ -7,6 +7,29 @@ task produces its rows in batches of up to ``BATCH_RECORDS`` records per partiti
 is created by a broker with ``auto.create.topics.enable`` (as for Spark's own Kafka sink); otherwise the write fails
 with one line naming it.
 
+**Exactly once** (streaming, ``deliveryGuarantee=exactly-once`` with ``transactionalIdPrefix=P``; Spark's own
+Kafka sink has no such mode). Each task of a micro-batch writes its rows in a Kafka transaction of its own,
+``transactional.id`` ``P-<Spark partition id>``, and leaves it open; it returns the transaction's handle (id,
+producer id, epoch) to the driver. Spark calls the writer's ``commit(batchId)`` on the driver when every task
+succeeded; only then are the transactions committed, so read_committed readers see a micro-batch's rows all at
+once or not at all. The commit is made crash-safe by a decision record: before ending any transaction, the
+driver appends ``{"batch": N, "transactions": [...]}`` (one record, acks=all) to the topic ``P.samsa-sink-state``;
+then it commits each transaction. After a driver crash:
+
+- before the decision record: Spark runs batch N again from its checkpoint; the new tasks' ``InitProducerId``
+  with the same ids fences the dead attempt's producers and aborts their open transactions; nothing of the first
+  attempt is ever visible;
+- after the decision record (between it and the last EndTxn, or after every EndTxn but before Spark wrote batch
+  N to its commit log): the restarted query's writer first commits every transaction the last decision lists (a
+  commit already done is answered NONE); if Spark then runs batch N again, ``commit`` finds N decided and aborts
+  the second attempt's transactions.
+
+So each input row is in the output exactly once for read_committed readers. What it relies on: one query per
+prefix at a time; Spark committing batches in order; transactions outliving the time between a task's write and
+the driver's commit (``transactionTimeoutMs``, 900,000 by default, Kafka's ``transaction.max.timeout.ms``): a
+transaction the coordinator aborted on timeout fails the batch's commit (the query stops with the error) rather
+than being skipped.
+
 A batch write needs ``.mode("append")``. Spark's Kafka sink also takes the default mode (ErrorIfExists), but Spark
 refuses any mode other than Append and Overwrite for a Python data source before it asks the source
 (``UNSUPPORTED_DATA_SOURCE_SAVE_MODE``); Overwrite is refused here, as the Kafka sink refuses it.
@@ -29,7 +52,7 @@ from pyspark.sql.types import StructType
 
 from samsa.client.partitioner import partition_for_key
 from samsa.protocol import ErrorCode
-from samsa.records import Record, build_batch
+from samsa.records import Record, build_batch, iter_batches
 
 from .arrow import headers_from_arrow
 from .connection import SamsaBrokerError, broker_error, connect
@@ -37,14 +60,23 @@ from .options import SamsaOptionError
 
 if TYPE_CHECKING:
     from samsa.client import SyncClient
+    from samsa.client.transactions import TransactionalProducer
 
 BATCH_RECORDS = 2000
+
+
+AT_LEAST_ONCE = "at-least-once"
+EXACTLY_ONCE = "exactly-once"
+TRANSACTION_TIMEOUT_MS = 900_000
 
 
 @dataclass(frozen=True)
 class SinkOptions:
     bootstrap_servers: str
     topic: str | None
+    delivery_guarantee: str = AT_LEAST_ONCE
+    transactional_id_prefix: str | None = None
+    transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS
 
     @classmethod
     def parse(cls, options: Mapping[str, str], schema: StructType) -> SinkOptions:
@@ -57,12 +89,37 @@ class SinkOptions:
         topic = options.get("topic")
         if topic is None and "topic" not in names:
             raise SamsaOptionError("the samsa sink needs the 'topic' option or a 'topic' column")
-        return cls(str(servers), None if topic is None else str(topic))
+        guarantee = str(options.get("deliveryGuarantee", AT_LEAST_ONCE)).lower()
+        if guarantee not in (AT_LEAST_ONCE, EXACTLY_ONCE):
+            raise SamsaOptionError(
+                f"option 'deliveryGuarantee' must be {AT_LEAST_ONCE} or {EXACTLY_ONCE}, got {guarantee!r}"
+            )
+        prefix = options.get("transactionalIdPrefix")
+        if guarantee == EXACTLY_ONCE and not prefix:
+            raise SamsaOptionError(
+                "deliveryGuarantee=exactly-once needs option 'transactionalIdPrefix': a name of this query's own, "
+                "the same across its restarts (its transactions and its decision topic are named after it)"
+            )
+        timeout = options.get("transactionTimeoutMs")
+        return cls(
+            str(servers),
+            None if topic is None else str(topic),
+            guarantee,
+            None if prefix is None else str(prefix),
+            int(timeout) if timeout else TRANSACTION_TIMEOUT_MS,
+        )
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.delivery_guarantee == EXACTLY_ONCE
 
 
 @dataclass
 class ProducedMessage(WriterCommitMessage):  # type: ignore[misc]
     records: int
+    transaction: tuple[str, int, int] | None = (
+        None  # exactly once: (transactional id, producer id, epoch), open
+    )
 
 
 def _as_bytes(value: Any) -> bytes | None:
@@ -95,15 +152,32 @@ def topic_partition_count(
 
 
 def write_rows(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> ProducedMessage:
-    """Produce every row of ``batches``; returns how many. Raises on the first broker error."""
+    """Produce every row of ``batches``; returns how many (exactly once: in a transaction left open, named in the
+    answer). Raises on the first broker error."""
     producer = _RowProducer(opts, connect(opts.bootstrap_servers))
     try:
+        if opts.exactly_once:
+            producer.begin_transaction(_task_transactional_id(opts))
         for batch in batches:
             producer.add(batch)
         producer.flush()
     finally:
         producer.client.close()
-    return ProducedMessage(producer.total)
+    txn = producer.transaction
+    handle = (
+        None
+        if txn is None
+        else (txn.handle.transactional_id, txn.handle.producer_id, txn.handle.producer_epoch)
+    )
+    return ProducedMessage(producer.total, handle)
+
+
+def _task_transactional_id(opts: SinkOptions) -> str:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    partition = context.partitionId() if context is not None else 0
+    return f"{opts.transactional_id_prefix}-{partition}"
 
 
 class _RowProducer:
@@ -117,6 +191,19 @@ class _RowProducer:
         self._counts: dict[str, int] = {}
         self._round_robin: dict[str, int] = defaultdict(int)
         self._pending: dict[tuple[str, int], list[Record]] = defaultdict(list)
+        self.transaction: TransactionalProducer | None = None
+
+    def begin_transaction(self, transactional_id: str) -> None:
+        from samsa.client.transactions import TransactionalProducer
+
+        try:
+            self.transaction = self.client.run(
+                TransactionalProducer.begin(
+                    self.client.client, transactional_id, self.opts.transaction_timeout_ms
+                )
+            )
+        except Exception as exc:
+            raise broker_error(self.opts.bootstrap_servers, exc) from exc
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Route every row of ``batch`` (timestamped now), producing each partition's batch when it is full."""
@@ -162,10 +249,13 @@ class _RowProducer:
         from samsa.client import TopicPartition
 
         records = self._pending.pop(tp)
-        batch = build_batch(
-            [Record(i, r.timestamp, r.key, r.value, r.headers) for i, r in enumerate(records)]
-        )
         try:
+            if self.transaction is not None:
+                self.client.run(self.transaction.send(TopicPartition(*tp), records))
+                return
+            batch = build_batch(
+                [Record(i, r.timestamp, r.key, r.value, r.headers) for i, r in enumerate(records)]
+            )
             self.client.produce(TopicPartition(*tp), batch, acks=-1)
         except Exception as exc:
             raise broker_error(self.opts.bootstrap_servers, exc) from exc
@@ -198,3 +288,105 @@ class SamsaStreamWriter(_RowsWriter, DataSourceStreamArrowWriter):  # type: igno
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Produced records cannot be taken back: the sink is at least once."""
+
+
+class SamsaExactlyOnceStreamWriter(SamsaStreamWriter):
+    """``writeStream.format("samsa")`` with ``deliveryGuarantee=exactly-once`` (module doc): the driver commits the
+    tasks' transactions after its decision record. Made on the driver when the query starts, which first finishes
+    the last decision a crashed run may have left half done."""
+
+    def __init__(self, opts: SinkOptions) -> None:
+        super().__init__(opts)
+        assert opts.transactional_id_prefix is not None
+        self.state_topic = f"{opts.transactional_id_prefix}.samsa-sink-state"
+        client = connect(opts.bootstrap_servers)
+        try:
+            self._ensure_state_topic(client)
+            last = self._last_decision(client)
+            if last is not None:
+                self._end(client, last["transactions"], commit=True)  # roll the last decision forward
+        finally:
+            client.close()
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        handles = [list(m.transaction) for m in messages if isinstance(m, ProducedMessage) and m.transaction]
+        client = connect(self.opts.bootstrap_servers)
+        try:
+            last = self._last_decision(client)
+            if (
+                last is not None and last["batch"] >= batchId
+            ):  # decided before a crash: this is a second attempt
+                self._end(client, handles, commit=False)
+                return
+            self._record(client, {"batch": batchId, "transactions": handles})
+            self._end(client, handles, commit=True)
+        finally:
+            client.close()
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        handles = [list(m.transaction) for m in messages if isinstance(m, ProducedMessage) and m.transaction]
+        client = connect(self.opts.bootstrap_servers)
+        try:
+            self._end(client, handles, commit=False)
+        finally:
+            client.close()
+
+    def _end(self, client: SyncClient, handles: list[list[Any]], *, commit: bool) -> None:
+        from samsa.client.errors import BrokerError
+        from samsa.client.transactions import TransactionHandle, end_transaction
+
+        for tid, pid, epoch in handles:
+            handle = TransactionHandle(str(tid), int(pid), int(epoch))
+            try:
+                client.run(end_transaction(client.client, handle, commit=commit))
+            except BrokerError as exc:
+                fenced = exc.name in ("PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH")
+                if commit and not fenced:
+                    raise SamsaBrokerError(
+                        f"sink: the transaction {tid} of a decided micro-batch cannot be committed: {exc} (was it "
+                        f"open longer than transactionTimeoutMs={self.opts.transaction_timeout_ms}?)"
+                    ) from None
+                # fenced: a later InitProducerId of the id ended it already (committed before, or aborted)
+
+    def _ensure_state_topic(self, client: SyncClient) -> None:
+        """Create the decision topic (one partition, the broker's replication factor) unless it exists."""
+        from samsa.client import NewTopic
+
+        try:
+            errors = client.create_topics([NewTopic(self.state_topic, 1, -1)])
+        except Exception as exc:
+            raise broker_error(self.opts.bootstrap_servers, exc) from exc
+        error = errors.get(self.state_topic)
+        if error is not None and error.name != "TOPIC_ALREADY_EXISTS":
+            raise SamsaBrokerError(f"sink: cannot create the decision topic {self.state_topic!r}: {error}")
+        topic_partition_count(client, self.state_topic, self.opts.bootstrap_servers, wait_s=30)
+
+    def _last_decision(self, client: SyncClient) -> dict[str, Any] | None:
+        import json
+
+        from samsa.client import TopicPartition
+        from samsa.records import iter_records
+
+        tp = TopicPartition(self.state_topic, 0)
+        end = int(client.list_offsets({tp: -1})[tp][0])
+        if end <= 0:
+            return None
+        fetched = client.fetch({tp: end - 1}, max_wait_ms=0)[tp]
+        last = None
+        for batch in iter_batches(fetched.records):
+            for record in iter_records(batch):
+                if record.offset == end - 1 and record.value is not None:
+                    last = json.loads(record.value)
+        return last
+
+    def _record(self, client: SyncClient, decision: dict[str, Any]) -> None:
+        import json
+
+        from samsa.client import TopicPartition
+
+        value = json.dumps(decision, separators=(",", ":")).encode()
+        batch = build_batch([Record(0, int(time.time() * 1000), None, value, ())])
+        try:
+            client.produce(TopicPartition(self.state_topic, 0), batch, acks=-1)
+        except Exception as exc:
+            raise broker_error(self.opts.bootstrap_servers, exc) from exc

@@ -517,9 +517,16 @@ class SamsaDataSource(DataSource):  # type: ignore[misc]
 
         if overwrite:
             raise SamsaOptionError("format('samsa') sink appends only; use .mode('append')")
-        return SamsaBatchWriter(SinkOptions.parse(self.options, schema))
+        opts = SinkOptions.parse(self.options, schema)
+        if opts.exactly_once:
+            raise SamsaOptionError(
+                "deliveryGuarantee=exactly-once is for streaming queries (writeStream): a batch write has no "
+                "checkpoint to make its commit safe across a crash"
+            )
+        return SamsaBatchWriter(opts)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from .sink import SamsaStreamWriter, SinkOptions
+        from .sink import SamsaExactlyOnceStreamWriter, SamsaStreamWriter, SinkOptions
 
-        return SamsaStreamWriter(SinkOptions.parse(self.options, schema))
+        opts = SinkOptions.parse(self.options, schema)
+        return SamsaExactlyOnceStreamWriter(opts) if opts.exactly_once else SamsaStreamWriter(opts)
