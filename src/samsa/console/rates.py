@@ -1,0 +1,62 @@
+"""Messages in and out per second, derived from offsets polled once a second (no broker metrics needed).
+
+    messages in   the growth of the log end offsets of the topics that are not internal
+    messages out  the growth of the groups' committed offsets (what consumers have taken and committed)
+
+Each rate is taken over the partitions (or group partitions) known in both of two successive pictures, so a
+partition whose leader is down for a poll makes no false dip or spike; an offset that went backwards (a topic
+recreated, offsets reset) counts as zero. ``HISTORY`` points are kept for the chart.
+
+Concurrency contract: not thread-safe; the console's event loop alone calls ``observe``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Hashable, Mapping
+from typing import Any, TypeVar
+
+from samsa.topic_partition import TopicPartition
+
+from .cluster_state import ClusterState
+
+__all__ = ["HISTORY", "Rates"]
+
+HISTORY = 300
+K = TypeVar("K", bound=Hashable)
+
+
+def _growth(before: Mapping[K, int], after: Mapping[K, int]) -> dict[K, int]:
+    return {key: max(0, after[key] - before[key]) for key in after.keys() & before.keys()}
+
+
+class Rates:
+    """The chart's points: ``{"time_ms", "in", "out"}`` per poll, and the latest per-topic in-rates."""
+
+    def __init__(self) -> None:
+        self.points: deque[dict[str, Any]] = deque(maxlen=HISTORY)
+        self.topic_in: dict[str, float] = {}
+        self._last: tuple[int, dict[TopicPartition, int], dict[Any, int]] | None = None
+
+    def observe(self, state: ClusterState) -> None:
+        if state.error is not None:
+            return
+        ends, committed = state.end_offsets(), state.committed()
+        last, self._last = self._last, (state.time_ms, ends, committed)
+        if last is None:
+            return
+        seconds = (state.time_ms - last[0]) / 1000
+        if seconds <= 0:
+            return
+        grown_in = _growth(last[1], ends)
+        by_topic: dict[str, int] = {}
+        for tp, n in grown_in.items():
+            by_topic[tp.topic] = by_topic.get(tp.topic, 0) + n
+        self.topic_in = {t: n / seconds for t, n in by_topic.items()}
+        self.points.append(
+            {
+                "time_ms": state.time_ms,
+                "in": sum(grown_in.values()) / seconds,
+                "out": sum(_growth(last[2], committed).values()) / seconds,
+            }
+        )
