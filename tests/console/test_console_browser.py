@@ -11,6 +11,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 import samsa
 from tests.console.browser import cells, row_cells, text, wait_until
 
+NO_VALUE = "\u2013"  # what the page shows for a value it does not have (an en dash)
 pytestmark = [pytest.mark.timeout(120), pytest.mark.clients]
 
 
@@ -35,6 +36,9 @@ def test_cluster_topic_segments_and_lag_pages(
     samsa_broker.create_topic("orders", partitions=3, config={"retention.ms": "3600000"})
     produce(samsa_broker.bootstrap_servers, "orders", {0: 10, 1: 20, 2: 30})
     commit(samsa_broker.bootstrap_servers, "billing", {("orders", 0): 4, ("orders", 1): 20})
+    member = Consumer({"bootstrap.servers": samsa_broker.bootstrap_servers, "group.id": "live"})
+    member.subscribe(["orders"])
+    wait_until("an assignment", lambda: member.poll(0.2) or member.assignment())
     console = console_factory(samsa_broker.bootstrap_servers)
 
     browser.get(console.url)
@@ -62,3 +66,12 @@ def test_cluster_topic_segments_and_lag_pages(
     wait_until("the group", lambda: cells(browser, "section[data-group='billing'] td.lag"))
     assert cells(browser, "section[data-group='billing'] td.lag") == ["6", "0"]
     assert text(browser, "section[data-group='billing'] .total-lag") == "6"
+    # a live member with its assignment and nothing committed: partitions listed with no lag yet
+    assert text(browser, "section[data-group='live'] .state") == "Stable"
+    live_rows = "section[data-group='live'] tr[data-tp]"
+    assert [r.split()[:3] for r in cells(browser, live_rows)] == [
+        ["orders", "0", NO_VALUE],
+        ["orders", "1", NO_VALUE],
+        ["orders", "2", NO_VALUE],
+    ]
+    member.close()

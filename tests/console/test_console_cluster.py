@@ -49,7 +49,11 @@ def test_replicas_isr_and_a_broker_going_down(
 ) -> None:
     bootstrap = ",".join(b.bootstrap_servers for b in cluster.values())
     admin = AdminClient({"bootstrap.servers": bootstrap})
+    victim = next(node for node in cluster if node != _controller(bootstrap))
     admin.create_topics([NewTopic("orders", 3, 3)])["orders"].result(30)
+    admin.create_topics([NewTopic("solo", num_partitions=1, replica_assignment=[[victim]])])["solo"].result(
+        30
+    )
     expected = wait_until(
         "the topic's full ISR",
         lambda: (d := describe(bootstrap, "orders")) and all(len(v[2]) == 3 for v in d.values()) and d,
@@ -67,7 +71,6 @@ def test_replicas_isr_and_a_broker_going_down(
     )
     assert cells(browser, "#partitions td.leader") == [str(expected[p][0]) for p in range(3)]
 
-    victim = next(node for node, b in cluster.items() if node != _controller(bootstrap))
     cluster[victim].stop_thread()
 
     wait_until(
@@ -92,6 +95,14 @@ def test_replicas_isr_and_a_broker_going_down(
         "under-replicated partitions counted", lambda: int(text(browser, "#under-replicated-count")) >= 3
     )
     assert cells(browser, "#under-replicated tr[data-tp='orders-0'] td")
+    # the partition whose only replica was on it has no leader: offline, shown as such
+    assert cells(browser, "#offline tr[data-tp='solo-0'] td")[2:] == ["none", str(victim), str(victim)]
+    assert int(text(browser, "#offline-count")) == 1
+
+    browser.get(console.url + "#/topic/solo")
+    wait_until("the offline partition", lambda: cells(browser, "#partitions td.status"))
+    assert cells(browser, "#partitions td.leader") == ["none"]
+    assert cells(browser, "#partitions td.status")[0].startswith("offline")
 
 
 def _controller(bootstrap: str) -> int:

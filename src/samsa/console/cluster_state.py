@@ -73,6 +73,7 @@ class ClusterState:
             (g["group_id"], TopicPartition(o["topic"], o["partition"])): o["committed"]
             for g in self.groups
             for o in g["offsets"]
+            if o["committed"] is not None
         }
 
 
@@ -315,6 +316,7 @@ def _members(row: Json, described: GroupDescription) -> None:
             "client_id": m.client_id,
             "host": m.host,
             "assignment": [f"{tp.topic}-{tp.partition}" for tp in m.assignment],
+            "assigned": [(tp.topic, tp.partition) for tp in m.assignment],
         }
         for m in described.members
     ]
@@ -329,11 +331,17 @@ def _lag(state: ClusterState) -> None:
     }
     for group in state.groups:
         owners = {a: m["client_id"] for m in group["members"] for a in m["assignment"]}
+        committed = {f"{o['topic']}-{o['partition']}" for o in group["offsets"]}
+        for m in group["members"]:  # assigned, nothing committed yet: shown with no lag, as Kafka's tool does
+            for topic, partition in m.pop("assigned", []):
+                if f"{topic}-{partition}" not in committed:
+                    group["offsets"].append({"topic": topic, "partition": partition, "committed": None})
+        group["offsets"].sort(key=lambda o: (o["topic"], o["partition"]))
         total: int | None = None
         for o in group["offsets"]:
             end = ends.get((o["topic"], o["partition"]))
             o["log_end_offset"] = end
-            o["lag"] = None if end is None else max(0, end - o["committed"])
+            o["lag"] = None if end is None or o["committed"] is None else max(0, end - o["committed"])
             o["owner"] = owners.get(f"{o['topic']}-{o['partition']}")
             if o["lag"] is not None:
                 total = (total or 0) + o["lag"]
