@@ -40,7 +40,16 @@ def test_rates_from_offsets() -> None:
     # partition 1's leader is away for a poll, then back: no dip, no spike; an offset going back counts 0
     rates.observe(picture(4000, {0: 400, 1: None}, {0: 5}))
     rates.observe(picture(5000, {0: 500, 1: 150}, {0: 15}))
-    assert [(p["in"], p["out"]) for p in rates.points] == [(100.0, 30.0), (100.0, 0.0), (100.0, 10.0)]
+    # out is taken over the last 5 s (from the picture at 1000 ms: 10 -> 15)
+    assert [(p["in"], p["out"]) for p in rates.points] == [(100.0, 30.0), (100.0, 0.0), (100.0, 1.25)]
+
+
+def test_out_rate_is_flat_when_a_consumer_commits_every_5_s() -> None:
+    rates = Rates()
+    for second in range(30):  # reads 100 records/s, commits every 5 s (auto.commit.interval.ms)
+        committed = 100 * 5 * (second // 5)
+        rates.observe(picture(1000 * second, {0: 100 * second}, {0: committed}))
+    assert {p["out"] for p in list(rates.points)[5:]} == {100.0}
 
 
 def test_rates_skip_a_picture_with_an_error() -> None:

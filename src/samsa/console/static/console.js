@@ -102,7 +102,7 @@ function chart(points) {
   const last = shown.length ? shown[shown.length - 1] : { in: 0, out: 0 };
   return el("div", {}, canvas, el("div", { class: "legend" },
     el("span", { class: "in", id: "rate-in" }, "messages in " + rate(last.in)),
-    el("span", { class: "out", id: "rate-out" }, "messages out (committed) " + rate(last.out)),
+    el("span", { class: "out", id: "rate-out" }, "messages out (committed, over 5 s) " + rate(last.out)),
     el("span", { class: "muted" }, "from log end offsets and committed offsets polled every second")));
 }
 
@@ -230,6 +230,7 @@ async function refresh() {
     view.replaceChildren(...current.render(data).filter(Boolean));
     view.dataset.kind = current.kind;
     view.dataset.time = data.time_ms || Date.now();
+    if (window.consoleFirstRenderMs === undefined) window.consoleFirstRenderMs = performance.now();
     setStatus("updated " + new Date().toLocaleTimeString(), false);
   } catch (err) {
     if (mine !== generation) return;
