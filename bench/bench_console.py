@@ -82,7 +82,16 @@ def traffic(bootstrap: str, stop: threading.Event) -> None:
 
 def start_console(bootstrap: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    args = [sys.executable, "-m", "samsa.cli", "console", "--bootstrap-server", bootstrap, "--port", str(port)]
+    args = [
+        sys.executable,
+        "-m",
+        "samsa.cli",
+        "console",
+        "--bootstrap-server",
+        bootstrap,
+        "--port",
+        str(port),
+    ]
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -104,7 +113,9 @@ def browser() -> Any:
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      "--window-size=1280,1400", "--hide-scrollbars"):  # fmt: skip
         options.add_argument(argument)
-    return webdriver.Chrome(service=Service(executable_path=str(shutil.which("chromedriver"))), options=options)
+    return webdriver.Chrome(
+        service=Service(executable_path=str(shutil.which("chromedriver"))), options=options
+    )
 
 
 def first_render_ms(driver: Any, url: str) -> float:
@@ -139,7 +150,9 @@ async def gather_ms(bootstrap: str, rounds: int) -> list[float]:
 
 
 def report(name: str, values: list[float]) -> None:
-    print(f"{name:<44} median {statistics.median(values):7.1f} ms   max {max(values):7.1f} ms   (n={len(values)})")
+    print(
+        f"{name:<44} median {statistics.median(values):7.1f} ms   max {max(values):7.1f} ms   (n={len(values)})"
+    )
 
 
 def main() -> None:
@@ -170,9 +183,15 @@ def main() -> None:
                 try:
                     time.sleep(2)
                     report("GET /api/cluster", [http_ms(url + "api/cluster") for _ in range(args.rounds)])
-                    report("GET /api/topic (400 partitions)", [http_ms(url + "api/topic?name=clicks") for _ in range(args.rounds)])
+                    report(
+                        "GET /api/topic (400 partitions)",
+                        [http_ms(url + "api/topic?name=clicks") for _ in range(args.rounds)],
+                    )
                     report("Chromium: cluster page, console cold", cold)
-                    report("Chromium: cluster page, console warm", [first_render_ms(driver, url) for _ in range(args.rounds)])
+                    report(
+                        "Chromium: cluster page, console warm",
+                        [first_render_ms(driver, url) for _ in range(args.rounds)],
+                    )
                     report("Chromium: topic page (400 partitions), warm", [first_render_ms(driver, url + "#/topic/clicks") for _ in range(args.rounds)])  # fmt: skip
                     if args.screenshot is not None:
                         driver.get(url)

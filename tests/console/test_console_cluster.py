@@ -105,5 +105,34 @@ def test_replicas_isr_and_a_broker_going_down(
     assert cells(browser, "#partitions td.status")[0].startswith("offline")
 
 
+def test_brokers_that_stop_answering_metadata(
+    cluster: dict[int, samsa.Broker], console_factory: Any, browser: Any
+) -> None:
+    """Every broker hangs on Metadata: the page says so; then one answers again: the console finds it (whichever
+    broker its connection was on, one of the two phases moves it off a hanging one)."""
+    bootstrap = ",".join(b.bootstrap_servers for b in cluster.values())
+    console = console_factory(bootstrap)
+    browser.get(console.url)
+    wait_until("three brokers up", lambda: text(browser, "#brokers-up") == "3 / 3", timeout=30)
+    try:
+        for answering in (1, 2):
+            for broker in cluster.values():
+                broker.clear_injections()
+                broker.inject_delay("Metadata", 30.0, count=None)
+            wait_until(
+                "the error line",
+                lambda: text(browser, "#cluster-error").startswith("no broker answered Metadata"),
+            )
+            cluster[answering].clear_injections()
+            wait_until(
+                f"a picture through broker {answering}",
+                lambda: not cells(browser, "#cluster-error") and text(browser, "#brokers-up") == "3 / 3",
+                timeout=40,
+            )
+    finally:
+        for broker in cluster.values():
+            broker.clear_injections()
+
+
 def _controller(bootstrap: str) -> int:
     return int(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).controller_id)

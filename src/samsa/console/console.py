@@ -81,6 +81,8 @@ class Console:
         self.state: ClusterState | None = None
         self.rates = Rates()
         self._known_brokers: set[int] = set()
+        self._addresses: list[str] = []  # host:port of the brokers up in the last picture
+        self._rotation = 0
         self._client: KafkaClient | None = None
         self._server: ConsoleServer | None = None
         self._poller: asyncio.Task[None] | None = None
@@ -96,11 +98,7 @@ class Console:
     async def start(self) -> str:
         """Start polling and serving; returns the console's URL."""
         self._first_picture = asyncio.Event()
-        self._client = KafkaClient(
-            self.bootstrap_servers,
-            client_id="samsa-console",
-            request_timeout_ms=int(cluster_state.CALL_TIMEOUT_S * 1000),
-        )
+        self._client = self._new_client(self.bootstrap_servers)
         self._server = ConsoleServer(self._routes())
         _, port = await self._server.start(self.host, self.port)
         self.port = port
@@ -174,11 +172,41 @@ class Console:
         except Exception as exc:  # a bug must not end the poller: the page shows the error instead
             log.exception("console: gathering the cluster's state failed")
             state = ClusterState(time_ms=int(time.time() * 1000), error=f"{type(exc).__name__}: {exc}")
+        if state.cluster_id is None and state.error is not None:
+            await self._next_bootstrap()
+        else:
+            self._addresses = [f"{b['host']}:{b['port']}" for b in state.brokers if b["up"] and b["host"]]
         self._known_brokers.update(b["id"] for b in state.brokers)
         self.state = state
         self.rates.observe(state)
         self._first_picture.set()
         return state
+
+    def _new_client(self, bootstrap_servers: str) -> KafkaClient:
+        return KafkaClient(
+            bootstrap_servers,
+            client_id="samsa-console",
+            request_timeout_ms=int(cluster_state.CALL_TIMEOUT_S * 1000),
+        )
+
+    async def _next_bootstrap(self) -> None:
+        """No broker answered Metadata: start again from the next address, so that a broker that hangs (its
+        connection open, no answer) is left after one poll. The addresses are the brokers of the last picture,
+        then ``bootstrap_servers``, turned by one each time."""
+        candidates = list(
+            dict.fromkeys(
+                [*self._addresses, *(a.strip() for a in self.bootstrap_servers.split(",") if a.strip())]
+            )
+        )
+        self._rotation = (self._rotation + 1) % len(candidates)
+        old, self._client = (
+            self._client,
+            self._new_client(",".join(candidates[self._rotation :] + candidates[: self._rotation])),
+        )
+        self._configs.clear()
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(old.close(), cluster_state.CALL_TIMEOUT_S)
 
     async def _picture(self) -> ClusterState:
         if self.state is None:
