@@ -8,6 +8,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,6 +44,20 @@ def test_pages_and_unknown_paths(samsa_broker: samsa.Broker, console_factory: An
     assert get(console.url + "nope")[0] == 404
     assert get(console.url + "api/topic?name=missing")[0] == 404
     assert get(console.url + "api/segments?topic=t&partition=x")[0] == 400
+    assert get(console.url + "api/segments?topic=t&partition=-1")[0] == 400
+
+
+@pytest.mark.parametrize("topic", ["..", "../secrets", "a/b", "%2e%2e", ""])
+def test_segments_refuse_names_that_are_not_topics(
+    samsa_broker: samsa.Broker, console_factory: Any, tmp_path: Path, topic: str
+) -> None:
+    outside = tmp_path / "secrets-0"  # a directory a crafted name could reach from the log dir
+    outside.mkdir()
+    (outside / "00000000000000000000.log").write_bytes(b"")
+    console = console_factory(samsa_broker.bootstrap_servers, log_dirs=[tmp_path / "logs"])
+    (tmp_path / "logs").mkdir()
+    status, _, body = get(console.url + f"api/segments?topic={topic}&partition=0")
+    assert status == 400 and "secrets" not in json.loads(body).get("reason", "")
 
 
 def test_malformed_request_line(samsa_broker: samsa.Broker, console_factory: Any) -> None:

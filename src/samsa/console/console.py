@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from samsa.client import KafkaClient, KafkaError
+from samsa.storage.topic import InvalidTopicError, validate_topic
 
 from . import cluster_state
 from .cluster_state import ClusterState
@@ -301,6 +302,12 @@ class Console:
             partition = int(query.get("partition", ""))
         except ValueError:
             return _json(400, {"error": "partition must be an integer"})
+        try:
+            validate_topic(topic)  # the name becomes a directory name: never "..", never a "/"
+        except InvalidTopicError as exc:
+            return _json(400, {"error": str(exc)})
+        if partition < 0:
+            return _json(400, {"error": "partition must not be negative"})
         dirs = self._segment_dirs(await self._picture())
         if not dirs:
             return _json(200, {"available": False, "reason": _NOT_AVAILABLE, "replicas": []})
