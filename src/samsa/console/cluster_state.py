@@ -6,14 +6,14 @@
     Metadata (all topics)    any broker                 brokers, controller, partitions (leader, replicas, ISR)
     ListOffsets x2           each leader, its partitions log start offset (-2) and log end offset (-1)
     DescribeLogDirs          each live broker           size of each replica
-    ListGroups               each live broker           the consumer groups
-    DescribeGroups           each group's coordinator   state, members, assignment
+    ListGroups               each live broker           the groups it coordinates
+    DescribeGroups           each coordinator, batched  state, members, assignment
     OffsetFetch              each group's coordinator   committed offsets (lag = log end offset - committed)
 
-So a 1,000-partition cluster of three brokers costs about a dozen requests, whatever the partition count. Every
-call has its own deadline (``CALL_TIMEOUT_S``) and its own failure: a broker that is down, a partition without a
-leader or a group whose coordinator is moving leave an ``error`` string in the part they concern, and the rest of
-the picture is still drawn. Only a cluster with no reachable broker at all gives an empty picture with an error.
+So a 1,000-partition cluster of three brokers costs about a dozen requests (and one per group), whatever the
+partition count. Every call has its own deadline (``CALL_TIMEOUT_S``) and its own failure: a broker that is down,
+a partition without a leader or a group whose coordinator is moving leave an ``error`` string in the part they
+concern, and the rest of the picture is still drawn. Only a cluster with no reachable broker at all gives an empty picture with an error.
 
 A broker is "down" when the console has seen it before (or it is named as a replica) and the metadata no longer
 lists it: Kafka's metadata lists live brokers only.
@@ -32,13 +32,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from samsa.client import BrokerError, KafkaClient, KafkaError, TopicPartition
-from samsa.client.groups import GroupDescription, committed_offsets, describe_group
+from samsa.client.groups import decode_assignment
 from samsa.protocol import ApiKey
 
 __all__ = ["CALL_TIMEOUT_S", "EARLIEST", "LATEST", "ClusterState", "gather"]
 
 CALL_TIMEOUT_S = 3.0
 LATEST = -1
+OFFSET_FETCH_VERSION = 7  # the last with one group per request, answered by Kafka 2.5 to 4.x
 EARLIEST = -2
 T = TypeVar("T")
 Json = dict[str, Any]
@@ -269,6 +270,8 @@ async def _sizes(client: KafkaClient, state: ClusterState, live: list[int]) -> N
 
 
 async def _groups(client: KafkaClient, live: list[int]) -> list[Json]:
+    """Every group, from the broker that lists it: ListGroups answers with the groups a broker coordinates, so
+    no FindCoordinator is needed; then one DescribeGroups per broker and one OffsetFetch per group."""
     from samsa.protocol.messages.list_groups import ListGroupsRequest
 
     answers = await asyncio.gather(
@@ -276,50 +279,88 @@ async def _groups(client: KafkaClient, live: list[int]) -> list[Json]:
         return_exceptions=True,
     )
     listed: dict[str, Json] = {}
-    for answer in answers:
+    for broker, answer in zip(live, answers, strict=True):
         if isinstance(answer, BaseException) or answer.error_code:
             continue
         for g in answer.groups:
-            listed[g.group_id] = {"group_id": g.group_id, "protocol_type": g.protocol_type}
-    rows = [listed[g] for g in sorted(listed)]
-    await asyncio.gather(*(_describe(client, row) for row in rows))
-    return rows
+            listed[g.group_id] = {
+                "group_id": g.group_id,
+                "protocol_type": g.protocol_type,
+                "coordinator": broker,
+                "state": g.group_state,
+                "protocol": "",
+                "members": [],
+                "offsets": [],
+                "lag": None,
+                "error": None,
+            }
+    by_coordinator: dict[int, list[Json]] = defaultdict(list)
+    for row in listed.values():
+        by_coordinator[row["coordinator"]].append(row)
+    await asyncio.gather(*(_describe(client, b, rows) for b, rows in by_coordinator.items()))
+    return [listed[g] for g in sorted(listed)]
 
 
-async def _describe(client: KafkaClient, row: Json) -> None:
-    group_id = row["group_id"]
-    row.update(state="", members=[], offsets=[], lag=None, error=None)
-    described, committed = await asyncio.gather(
-        _bounded(describe_group(client, group_id)),
-        _bounded(committed_offsets(client, group_id)),
+async def _describe(client: KafkaClient, coordinator: int, rows: list[Json]) -> None:
+    from samsa.protocol.messages.describe_groups import DescribeGroupsRequest
+
+    request = DescribeGroupsRequest(groups=[row["group_id"] for row in rows])
+    described, *committed = await asyncio.gather(
+        _bounded(client.send(request, api_key=ApiKey.DESCRIBE_GROUPS, node_id=coordinator)),
+        *(_committed(client, coordinator, row["group_id"]) for row in rows),
         return_exceptions=True,
     )
+    by_id = {row["group_id"]: row for row in rows}
     if isinstance(described, BaseException):
-        row["error"] = _why(described)
+        for row in rows:
+            row["error"] = f"DescribeGroups on broker {coordinator}: {_why(described)}"
     else:
-        _members(row, described)
-    if isinstance(committed, BaseException):
-        row["error"] = row["error"] or _why(committed)
-    else:
-        row["offsets"] = [
-            {"topic": tp.topic, "partition": tp.partition, "committed": offset}
-            for tp, offset in sorted(committed.items())
-        ]
+        for group in described.groups:
+            if group.group_id in by_id:
+                _members(by_id[group.group_id], group)
+    for row, offsets in zip(rows, committed, strict=True):
+        if isinstance(offsets, BaseException):
+            row["error"] = row["error"] or f"OffsetFetch on broker {coordinator}: {_why(offsets)}"
+        else:
+            row["offsets"] = offsets
 
 
-def _members(row: Json, described: GroupDescription) -> None:
-    row["state"] = described.state
-    row["protocol"] = described.protocol
-    row["members"] = [
-        {
-            "member_id": m.member_id,
-            "client_id": m.client_id,
-            "host": m.host,
-            "assignment": [f"{tp.topic}-{tp.partition}" for tp in m.assignment],
-            "assigned": [(tp.topic, tp.partition) for tp in m.assignment],
-        }
-        for m in described.members
+async def _committed(client: KafkaClient, coordinator: int, group_id: str) -> list[Json]:
+    from samsa.protocol.messages.offset_fetch import OffsetFetchRequest
+
+    request = OffsetFetchRequest(group_id=group_id, topics=None)
+    response = await _bounded(
+        client.send(request, api_key=ApiKey.OFFSET_FETCH, node_id=coordinator, version=OFFSET_FETCH_VERSION)
+    )
+    if response.error_code:
+        raise BrokerError.from_code(response.error_code)
+    return [
+        {"topic": topic.name, "partition": p.partition_index, "committed": p.committed_offset}
+        for topic in sorted(response.topics, key=lambda t: t.name)
+        for p in sorted(topic.partitions, key=lambda p: p.partition_index)
+        if p.error_code == 0 and p.committed_offset >= 0
     ]
+
+
+def _members(row: Json, group: Any) -> None:
+    if group.error_code:
+        row["error"] = _code_name(group.error_code)
+        return
+    row["state"] = group.group_state
+    row["protocol"] = group.protocol_data
+    consumer = group.protocol_type == "consumer"
+    row["members"] = []
+    for m in group.members:
+        assignment = decode_assignment(bytes(m.member_assignment)) if consumer else ()
+        row["members"].append(
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.client_host,
+                "assignment": [f"{tp.topic}-{tp.partition}" for tp in assignment],
+                "assigned": [(tp.topic, tp.partition) for tp in assignment],
+            }
+        )
 
 
 def _lag(state: ClusterState) -> None:
