@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 import samsa
@@ -58,7 +60,19 @@ def test_replicas_isr_and_a_broker_going_down(
         "the topic's full ISR",
         lambda: (d := describe(bootstrap, "orders")) and all(len(v[2]) == 3 for v in d.values()) and d,
     )
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(30):
+        producer.produce("orders", value=b"v%d" % i, partition=i % 3)
+    assert producer.flush(30) == 0
+    committer = Consumer({"bootstrap.servers": bootstrap, "group.id": "billing", "enable.auto.commit": False})
+    committer.commit(offsets=[KafkaTopicPartition("orders", p, 2 + p) for p in range(3)], asynchronous=False)
+    committer.close()
     console = console_factory(bootstrap)
+
+    browser.get(console.url + "#/groups")  # the group is found on its coordinator, wherever that is
+    wait_until(
+        "the group's lag", lambda: cells(browser, "section[data-group='billing'] td.lag") == ["8", "7", "6"]
+    )
 
     browser.get(console.url + "#/topic/orders")
     wait_until("three partitions", lambda: len(cells(browser, "#partitions tbody tr")) == 3, timeout=30)
