@@ -89,6 +89,10 @@ function chart(points) {
   const top = Math.max(1, ...shown.map(p => Math.max(p.in, p.out)));
   ctx.fillStyle = "#778"; ctx.font = "11px sans-serif";
   ctx.fillText(top.toFixed(0) + " msg/s", 2, 12); ctx.fillText("0", 2, h - 4);
+  if (shown.length > 1) {
+    const span = Math.round((shown[shown.length - 1].time_ms - shown[0].time_ms) / 1000);
+    ctx.fillText("last " + span + " s", w - 60, h - 4);
+  }
   ctx.strokeStyle = "#e3e6ea"; ctx.beginPath(); ctx.moveTo(pad, h - pad / 2); ctx.lineTo(w, h - pad / 2); ctx.stroke();
   for (const [key, color] of [["in", "#2b6cd4"], ["out", "#e07b00"]]) {
     ctx.strokeStyle = color; ctx.lineWidth = 2; ctx.beginPath();
