@@ -27,20 +27,33 @@ def wait_until(what: str, probe: Callable[[], T | None], timeout: float = 15.0) 
 
 
 def cells(driver: Any, selector: str) -> list[str]:
-    from selenium.webdriver.common.by import By
-
-    return [e.text for e in driver.find_elements(By.CSS_SELECTOR, selector)]
+    """The texts of the elements matching ``selector``, read in one script run: the page re-renders every
+    second, and elements looked up one call and read the next may be gone by then."""
+    texts = driver.execute_script(
+        "return Array.from(document.querySelectorAll(arguments[0]), e => e.innerText.trim())", selector
+    )
+    return [str(t) for t in texts]
 
 
 def text(driver: Any, selector: str) -> str:
-    from selenium.webdriver.common.by import By
+    """The text of the first element matching ``selector`` (NoSuchElementException when there is none)."""
+    from selenium.common.exceptions import NoSuchElementException
 
-    return str(driver.find_element(By.CSS_SELECTOR, selector).text)
+    found = cells(driver, selector)
+    if not found:
+        raise NoSuchElementException(selector)
+    return found[0]
 
 
 def row_cells(driver: Any, row_selector: str) -> list[str]:
     """The texts of the cells of the first row matching ``row_selector``."""
-    from selenium.webdriver.common.by import By
+    from selenium.common.exceptions import NoSuchElementException
 
-    row = driver.find_element(By.CSS_SELECTOR, row_selector)
-    return [c.text for c in row.find_elements(By.CSS_SELECTOR, "td")]
+    texts = driver.execute_script(
+        "const row = document.querySelector(arguments[0]);"
+        "return row === null ? null : Array.from(row.querySelectorAll('td'), e => e.innerText.trim())",
+        row_selector,
+    )
+    if texts is None:
+        raise NoSuchElementException(row_selector)
+    return [str(t) for t in texts]

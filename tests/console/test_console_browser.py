@@ -38,7 +38,7 @@ def test_cluster_topic_segments_and_lag_pages(
     commit(samsa_broker.bootstrap_servers, "billing", {("orders", 0): 4, ("orders", 1): 20})
     member = Consumer({"bootstrap.servers": samsa_broker.bootstrap_servers, "group.id": "live"})
     member.subscribe(["orders"])
-    wait_until("an assignment", lambda: member.poll(0.2) or member.assignment())
+    wait_until("an assignment", lambda: member.poll(0.2) is None and member.assignment())
     console = console_factory(samsa_broker.bootstrap_servers)
 
     browser.get(console.url)
@@ -67,11 +67,15 @@ def test_cluster_topic_segments_and_lag_pages(
     assert cells(browser, "section[data-group='billing'] td.lag") == ["6", "0"]
     assert text(browser, "section[data-group='billing'] .total-lag") == "6"
     # a live member with its assignment and nothing committed: partitions listed with no lag yet
-    assert text(browser, "section[data-group='live'] .state") == "Stable"
+    wait_until(
+        "the live group stable", lambda: text(browser, "section[data-group='live'] .state") == "Stable"
+    )
     live_rows = "section[data-group='live'] tr[data-tp]"
-    assert [r.split()[:3] for r in cells(browser, live_rows)] == [
-        ["orders", "0", NO_VALUE],
-        ["orders", "1", NO_VALUE],
-        ["orders", "2", NO_VALUE],
-    ]
+    wait_until(
+        "its assigned partitions",
+        lambda: (
+            [r.split()[:3] for r in cells(browser, live_rows)]
+            == [["orders", "0", NO_VALUE], ["orders", "1", NO_VALUE], ["orders", "2", NO_VALUE]]
+        ),
+    )
     member.close()
