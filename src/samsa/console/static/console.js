@@ -145,7 +145,8 @@ function renderCluster(data) {
 function partitionRows(topic) {
   return topic.partitions.map(p => {
     const leaderDown = p.offline;
-    const status = p.offline ? "offline" : p.under_replicated ? "under-replicated" : "ok";
+    const status = p.offline ? "offline" : p.offsets_error ? "offsets unavailable"
+      : p.under_replicated ? "under-replicated" : "ok";
     return el("tr", { "data-partition": p.partition, class: status },
       td(link("#/segments/" + encodeURIComponent(topic.name) + "/" + p.partition, p.partition), "num"),
       td(leaderDown ? (p.leader >= 0 ? p.leader + " (down)" : "none") : p.leader, leaderDown ? "leader offline" : "leader"),
