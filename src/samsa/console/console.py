@@ -120,13 +120,6 @@ class Console:
         if self._client is not None:
             await self._client.close()
 
-    async def serve_until(self, stop: asyncio.Event) -> None:
-        await self.start()
-        try:
-            await stop.wait()
-        finally:
-            await self.close()
-
     def start_in_thread(self, timeout: float = 10.0) -> Console:
         """Run the console on an event loop in a daemon thread; returns once it serves."""
         ready: concurrent.futures.Future[None] = concurrent.futures.Future()
