@@ -8,12 +8,13 @@
     DescribeLogDirs          each live broker           size of each replica
     ListGroups               each live broker           the groups it coordinates
     DescribeGroups           each coordinator, batched  state, members, assignment
-    OffsetFetch              each group's coordinator   committed offsets (lag = log end offset - committed)
+    OffsetFetch              each coordinator, batched  committed offsets (lag = log end offset - committed)
 
-So a 1,000-partition cluster of three brokers costs about a dozen requests (and one per group), whatever the
-partition count. Every call has its own deadline (``CALL_TIMEOUT_S``) and its own failure: a broker that is down,
-a partition without a leader or a group whose coordinator is moving leave an ``error`` string in the part they
-concern, and the rest of the picture is still drawn. Only a cluster with no reachable broker at all gives an empty picture with an error.
+So a 1,000-partition cluster of three brokers costs about fifteen requests, whatever the partition and group
+counts (a broker older than OffsetFetch v8, Kafka 3.0, takes one OffsetFetch per group). Every call has its own
+deadline (``CALL_TIMEOUT_S``) and its own failure: a broker that is down, a partition without a leader or a group
+whose coordinator is moving leave an ``error`` string in the part they concern, and the rest of the picture is
+still drawn. Only a cluster with no reachable broker at all gives an empty picture with an error.
 
 A broker is "down" when the console has seen it before (or it is named as a replica) and the metadata no longer
 lists it: Kafka's metadata lists live brokers only.
@@ -39,7 +40,8 @@ __all__ = ["CALL_TIMEOUT_S", "EARLIEST", "LATEST", "ClusterState", "gather"]
 
 CALL_TIMEOUT_S = 3.0
 LATEST = -1
-OFFSET_FETCH_VERSION = 7  # the last with one group per request, answered by Kafka 2.5 to 4.x
+ONE_GROUP_OFFSET_FETCH = 7  # the last version with one group per request (Kafka 2.5 to 4.x answer it)
+BATCHED_OFFSET_FETCH = 8  # the first with a list of groups
 EARLIEST = -2
 T = TypeVar("T")
 Json = dict[str, Any]
@@ -271,7 +273,7 @@ async def _sizes(client: KafkaClient, state: ClusterState, live: list[int]) -> N
 
 async def _groups(client: KafkaClient, live: list[int]) -> list[Json]:
     """Every group, from the broker that lists it: ListGroups answers with the groups a broker coordinates, so
-    no FindCoordinator is needed; then one DescribeGroups per broker and one OffsetFetch per group."""
+    no FindCoordinator is needed; then one DescribeGroups and one OffsetFetch per coordinator."""
     from samsa.protocol.messages.list_groups import ListGroupsRequest
 
     answers = await asyncio.gather(
@@ -305,11 +307,12 @@ async def _describe(client: KafkaClient, coordinator: int, rows: list[Json]) -> 
     from samsa.protocol.messages.describe_groups import DescribeGroupsRequest
 
     request = DescribeGroupsRequest(groups=[row["group_id"] for row in rows])
-    described, *committed = await asyncio.gather(
+    answered = await asyncio.gather(
         _bounded(client.send(request, api_key=ApiKey.DESCRIBE_GROUPS, node_id=coordinator)),
-        *(_committed(client, coordinator, row["group_id"]) for row in rows),
+        _committed(client, coordinator, [row["group_id"] for row in rows]),
         return_exceptions=True,
     )
+    described, committed = answered
     by_id = {row["group_id"]: row for row in rows}
     if isinstance(described, BaseException):
         for row in rows:
@@ -318,25 +321,59 @@ async def _describe(client: KafkaClient, coordinator: int, rows: list[Json]) -> 
         for group in described.groups:
             if group.group_id in by_id:
                 _members(by_id[group.group_id], group)
-    for row, offsets in zip(rows, committed, strict=True):
+    answers = [committed] * len(rows) if isinstance(committed, BaseException) else committed
+    for row, offsets in zip(rows, answers, strict=True):
         if isinstance(offsets, BaseException):
             row["error"] = row["error"] or f"OffsetFetch on broker {coordinator}: {_why(offsets)}"
         else:
             row["offsets"] = offsets
 
 
-async def _committed(client: KafkaClient, coordinator: int, group_id: str) -> list[Json]:
+async def _committed(
+    client: KafkaClient, coordinator: int, group_ids: list[str]
+) -> list[list[Json] | BaseException]:
+    """The committed offsets of each group: one OffsetFetch for them all (v8+: a list of groups), or one per
+    group from an older broker."""
+    from samsa.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
+
+    connection = await _bounded(client.connection(coordinator))
+    if connection.pick_version(ApiKey.OFFSET_FETCH) < BATCHED_OFFSET_FETCH:
+        return await asyncio.gather(
+            *(_committed_one(client, coordinator, g) for g in group_ids), return_exceptions=True
+        )
+    request = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=g, topics=None) for g in group_ids])
+    response = await _bounded(
+        client.send(request, api_key=ApiKey.OFFSET_FETCH, node_id=coordinator, version=BATCHED_OFFSET_FETCH)
+    )
+    answered = {g.group_id: g for g in response.groups}
+    out: list[list[Json] | BaseException] = []
+    for group_id in group_ids:
+        group = answered.get(group_id)
+        if group is None:
+            out.append(KafkaError("the coordinator did not answer for the group"))
+        elif group.error_code:
+            out.append(BrokerError.from_code(group.error_code))
+        else:
+            out.append(_offset_rows(group.topics))
+    return out
+
+
+async def _committed_one(client: KafkaClient, coordinator: int, group_id: str) -> list[Json]:
     from samsa.protocol.messages.offset_fetch import OffsetFetchRequest
 
     request = OffsetFetchRequest(group_id=group_id, topics=None)
     response = await _bounded(
-        client.send(request, api_key=ApiKey.OFFSET_FETCH, node_id=coordinator, version=OFFSET_FETCH_VERSION)
+        client.send(request, api_key=ApiKey.OFFSET_FETCH, node_id=coordinator, version=ONE_GROUP_OFFSET_FETCH)
     )
     if response.error_code:
         raise BrokerError.from_code(response.error_code)
+    return _offset_rows(response.topics)
+
+
+def _offset_rows(topics: Any) -> list[Json]:
     return [
         {"topic": topic.name, "partition": p.partition_index, "committed": p.committed_offset}
-        for topic in sorted(response.topics, key=lambda t: t.name)
+        for topic in sorted(topics, key=lambda t: t.name)
         for p in sorted(topic.partitions, key=lambda p: p.partition_index)
         if p.error_code == 0 and p.committed_offset >= 0
     ]
