@@ -177,7 +177,7 @@ function renderTopic(topic) {
 
 function renderSegments(topic, partition, data) {
   const view = [el("h2", {}, "Segments of ", link("#/topic/" + encodeURIComponent(topic), topic), "-" + partition)];
-  if (!data.available) return view.concat(el("p", { class: "muted", id: "segments-unavailable" }, data.reason));
+  if (!data.available) return view.concat(el("p", { class: data.error ? "error" : "muted", id: "segments-unavailable" }, data.reason || data.error));
   for (const replica of data.replicas) {
     view.push(el("h2", {}, replica.owner + ": " + replica.log_dir));
     if (replica.error) { view.push(el("p", { class: "error" }, replica.error)); continue; }
