@@ -11,13 +11,16 @@ PYTEST_ARGS ?=
 
 all: test
 
-# Debian packages the tests use: kcat (a real librdkafka client), a JDK for Spark, ZooKeeper, pipx (the install test).
+# Debian packages the tests use: kcat (a real librdkafka client), a JDK for Spark, ZooKeeper, pipx (the install test),
+# headless Chromium and its driver (the console's browser tests).
 system-deps:
 	@missing=""; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	test -f /usr/share/java/zookeeper.jar || missing="$$missing zookeeper"; \
 	command -v pipx >/dev/null 2>&1 || missing="$$missing pipx"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \

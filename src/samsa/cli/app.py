@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "leader-election": "leader_election:leader_election",
     "reassign-partitions": "reassign_partitions:reassign_partitions",
     "transactions": "transactions:transactions",
+    "console": "console:console",
 }
 
 
