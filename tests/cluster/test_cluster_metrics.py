@@ -41,6 +41,16 @@ def scrape(url: str) -> dict[str, float]:
     }
 
 
+def scrape_labelled(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        text = answer.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
 def test_a_paused_follower_shows_on_its_leader(tmp_path: Path) -> None:
     with running_cluster(tmp_path / "cluster", 3, {"metrics.prometheus.port": "0"}) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
@@ -75,5 +85,15 @@ def test_a_paused_follower_shows_on_its_leader(tmp_path: Path) -> None:
         wait_for(
             "the follower back in the ISR",
             lambda: counted(0, "kafka_server_replicamanager_isrexpands_total"),
+            timeout=30,
+        )
+        lag = (
+            "kafka_server_fetcherlagmetrics_consumerlag",
+            (("clientId", f"ReplicaFetcherThread-0-{leader}"), ("partition", "0"), ("topic", "watched")),
+        )
+        assert lag not in scrape_labelled(urls[leader])  # a leader fetches nothing
+        wait_for(
+            "the follower's fetcher lag at 0",
+            lambda: scrape_labelled(urls[follower]).get(lag) == 0,
             timeout=30,
         )

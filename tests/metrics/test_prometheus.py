@@ -97,6 +97,11 @@ def test_names_and_values_after_a_known_workload(broker: tuple[BrokerProcess, in
     assert m[("kafka_log_log_size", log_labels)] == segment_bytes
     lag_labels = (("consumergroup", "lagging"), ("partition", "0"), ("topic", "measured"))
     assert m[("kafka_consumergroup_lag", lag_labels)] == RECORDS - 200
+    group_prefix = "kafka_coordinator_group_groupmetadatamanager_"
+    assert m[(group_prefix + "numgroups", ())] >= 1
+    assert m[(group_prefix + "numgroupsempty", ())] >= 1  # "lagging" committed without joining: Empty
+    assert m[(group_prefix + "numgroupsdead", ())] == 0
+    assert m[(group_prefix + "numoffsets", ())] >= 1
 
 
 def test_only_get_of_metrics_is_answered(broker: tuple[BrokerProcess, int]) -> None:

@@ -182,6 +182,8 @@ class KafkaServer:
             metric_gauges.log_gauges,
             metric_gauges.controller_gauges,
             metric_gauges.consumer_lag,
+            metric_gauges.fetcher_lag,
+            metric_gauges.group_coordinator_gauges,
         )
         # read at scrape time, when the services exist
         return BrokerMetrics([functools.partial(lambda source: source(self.services), s) for s in sources])

@@ -10,6 +10,10 @@ Names as the JMX exporter gives Kafka's MBeans:
     kafka_controller_kafkacontroller_activecontrollercount, _offlinepartitionscount    KafkaController
     kafka_consumergroup_lag{consumergroup,topic,partition}  (kafka-exporter's name) the partition's high
         watermark minus the group's committed offset, for the partitions this broker leads
+    kafka_server_fetcherlagmetrics_consumerlag{clientId,topic,partition}   FetcherLagMetrics (a follower: the
+        leader's high watermark minus its log end; clientId ReplicaFetcherThread-0-<leader id>, as Kafka's)
+    kafka_coordinator_group_groupmetadatamanager_numgroups, _numgroupsstable, _numgroupspreparingrebalance,
+        _numgroupscompletingrebalance, _numgroupsempty, _numgroupsdead, _numoffsets     GroupMetadataManager
 
 Event-loop thread only (the scrape runs there).
 """
@@ -24,7 +28,14 @@ from samsa.metrics.broker_metrics import Gauge
 if TYPE_CHECKING:
     from .services import BrokerServices
 
-__all__ = ["consumer_lag", "controller_gauges", "log_gauges", "replica_gauges"]
+__all__ = [
+    "consumer_lag",
+    "controller_gauges",
+    "fetcher_lag",
+    "group_coordinator_gauges",
+    "log_gauges",
+    "replica_gauges",
+]
 
 
 def replica_gauges(services: BrokerServices) -> Iterator[Gauge]:
@@ -91,3 +102,40 @@ def consumer_lag(services: BrokerServices) -> Iterator[Gauge]:
                 max(partition.log.high_watermark - committed.offset, 0),
                 {"consumergroup": group_id, "topic": tp.topic, "partition": str(tp.partition)},
             )
+
+
+def fetcher_lag(services: BrokerServices) -> Iterator[Gauge]:
+    fetchers = services.replica_manager.fetchers
+    if fetchers is None:
+        return
+    for leader, tp, lag in sorted(fetchers.lags(), key=lambda item: (item[1].topic, item[1].partition)):
+        yield Gauge(
+            "kafka_server_fetcherlagmetrics_consumerlag",
+            "The leader's high watermark minus this follower's log end offset",
+            lag,
+            {
+                "clientId": f"ReplicaFetcherThread-0-{leader}",
+                "topic": tp.topic,
+                "partition": str(tp.partition),
+            },
+        )
+
+
+_GROUP_STATES = {
+    "stable": "Stable",
+    "preparingrebalance": "PreparingRebalance",
+    "completingrebalance": "CompletingRebalance",
+    "empty": "Empty",
+    "dead": "Dead",
+}
+
+
+def group_coordinator_gauges(services: BrokerServices) -> Iterator[Gauge]:
+    coordinator = services.group_coordinator_made
+    groups = list(coordinator.groups.values()) if coordinator is not None else []
+    prefix = "kafka_coordinator_group_groupmetadatamanager_"
+    yield Gauge(prefix + "numgroups", "Groups this broker coordinates", len(groups))
+    states = [group.state.value for group in groups]
+    for suffix, name in _GROUP_STATES.items():
+        yield Gauge(prefix + "numgroups" + suffix, f"Groups in state {name}", states.count(name))
+    yield Gauge(prefix + "numoffsets", "Committed offsets held", sum(len(g.offsets) for g in groups))

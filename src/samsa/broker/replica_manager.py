@@ -165,6 +165,8 @@ class FollowerFetchers(Protocol):
 
     def remove(self, tp: TopicPartition) -> None: ...
 
+    def lags(self) -> list[tuple[int, TopicPartition, int]]: ...
+
 
 IsrChangeSender = Callable[[Partition, frozenset[int]], None]
 

@@ -56,7 +56,9 @@ class TransactionHandle:
 async def _coordinator(client: KafkaClient, transactional_id: str) -> int:
     from samsa.protocol.messages.find_coordinator import FindCoordinatorRequest
 
-    answer = await client.send(FindCoordinatorRequest(key=transactional_id, key_type=1), api_key=10, version=3)
+    answer = await client.send(
+        FindCoordinatorRequest(key=transactional_id, key_type=1), api_key=10, version=3
+    )
     check(answer.error_code)
     await client.metadata([])  # the coordinator's address, for ``connection(node_id)``
     return int(answer.node_id)

@@ -128,6 +128,9 @@ class _Leader:
     # the partitions whose last answer brought them to the leader's high watermark (never throttled)
     caught_up: set[TopicPartition] = field(default_factory=set)
     not_ready: dict[TopicPartition, int] = field(default_factory=dict)  # -> not-ready answers in a row
+    lag: dict[TopicPartition, int] = field(
+        default_factory=dict
+    )  # -> the leader's HW minus the log end, last seen
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
     in_flight: asyncio.Task[Any] | None = None  # the fetch sent, while it waits for its answer
@@ -193,12 +196,20 @@ class ReplicaFetcherManager:
         leader.partitions.pop(tp, None)
         leader.caught_up.discard(tp)
         leader.not_ready.pop(tp, None)
+        leader.lag.pop(tp, None)
         if not leader.partitions:
             del self._leaders[key]
             leader.stopped = True
             leader.wake.set()
             if leader.task is not None:
                 leader.task.cancel()
+
+    def lags(self) -> list[tuple[int, TopicPartition, int]]:
+        """(leader id, partition, lag) of every partition fetched: Kafka's FetcherLagMetrics ConsumerLag, the
+        leader's high watermark minus this replica's log end offset as of the last fetch answer."""
+        return [
+            (leader.broker_id, tp, lag) for leader in self._leaders.values() for tp, lag in leader.lag.items()
+        ]
 
     def fetching(self) -> dict[TopicPartition, int]:
         """Each partition being fetched, with the id of the leader it is fetched from."""
@@ -370,6 +381,7 @@ class ReplicaFetcherManager:
         records = data.records
         view = memoryview(records) if isinstance(records, (bytes, bytearray, memoryview)) else memoryview(b"")
         log_end = self._logs.append_fetched(tp, view, data.high_watermark, data.log_start_offset)
+        leader.lag[tp] = max(data.high_watermark - log_end, 0)
         self._fetched(leader, tp, len(view), log_end >= data.high_watermark, now)
 
     def _partition_error(
