@@ -9,6 +9,7 @@ for a read_committed reader, through coordinator and partition-leader kills."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -178,6 +179,14 @@ def test_consume_transform_produce_through_kills_and_a_producer_crash(cluster: L
                 victim = _leader(cluster, sink, 0)
                 cluster.kill(victim)
                 down.append(victim)
+            elif fault == "mid-commit":  # the coordinator dies while it writes the commit and its markers
+                for victim in down:
+                    cluster.start_broker(victim)
+                down.clear()
+                victim = _coordinator(cluster, tid)
+                killer = threading.Timer(0.005, cluster.kill, (victim,))
+                killer.start()
+                down.append(victim)
             try:
                 producer.send_offsets_to_transaction(
                     consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 60
@@ -194,7 +203,7 @@ def test_consume_transform_produce_through_kills_and_a_producer_crash(cluster: L
         consumer.close()
         for victim in down:
             cluster.start_broker(victim)
-    assert faults == ["coordinator", "producer", "leader"]
+    assert faults == ["coordinator", "producer", "leader", "mid-commit"]
     output = _read(cluster, sink, "read_committed")
     expected = sorted(b"out:" + v for v in inputs)
     assert sorted(output) == expected, (len(output), len(set(output)), len(set(expected) - set(output)))
@@ -202,11 +211,37 @@ def test_consume_transform_produce_through_kills_and_a_producer_crash(cluster: L
     committed = check.committed([CkTopicPartition(source, p) for p in range(PARTITIONS)], 30)
     check.close()
     assert sum(tp.offset for tp in committed) == len(inputs)
+    # nothing left hanging: every output partition's last stable offset reaches its high watermark
+    for partition in range(PARTITIONS):
+        assert wait_for(
+            f"{sink}-{partition} stable", lambda p=partition: _stable(cluster, sink, p), timeout=60
+        )
+
+
+def _stable(cluster: LocalCluster, topic: str, partition: int) -> bool:
+    from samsa.protocol.messages.list_offsets import (
+        ListOffsetsPartition,
+        ListOffsetsRequest,
+        ListOffsetsTopic,
+    )
+
+    leader = _leader(cluster, topic, partition)
+    ends = []
+    for isolation in (0, 1):
+        request = ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=isolation,
+            topics=[ListOffsetsTopic(topic, [ListOffsetsPartition(partition_index=partition, timestamp=-1)])],
+        )
+        with Connection(cluster.broker(leader).port) as conn:
+            [answer] = conn.request(2, 5, request).topics[0].partitions
+        ends.append(answer.offset if answer.error_code == 0 else -1)
+    return ends[0] >= 0 and ends[0] == ends[1]
 
 
 def _next_fault(seen: int, faults: list[str]) -> str | None:
-    """Which fault is due with ``seen`` inputs committed: each once, in turn, a third of the way apart."""
-    for due, fault in ((100, "coordinator"), (200, "producer"), (300, "leader")):
+    """Which fault is due with ``seen`` inputs committed: each once, in turn, about a fifth of the way apart."""
+    for due, fault in ((80, "coordinator"), (160, "producer"), (240, "leader"), (320, "mid-commit")):
         if seen >= due and fault not in faults:
             faults.append(fault)
             return fault
