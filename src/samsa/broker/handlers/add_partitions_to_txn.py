@@ -17,11 +17,14 @@ from samsa.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnTopic,
     AddPartitionsToTxnTopicResult,
 )
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: AddPartitionsToTxnRequest) -> AddPartitionsToTxnResponse:
+    if ctx.api_version >= 4 and not ctx.authorize_cluster(AclOperation.CLUSTER_ACTION):
+        return AddPartitionsToTxnResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)  # brokers' form
     if ctx.api_version < 4:
         results = await _one(
             ctx,
@@ -54,7 +57,10 @@ async def _one(
 ) -> list[AddPartitionsToTxnTopicResult]:
     partitions = [(topic.name, index) for topic in topics for index in topic.partitions]
     coordinator = ctx.services.transaction_coordinator
-    if coordinator is None:
+    denied = _denied(ctx, transactional_id, topics)
+    if denied is not None:
+        errors = denied
+    elif coordinator is None:
         errors = dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
     elif verify_only:
         errors = coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
@@ -77,3 +83,20 @@ async def _one(
     for (topic, index), error in errors.items():
         by_topic.setdefault(topic, []).append(AddPartitionsToTxnPartitionResult(index, int(error)))
     return [AddPartitionsToTxnTopicResult(name, results) for name, results in by_topic.items()]
+
+
+def _denied(
+    ctx: RequestContext, transactional_id: str, topics: list[AddPartitionsToTxnTopic]
+) -> dict[tuple[str, int], ErrorCode] | None:
+    """Kafka's checks: Write on the transactional id (else every partition TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+    Write on each topic (the denied ones TOPIC_AUTHORIZATION_FAILED, the rest OPERATION_NOT_ATTEMPTED)."""
+    partitions = [(topic.name, index) for topic in topics for index in topic.partitions]
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return dict.fromkeys(partitions, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    refused = {t.name for t in topics if not ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, t.name)}
+    if not refused:
+        return None
+    return {
+        tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in refused else ErrorCode.OPERATION_NOT_ATTEMPTED
+        for tp in partitions
+    }

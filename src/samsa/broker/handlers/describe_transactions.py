@@ -10,6 +10,7 @@ from samsa.protocol.messages.describe_transactions import (
     TopicData,
     TransactionState,
 )
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import RequestContext
 
@@ -21,6 +22,8 @@ async def handle(ctx: RequestContext, request: DescribeTransactionsRequest) -> D
 
 
 def _one(ctx: RequestContext, transactional_id: str) -> TransactionState:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return TransactionState(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, transactional_id)
     coordinator = ctx.services.transaction_coordinator
     if coordinator is None:
         return TransactionState(ErrorCode.COORDINATOR_NOT_AVAILABLE, transactional_id)

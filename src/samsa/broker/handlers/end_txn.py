@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        return EndTxnResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     coordinator = ctx.services.transaction_coordinator
     if coordinator is None:
         return EndTxnResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)

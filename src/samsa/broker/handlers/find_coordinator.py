@@ -21,6 +21,7 @@ from samsa.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from samsa.security.acl import AclOperation, ResourceType
 from samsa.topic_partition import TopicPartition
 
 from ..context import RequestContext
@@ -67,6 +68,11 @@ async def _find(ctx: RequestContext, key_type: int, key: str) -> Coordinator:
     invalid = _invalid(key_type, key)
     if invalid is not None:
         return invalid
+    if key_type == TRANSACTION_KEY_TYPE:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return _error(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None)
+    elif not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return _error(key, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
     store = ctx.services.metadata_store
     if key_type == TRANSACTION_KEY_TYPE:
         return await _find_transaction_coordinator(ctx, key)

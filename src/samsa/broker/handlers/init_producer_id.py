@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import RequestContext
 from ..producer_ids import ProducerIdsUnavailableError
@@ -25,6 +26,8 @@ async def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitPro
     if request.transactional_id is None and not ctx.authorize_idempotent_write():
         return InitProducerIdResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     if request.transactional_id is not None:
+        if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            return InitProducerIdResponse(error_code=ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         return await _transactional(ctx, request)
     try:
         producer_id = await ctx.services.metadata_store.next_producer_id()

@@ -10,6 +10,7 @@ from samsa.protocol.messages.list_transactions import (
     ListTransactionsResponse,
     TransactionState,
 )
+from samsa.security.acl import AclOperation, ResourceType
 from samsa.transaction.state import TransactionState as State
 
 from ..context import RequestContext
@@ -27,8 +28,11 @@ async def handle(ctx: RequestContext, request: ListTransactionsRequest) -> ListT
     listed = [
         meta
         for meta in coordinator.list_transactions(known, request.producer_id_filters)
-        if request.duration_filter < 0
-        or (meta.state is State.ONGOING and now - meta.start_ms >= request.duration_filter)
+        if (
+            request.duration_filter < 0
+            or (meta.state is State.ONGOING and now - meta.start_ms >= request.duration_filter)
+        )
+        and ctx.may(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, meta.transactional_id)
     ]
     return ListTransactionsResponse(
         unknown_state_filters=unknown,

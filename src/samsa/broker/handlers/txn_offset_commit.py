@@ -13,6 +13,7 @@ from samsa.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 )
+from samsa.security.acl import AclOperation, ResourceType
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 
 from ..context import RequestContext
@@ -30,8 +31,32 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
         for p in topic.partitions
     }
     error = _transaction_error(ctx, request)
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+        error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     errors: dict[TopicPartition, ErrorCode]
-    if error is not ErrorCode.NONE:
+    unreadable = {
+        t for t in {tp.topic for tp in offsets} if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t)
+    }
+    if error is ErrorCode.NONE and unreadable:  # Kafka answers those, and commits the rest
+        readable = {tp: o for tp, o in offsets.items() if tp.topic not in unreadable}
+        errors = dict.fromkeys(
+            (tp for tp in offsets if tp.topic in unreadable), ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        )
+        errors.update(
+            await ctx.services.group_coordinator.commit_txn_offsets(
+                request.group_id,
+                request.producer_id,
+                request.member_id,
+                request.generation_id,
+                request.group_instance_id,
+                readable,
+            )
+            if readable
+            else {}
+        )
+    elif error is not ErrorCode.NONE:
         errors = dict.fromkeys(offsets, error)
     else:
         errors = await ctx.services.group_coordinator.commit_txn_offsets(
