@@ -155,6 +155,25 @@ class TxnLogMachine(RuleBasedStateMachine):
     def reopen_clean(self) -> None:
         self._reopen(clean=True)
 
+    @rule()
+    def reopen_clean_without_txn_indexes(self) -> None:
+        """A clean start with every ``.txnindex`` gone: rebuilt before the first read_committed read needs them."""
+        self.log.close()
+        for path in self.dir.glob("*.txnindex"):
+            path.unlink()
+        self.log = Log.open(
+            self.dir,
+            CONFIG,
+            self.clock,
+            flush_on_roll=False,
+            had_clean_shutdown=True,
+            recovery_point=self.model.log_end,
+            log_start_offset=self.model.log_start,
+        )
+        self.model.hw = self.model.log_end
+        self.model.unreplicated = {}
+        self.log.update_high_watermark(self.model.hw)
+
     @rule(damage=st.sampled_from(["none", "remove", "tear", "garbage"]))
     def reopen_crashed(self, damage: str) -> None:
         """A crash recovers every segment (recovery point 0), and each ``.txnindex`` is rebuilt from its log."""
@@ -237,6 +256,9 @@ class TxnLogMachine(RuleBasedStateMachine):
         """Each segment's file holds the aborts whose markers it holds, in Kafka's 34-byte layout."""
         if not hasattr(self, "log"):
             return
+        self.log.collect_aborted_transactions(
+            self.model.log_start, self.model.log_end + 1
+        )  # what a reader triggers
         segments = self.log.segments.values(0)
         for i, segment in enumerate(segments):
             end = segments[i + 1].base_offset if i + 1 < len(segments) else self.model.log_end

@@ -208,7 +208,9 @@ def load_segment_files(
             segment.sanity_check(time_index_missing)
         except FileNotFoundError:
             _recover(segment, epochs, report, "its .index is missing")
-        damage = segment.txn_index.check() if segment.txn_index.path.exists() else None
+        has_index = segment.txn_index.path.exists()
+        segment.txn_index.verified = has_index  # without one: looked at before its first read_committed read
+        damage = segment.txn_index.check() if has_index else None
         if damage is not None:
             _log.warning("%s cannot be trusted (%s): rebuilt from the log", segment.txn_index.path, damage)
             report.rebuild_txn_index_from(base)

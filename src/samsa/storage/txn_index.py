@@ -16,7 +16,9 @@ it until an entry's ``lastStableOffset >= U`` says no later segment can hold one
 
 The file is created by the first append (most segments never have one). It is rebuilt with the segment's other
 indexes when the segment is recovered; an index that fails ``check`` (a torn or foreign tail) is rebuilt the same
-way by the loader. Entries are kept in memory once read (an abort is rare; the files are small).
+way by the loader. A segment loaded without the file (``verified`` False) is looked at before its first
+read_committed read: if its log holds an ABORT marker, the file was lost and is rebuilt (``Log``). Entries are
+kept in memory once read (an abort is rare; the files are small).
 
 Concurrency contract: not thread-safe; the owning ``Log`` serialises every call.
 """
@@ -68,13 +70,14 @@ def decode_entries(data: bytes | bytearray | memoryview, path: Path) -> list[Abo
 class TransactionIndex:
     """A segment's ``.txnindex`` (module doc). Not thread-safe; the owning ``Log`` serialises calls."""
 
-    __slots__ = ("_entries", "_fd", "path", "start_offset")
+    __slots__ = ("_entries", "_fd", "path", "start_offset", "verified")
 
     def __init__(self, path: Path, start_offset: int) -> None:
         self.path = path
         self.start_offset = start_offset
         self._entries: list[AbortedTxn] | None = None
         self._fd = -1
+        self.verified = True  # False: loaded without a file, not yet known to need none (module doc)
 
     # --- reading -----------------------------------------------------------------------------------------
 
@@ -144,6 +147,7 @@ class TransactionIndex:
             with open(self.path, "wb") as out:
                 out.write(b"".join(txn.encode() for txn in entries))
         self._entries = list(entries)
+        self.verified = True
 
     def truncate_to(self, offset: int) -> None:
         """Drop the entries whose abort marker is at ``offset`` or later (the log is cut there)."""
