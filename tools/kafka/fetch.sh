@@ -5,6 +5,7 @@
 #
 #   tools/kafka/fetch.sh              # every version in KAFKA_VERSIONS
 #   tools/kafka/fetch.sh 4.4.0        # one version
+#   tools/kafka/fetch.sh spark        # Spark's Kafka connector only (samsa demo --connector kafka runs this)
 #
 # KAFKA_VERSIONS: the newest Kafka 4.x (KRaft) and the last 3.x (3.9, ZooKeeper mode too). Tests read the same
 # variables (tests/apache_kafka/jars.py): keep the two lists in step.
@@ -17,6 +18,7 @@ versions=${*:-$KAFKA_VERSIONS}
 
 need_fetch=""
 for version in $versions; do
+  [ "$version" = spark ] && continue
   [ -f "$CACHE/$version/.complete" ] || need_fetch="$need_fetch $version"
 done
 # Spark's own Kafka connector for the installed PySpark's Spark (tests/apache_kafka/test_spark_connector.py), into
@@ -24,7 +26,9 @@ done
 # Maven Central serves no connector 4.3.x for PySpark 4.3.0: the newest served, 4.2.0, is used.
 SPARK_KAFKA_VERSION=${SPARK_KAFKA_VERSION:-4.2.0}
 SPARK_CACHE=${SAMSA_SPARK_KAFKA_CACHE:-.cache/spark-kafka}
-[ -f "$SPARK_CACHE/$SPARK_KAFKA_VERSION/.complete" ] || need_fetch="$need_fetch spark"
+if [ $# = 0 ] || [[ " $* " == *" spark "* ]]; then
+  [ -f "$SPARK_CACHE/$SPARK_KAFKA_VERSION/.complete" ] || need_fetch="$need_fetch spark"
+fi
 [ -n "$need_fetch" ] || exit 0
 
 if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
