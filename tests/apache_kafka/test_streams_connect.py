@@ -6,10 +6,11 @@ Streams: Kafka's own ``WordCountDemo`` (kafka-streams-examples) reads ``streams-
 follows: every word's last count in the output topic is its true count (at least once: no count is ever above it
 here either, since the application itself never fails), and the internal topics are the ones Streams creates.
 
-Connect: a distributed worker (``ConnectDistributed``) keeps its config, offsets and status topics on Samsa (it
-creates them compacted, and checks they are) and joins its group with the ``connect`` protocol; a FileStreamSource
+Connect: two distributed workers (``ConnectDistributed``) keep their config, offsets and status topics on Samsa
+(they create them compacted, and check they are) and share a group on the ``connect`` protocol; a FileStreamSource
 connector copies a file into a topic and a FileStreamSink connector copies the topic into another file, line for
-line, both created through the worker's REST API.
+line, both created through the REST API. The worker running the source task is killed with SIGKILL: the other
+takes the task over (a rebalance of Samsa's group) and lines appended to the file then reach the sink file too.
 
 Logs of each JVM (warnings and errors, slf4j-simple) are in its working directory. One cluster for the module.
 """
@@ -26,6 +27,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -164,6 +166,10 @@ def _rest(port: int, method: str, path: str, body: object | None = None) -> obje
     return json.loads(text) if text else None
 
 
+def _up_or_gone(port: int, process: subprocess.Popen[bytes]) -> bool:
+    return _answers(port) or process.poll() is not None
+
+
 def _answers(port: int) -> bool:
     try:
         _rest(port, "GET", "/connectors")
@@ -172,14 +178,13 @@ def _answers(port: int) -> bool:
         return False
 
 
-def test_connect_distributed_copies_a_file_through_a_topic(
-    kafka4: KafkaJars, kafka_apps: KafkaJars, cluster: LocalCluster, tmp_path: Path
-) -> None:
-    b = cluster.bootstrap_servers
-    port = free_port()
-    worker = tmp_path / "worker.properties"
-    worker.write_text(
-        f"bootstrap.servers={b}\n"
+def worker_properties(directory: Path, bootstrap: str, port: int) -> Path:
+    """A distributed worker's config: its three topics on Samsa, its REST port; a departed worker's tasks are
+    reassigned after 1 s (scheduled.rebalance.max.delay.ms, 5 min by default)."""
+    directory.mkdir()
+    path = directory / "worker.properties"
+    path.write_text(
+        f"bootstrap.servers={bootstrap}\n"
         "group.id=samsa-connect\n"
         "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
         "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
@@ -190,44 +195,88 @@ def test_connect_distributed_copies_a_file_through_a_topic(
         "offset.storage.replication.factor=3\n"
         "status.storage.replication.factor=3\n"
         "offset.flush.interval.ms=500\n"
+        "session.timeout.ms=6000\n"
+        "heartbeat.interval.ms=1000\n"
+        "scheduled.rebalance.max.delay.ms=1000\n"
         f"listeners=http://127.0.0.1:{port}\n"
         "rest.advertised.host.name=127.0.0.1\n"
         "plugin.discovery=only_scan\n"
     )
+    return path
+
+
+def task_worker(port: int, connector: str) -> str | None:
+    """The worker (``host:port``) running the connector's task while it runs, as the worker at ``port`` says."""
+    status = _rest(port, "GET", f"/connectors/{connector}/status")
+    assert isinstance(status, dict)
+    tasks = status["tasks"]
+    if status["connector"]["state"] != "RUNNING" or [t["state"] for t in tasks] != ["RUNNING"]:
+        return None
+    return str(tasks[0]["worker_id"])
+
+
+def test_connect_distributed_copies_a_file_through_a_topic_and_moves_a_killed_workers_task(
+    kafka4: KafkaJars, kafka_apps: KafkaJars, cluster: LocalCluster, tmp_path: Path
+) -> None:
+    b = cluster.bootstrap_servers
+    ports = [free_port(), free_port()]
+    workers = [
+        start_java(
+            kafka_apps,
+            CONNECT,
+            str(worker_properties(tmp_path / f"w{i}", b, port)),
+            directory=tmp_path / f"w{i}",
+        )
+        for i, port in enumerate(ports)
+    ]
     source, sink = tmp_path / "source.txt", tmp_path / "sink.txt"
-    lines = [f"line {n} of the file, {'x' * (n % 40)}" for n in range(500)]
-    source.write_text("".join(f"{line}\n" for line in lines))
-    process = start_java(kafka_apps, CONNECT, str(worker), directory=tmp_path)
+    lines = [f"line {n} of the file, {'x' * (n % 40)}" for n in range(1000)]
+    source.write_text("".join(f"{line}\n" for line in lines[:500]))
     try:
-        wait_for("the worker's REST API", lambda: _answers(port) or process.poll() is not None, timeout=120)
-        assert process.poll() is None, (tmp_path / "out.log").read_text()[-4000:]
-        _rest(port, "POST", "/connectors", {"name": "file-in", "config": {
+        for i, (port, process) in enumerate(zip(ports, workers, strict=True)):
+            wait_for("a worker's REST API", partial(_up_or_gone, port, process), timeout=120)
+            assert process.poll() is None, (tmp_path / f"w{i}" / "out.log").read_text()[-4000:]
+        _rest(ports[0], "POST", "/connectors", {"name": "file-in", "config": {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
             "tasks.max": "1", "file": str(source), "topic": "connect-lines",
         }})  # fmt: skip
-        _rest(port, "POST", "/connectors", {"name": "file-out", "config": {
+        _rest(ports[1], "POST", "/connectors", {"name": "file-out", "config": {
             "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
             "tasks.max": "1", "file": str(sink), "topics": "connect-lines",
         }})  # fmt: skip
 
-        def copied() -> bool:
-            return sink.exists() and sink.read_text().splitlines() == lines
+        def copied(count: int) -> Callable[[], bool]:
+            return lambda: sink.exists() and set(sink.read_text().splitlines()) == set(lines[:count])
 
-        wait_for("the sink file", copied, timeout=120)
-        for name in ("file-in", "file-out"):
-            status = _rest(port, "GET", f"/connectors/{name}/status")
-            assert isinstance(status, dict)
-            assert status["connector"]["state"] == "RUNNING", status
-            assert [t["state"] for t in status["tasks"]] == ["RUNNING"], status
-        groups = kafka4.run(
-            GROUPS, "--bootstrap-server", b, "--list"
-        ).stdout  # kafka-groups: type and protocol
+        wait_for("the sink file", copied(500), timeout=120)
+        assert (
+            sink.read_text().splitlines() == lines[:500]
+        )  # one task each way, nothing failed: in order, once
+        groups = kafka4.run(GROUPS, "--bootstrap-server", b, "--list").stdout  # kafka-groups: type, protocol
         assert re.search(r"^samsa-connect\s+Classic\s+connect\s*$", groups, re.M), groups
-        internal = {"connect-configs", "connect-offsets", "connect-status", "connect-lines"}
-        assert internal <= topics_of(kafka4, b)
-        described = kafka4.run(
+        assert {"connect-configs", "connect-offsets", "connect-status", "connect-lines"} <= topics_of(
+            kafka4, b
+        )
+        offsets = kafka4.run(
             TOPICS, "--bootstrap-server", b, "--describe", "--topic", "connect-offsets"
         ).stdout
-        assert "cleanup.policy=compact" in described and "ReplicationFactor: 3" in described
+        assert "cleanup.policy=compact" in offsets and "ReplicationFactor: 3" in offsets
+
+        # kill -9 the worker running the source task: the other takes it over and carries on from its offset
+        addresses = [f"127.0.0.1:{port}" for port in ports]
+        wait_for("the source task running", lambda: task_worker(ports[0], "file-in") in addresses)
+        running = addresses.index(str(task_worker(ports[0], "file-in")))
+        workers[running].kill()
+        workers[running].wait(10)
+        survivor = ports[1 - running]
+        wait_for(
+            "the source task moved",
+            lambda: task_worker(survivor, "file-in") == addresses[1 - running],
+            timeout=120,
+        )
+        with source.open("a") as appended:
+            appended.write("".join(f"{line}\n" for line in lines[500:]))
+        wait_for("the appended lines in the sink file", copied(1000), timeout=120)
     finally:
-        stop_process(process, 15, 60)
+        for process in workers:
+            stop_process(process, 15, 60)
