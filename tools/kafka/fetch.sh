@@ -36,9 +36,12 @@ APPS_CACHE=${SAMSA_KAFKA_APPS_CACHE:-.cache/kafka-apps}
 if [ $# = 0 ] || [[ " $* " == *" apps "* ]]; then
   [ -f "$APPS_CACHE/$APPS_VERSION/.complete" ] || need_fetch="$need_fetch apps"
 fi
+# a JDK even when nothing is to be fetched: tests/apache_kafka/AdminProbe.java runs as a single-file source program,
+# which a JRE cannot compile
+[ -n "$need_fetch" ] || command -v javac >/dev/null 2>&1 || need_fetch=" "
 [ -n "$need_fetch" ] || exit 0
 
-if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
+if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
   echo "installing Maven and a JDK"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
