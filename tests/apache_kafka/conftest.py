@@ -11,7 +11,7 @@ import pytest
 
 from tests.clients.harness import BrokerProcess, running_broker
 
-from .jars import KAFKA_3, KAFKA_4, JarsMissing, KafkaJars, ensure_jars
+from .jars import KAFKA_3, KAFKA_4, KAFKA_APPS, JarsMissing, KafkaJars, ensure_apps_jars, ensure_jars
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -21,9 +21,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("kafka"))
 
 
-def _jars(version: str) -> KafkaJars:
+def _jars(version: str, apps: bool = False) -> KafkaJars:
     try:
-        return KafkaJars(version, ensure_jars(version))
+        return KafkaJars(version, ensure_apps_jars(version) if apps else ensure_jars(version))
     except JarsMissing as missing:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI must run the Kafka compatibility tests: {missing}")
@@ -40,6 +40,12 @@ def kafka4() -> KafkaJars:
 def kafka3() -> KafkaJars:
     """Kafka 3.9's jars (the last with ZooKeeper mode)."""
     return _jars(KAFKA_3)
+
+
+@pytest.fixture(scope="session")
+def kafka_apps() -> KafkaJars:
+    """Kafka Streams (with its examples) and Kafka Connect (with the file connectors), Kafka 4.3.1's."""
+    return _jars(KAFKA_APPS, apps=True)
 
 
 @pytest.fixture(scope="module")

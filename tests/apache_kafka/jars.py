@@ -36,6 +36,10 @@ CACHE = Path(os.environ.get("SAMSA_KAFKA_CACHE", ROOT / ".cache" / "kafka"))
 # The newest Kafka 4.x (KRaft only) and the last 3.x (ZooKeeper mode too); fetch.sh has the same list.
 KAFKA_4 = "4.4.0"
 KAFKA_3 = "3.9.2"
+# Kafka Streams (with kafka-streams-examples) and Kafka Connect (with connect-file), `fetch.sh apps`: 4.3.1, the
+# newest version of which Maven Central serves the examples and the file connectors (tools/kafka/apps-pom.xml)
+APPS_CACHE = Path(os.environ.get("SAMSA_KAFKA_APPS_CACHE", ROOT / ".cache" / "kafka-apps"))
+KAFKA_APPS = "4.3.1"
 JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss1m")
 
 
@@ -61,6 +65,23 @@ def ensure_jars(version: str) -> Path:
     )
     if done.returncode != 0 or not (directory / ".complete").exists():
         raise JarsMissing(f"fetching Kafka {version} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+    return directory
+
+
+def ensure_apps_jars(version: str = KAFKA_APPS) -> Path:
+    """The directory of Kafka Streams' and Connect's jars (``fetch.sh apps``), fetched first when Maven can."""
+    directory = APPS_CACHE / version
+    if (directory / ".complete").exists():
+        return directory
+    if shutil.which("mvn") is None or shutil.which("java") is None:
+        raise JarsMissing(f"Kafka Streams/Connect jars not in {directory} and no mvn/java (make kafka-jars)")
+    done = subprocess.run(
+        ["bash", str(FETCH_SCRIPT), "apps"], capture_output=True, text=True, timeout=600, check=False
+    )
+    if done.returncode != 0 or not (directory / ".complete").exists():
+        raise JarsMissing(
+            f"fetching Kafka Streams/Connect failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
     return directory
 
 

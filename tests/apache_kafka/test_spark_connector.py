@@ -1,6 +1,6 @@
-"""Spark's own Kafka connector (spark-sql-kafka-0-10) against a Samsa broker: the batch writer with headers, the batch
-reader with startingOffsets/endingOffsets JSON, includeHeaders and minPartitions, and the streaming reader with
-maxOffsetsPerTrigger restarted from its checkpoint.
+"""Spark's own Kafka connector (spark-sql-kafka-0-10) against a Samsa broker and a 3-broker Samsa cluster on
+ZooKeeper: the batch writer with headers, the batch reader with startingOffsets/endingOffsets JSON, includeHeaders and
+minPartitions, and the streaming reader with maxOffsetsPerTrigger restarted from its checkpoint.
 
 The connector's jars are fetched by ``tools/kafka/fetch.sh`` into ``.cache/spark-kafka/<version>/``. Maven Central
 serves no 4.3 connector for the installed PySpark 4.3.0: the newest served, 4.2.0 (Scala 2.13), is used and works.
@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.clients.harness import BrokerProcess
+from samsa.cluster.launcher import LocalCluster
 
 from .jars import ROOT, TOPICS, KafkaJars
 
@@ -26,18 +27,32 @@ JOB = Path(__file__).with_name("spark_connector_job.py")
 TOPIC = "spark-connector"
 
 
-def test_spark_kafka_connector_batch_and_stream(
-    kafka4: KafkaJars, samsa: BrokerProcess, tmp_path: Path
-) -> None:
+@pytest.fixture(params=["broker", "cluster"])
+def bootstrap(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The module's Samsa broker, or a 3-broker Samsa cluster on ZooKeeper started for the test (topic rf 3)."""
+    if request.param == "broker":
+        yield request.getfixturevalue("samsa").bootstrap
+        return
+    cluster = LocalCluster(tmp_path_factory.mktemp("samsa-cluster"))
+    cluster.up(3)
+    try:
+        yield cluster.bootstrap_servers
+    finally:
+        cluster.down()
+
+
+def test_spark_kafka_connector_batch_and_stream(kafka4: KafkaJars, bootstrap: str, tmp_path: Path) -> None:
     if not (SPARK_KAFKA_JARS / ".complete").exists():
         pytest.skip(f"Spark's Kafka connector jars not in {SPARK_KAFKA_JARS} (make kafka-jars)")
-    create = ["--bootstrap-server", samsa.bootstrap, "--create", "--topic", TOPIC, "--partitions", "3"]
+    replicas = "3" if "," in bootstrap else "1"
+    create = ["--bootstrap-server", bootstrap, "--create", "--topic", TOPIC, "--partitions", "3",
+              "--replication-factor", replicas]  # fmt: skip
     subprocess.run(kafka4.command(TOPICS, *create), check=True, capture_output=True, timeout=60)
     done = subprocess.run(
         [
             sys.executable,
             str(JOB),
-            samsa.bootstrap,
+            bootstrap,
             TOPIC,
             str(SPARK_KAFKA_JARS),
             str(tmp_path / "checkpoint"),

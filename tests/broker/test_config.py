@@ -194,3 +194,14 @@ def test_the_shared_defaults_are_broker_keys_with_those_defaults() -> None:
     for name, value in SERVER_DEFAULTS.items():
         default = KEYS_BY_NAME[name].default
         assert (tuple(default) if isinstance(default, list) else default) == value, name
+
+
+def test_node_id_and_broker_id_are_one_setting_under_two_names() -> None:
+    """With only ``node.id=1`` set, Kafka's DescribeConfigs shows ``broker.id=1`` (set in the file), where Samsa
+    showed -1 (its default): one set alone sets the other too, as Kafka does before it reads its properties."""
+    for named, other in (("node.id", "broker.id"), ("broker.id", "node.id")):
+        config = KafkaConfig.from_properties({named: "3"})
+        assert config.get(other) == 3 and config.is_explicit(other)
+        assert config.node_id == 3
+    both = KafkaConfig.from_properties({"node.id": "3", "broker.id": "4"})
+    assert (both.get("node.id"), both.get("broker.id"), both.node_id) == (3, 4, 3)  # node.id wins, as before

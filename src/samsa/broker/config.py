@@ -308,6 +308,17 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
 KEYS_BY_NAME: dict[str, ConfigKey] = {key.name: key for key in BROKER_KEYS}
 
 
+def _id_synonym(props: Mapping[str, str]) -> dict[str, str]:
+    """``node.id`` and ``broker.id`` are one setting under two names: one set alone sets the other too, as Kafka
+    does before it reads its properties (so DescribeConfigs shows ``broker.id=1`` set, not -1, with only
+    ``node.id=1`` in the file). The key to add, or none."""
+    if "node.id" in props and "broker.id" not in props:
+        return {"broker.id": props["node.id"]}
+    if "broker.id" in props and "node.id" not in props:
+        return {"node.id": props["broker.id"]}
+    return {}
+
+
 class KafkaConfig:
     """A broker's validated configuration. Immutable after construction; safe to share."""
 
@@ -320,6 +331,12 @@ class KafkaConfig:
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> KafkaConfig:
+        config = cls._parse(props)  # checked as given, so that an error names the key the file set
+        synonym = _id_synonym(props)
+        return cls._parse({**props, **synonym}) if synonym else config
+
+    @classmethod
+    def _parse(cls, props: Mapping[str, str]) -> KafkaConfig:
         values = {key.name: key.default for key in BROKER_KEYS}
         explicit: dict[str, str] = {}
         unknown: dict[str, str] = {}

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode, RequestHeader
-from samsa.security.acl import AclOperation, ResourceType
+from samsa.security.acl import SUPPORTED_OPERATIONS, AclOperation, ResourceType, operations_bit_field
 
 from .network import ConnectionInfo
 
@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 
 
 CLUSTER_NAME = "kafka-cluster"  # the one Cluster resource's name
+OPERATIONS_NOT_ASKED = -(
+    2**31
+)  # an *_authorized_operations field the request did not ask for (Kafka's INT_MIN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,12 @@ class RequestContext:
         return authorizer.would_allow(
             self.principal, self.connection.client_host, operation, resource_type, name
         )
+
+    def authorized_operations(self, resource_type: ResourceType, name: str) -> int:
+        """The operations on the resource this principal may do, as Kafka's bit field (the ``*_authorized_operations``
+        of Metadata, DescribeCluster, DescribeGroups): every supported one when authorization is off, as Kafka."""
+        allowed = [op for op in SUPPORTED_OPERATIONS[resource_type] if self.may(op, resource_type, name)]
+        return operations_bit_field(allowed)
 
     def authorize_cluster(self, operation: AclOperation) -> bool:
         return self.authorize(operation, ResourceType.CLUSTER, CLUSTER_NAME)

@@ -6,7 +6,9 @@ partitions), run the Structured Streaming job (per-minute windows with a waterma
 class, p95 bytes, top paths, approximate distinct clients) into ``access-stats`` and Parquet, show a live table,
 then stop after ``--duration`` seconds (``--continuous`` runs until Ctrl-C) and write ``windows.png``. Running it
 again resumes from the checkpoint in ``--data-dir``. ``--storage`` runs the storage walk-through instead
-(also ``samsa storage-demo``).
+(also ``samsa storage-demo``). ``--connector kafka`` runs the job on Spark's own Kafka connector
+(``format("kafka")``, its jars fetched once: ``samsa.spark.pipeline.connector``) instead of the ``samsa`` source and
+sink; a checkpoint is the connector's own, so switching connectors on one ``--data-dir`` needs ``--fresh``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 POSITIVE = click.FloatRange(min=0, min_open=True)  # a rate, a speed-up or a duration
+CONNECTOR = click.option(
+    "--connector",
+    type=click.Choice(["samsa", "kafka"]),
+    default="samsa",
+    show_default=True,
+    help="the Spark data source for the topics: samsa's own, or Spark's Kafka connector (format kafka)",
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -40,18 +49,24 @@ def run_pipeline(
     speedup: float,
     available_now: bool = False,
     live: bool = True,
+    connector: str = "samsa",
 ) -> int:
     """Run the job under a live table until ``duration`` passes, the topic is read or Ctrl-C; the windows written."""
     from rich.console import Console
 
     from samsa.spark.pipeline import job
+    from samsa.spark.pipeline.connector import ConnectorUnavailable, spark_conf
     from samsa.spark.pipeline.run import SOURCE_PARTITIONS, ensure_topics
 
     console = Console()
     topics = {job.SOURCE_TOPIC: SOURCE_PARTITIONS, job.STATS_TOPIC: 1, job.DEAD_LETTER_TOPIC: 1}
     ensure_topics(bootstrap_servers, topics)
+    try:
+        conf = spark_conf(connector, console.print)
+    except ConnectorUnavailable as exc:
+        raise click.ClickException(str(exc)) from None
     with _Interrupts(console) as interrupts:
-        spark = _start_spark(console, bootstrap_servers, master, data_dir, interrupts)
+        spark = _start_spark(console, bootstrap_servers, master, data_dir, interrupts, conf, connector)
         return _run_job(
             console,
             spark,
@@ -64,6 +79,7 @@ def run_pipeline(
             speedup=speedup,
             available_now=available_now,
             live=live,
+            connector=connector,
         )
 
 
@@ -80,6 +96,7 @@ def _run_job(
     speedup: float,
     available_now: bool,
     live: bool,
+    connector: str,
 ) -> int:
     """``run_pipeline`` once Spark runs: the queries, the traffic, the live table, the report."""
     from samsa.cli.live_view import RunStatus
@@ -95,6 +112,7 @@ def _run_job(
         checkpoint_dir=data_dir / "checkpoint",
         available_now=available_now,
         on_batch=lambda batch_id, rows: windows.extend(rows),
+        connector=connector,
     )
     producer = None
     if produce:
@@ -111,6 +129,8 @@ def _run_job(
     watch = _Watch(console, cfg, queries, producer, windows, status, traffic_start_ms, interrupts)
     durations = watch.run(live=live)
     console.print()
+    if watch.source:
+        console.print(f"stats query source: {watch.source}", markup=False)
     return _report(
         console,
         spark,
@@ -133,7 +153,13 @@ def _windows_written(spark: Any, output_dir: Path) -> list[dict[str, Any]]:
 
 
 def _start_spark(
-    console: Console, bootstrap_servers: str, master: str, data_dir: Path, interrupts: _Interrupts
+    console: Console,
+    bootstrap_servers: str,
+    master: str,
+    data_dir: Path,
+    interrupts: _Interrupts,
+    conf: dict[str, str],
+    connector: str,
 ) -> Any:
     """The Spark session; a Ctrl-C while it starts is acted on once it has (it is stopped, the run aborted).
     It is started on a thread of its own, so that PySpark does not put its own Ctrl-C handler in place (it does on
@@ -143,14 +169,17 @@ def _start_spark(
     from samsa.spark.pipeline.run import spark_session
 
     spark_log = data_dir / "spark.log"
-    console.print(f"[bold]broker[/] {bootstrap_servers}   [bold]spark[/] {master}   [bold]data[/] {data_dir}")
+    console.print(
+        f"[bold]broker[/] {bootstrap_servers}   [bold]spark[/] {master}   [bold]connector[/] {connector}   "
+        f"[bold]data[/] {data_dir}"
+    )
     console.print(f"starting Spark (its logs go to {spark_log})")
     started: list[Any] = []
     failed: list[Exception] = []
 
     def start() -> None:
         try:
-            started.append(spark_session(master, log_file=spark_log))
+            started.append(spark_session(master, log_file=spark_log, conf=conf))
         except Exception as exc:  # its reason is in the log: a missing JDK, a port, memory
             failed.append(exc)
 
@@ -231,6 +260,7 @@ class _Watch:
         self.status = status
         self.traffic_start_ms = traffic_start_ms
         self.interrupts = interrupts
+        self.source = ""  # Spark's description of the stats query's source, once it has run a batch
 
     def view(self, done: bool = False) -> Any:
         from samsa.cli.live_view import live_view
@@ -258,9 +288,10 @@ class _Watch:
         finally:
             if self.producer is not None:
                 self.producer.stop()
-            durations = [
-                p["durationMs"].get("triggerExecution", 0) / 1000 for p in self.queries[0].recentProgress
-            ]
+            progress = self.queries[0].recentProgress
+            durations = [p["durationMs"].get("triggerExecution", 0) / 1000 for p in progress]
+            sources = progress[-1].get("sources") if progress else None
+            self.source = str(sources[0].get("description", "")) if sources else ""
             for q in self.queries:
                 q.stop()
         return durations
@@ -331,7 +362,9 @@ def _report(
         console.print(f"chart: {chart}")
     console.print(f"parquet: {output_dir} ({len(rows)} windows); watermark {WATERMARK_MS // 1000} s")
     if produced_since_ms is not None:  # a replay of old records has no meaningful produce-to-window latency
-        latencies = stats_latencies(spark, cfg.bootstrap_servers, STATS_TOPIC, since_ms=produced_since_ms)
+        latencies = stats_latencies(
+            spark, cfg.bootstrap_servers, STATS_TOPIC, since_ms=produced_since_ms, connector=cfg.connector
+        )
         console.print(latency_summary(latencies))
     spark.stop()
     return len(rows)
@@ -349,6 +382,7 @@ def _report(
 )
 @click.option("--fresh", is_flag=True, help="delete --data-dir first instead of resuming from it")
 @click.option("--storage", is_flag=True, help="run the storage walk-through instead (samsa storage-demo)")
+@CONNECTOR
 @click.pass_context
 def demo(
     ctx: click.Context,
@@ -359,6 +393,7 @@ def demo(
     speedup: float,
     fresh: bool,
     storage: bool,
+    connector: str,
 ) -> None:
     """The access-log pipeline: an embedded broker, generated nginx traffic, a local Spark streaming job."""
     if storage:
@@ -380,6 +415,7 @@ def demo(
             produce=True,
             rate=rate,
             speedup=speedup,
+            connector=connector,
         )
 
 
@@ -392,6 +428,7 @@ def demo(
 @click.option("--generate", is_flag=True, help="also produce generated traffic into access-log")
 @click.option("--rate", type=POSITIVE, default=400.0, show_default=True)
 @click.option("--speedup", type=POSITIVE, default=20.0, show_default=True)
+@CONNECTOR
 def pipeline(
     bootstrap_servers: str,
     master: str,
@@ -401,6 +438,7 @@ def pipeline(
     generate: bool,
     rate: float,
     speedup: float,
+    connector: str,
 ) -> None:
     """Run the access-log job against an external broker and any Spark master."""
     from samsa.client import KafkaError
@@ -416,6 +454,7 @@ def pipeline(
             rate=rate,
             speedup=speedup,
             available_now=available_now,
+            connector=connector,
         )
     except (
         KafkaError

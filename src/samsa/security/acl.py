@@ -11,6 +11,7 @@ No I/O, no clock: immutable values, safe anywhere.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -203,3 +204,40 @@ def entry_allows(entry: AccessControlEntry, principal: str, host: str, operation
     if entry.operation is AclOperation.ALL or entry.operation is operation:
         return True
     return entry.permission is AclPermissionType.ALLOW and entry.operation in IMPLIED_BY.get(operation, ())
+
+
+# The operations that apply to each resource type (Kafka's AclEntry.supportedOperations): what a Metadata,
+# DescribeCluster or DescribeGroups answer lists as authorized operations, all of them when authorization is off.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE),
+    ResourceType.CLUSTER: (
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+    ),
+    ResourceType.TRANSACTIONAL_ID: (AclOperation.DESCRIBE, AclOperation.WRITE),
+    ResourceType.DELEGATION_TOKEN: (AclOperation.DESCRIBE,),
+    ResourceType.USER: (AclOperation.CREATE_TOKENS, AclOperation.DESCRIBE_TOKENS),
+}
+
+
+def operations_bit_field(operations: Iterable[AclOperation]) -> int:
+    """Kafka's int32 of authorized operations: bit ``code`` set for each operation."""
+    field = 0
+    for operation in operations:
+        field |= 1 << operation.value
+    return field

@@ -1,4 +1,5 @@
-"""DescribeCluster (60): the cluster id, the controller and the brokers."""
+"""DescribeCluster (60): the cluster id, the controller and the brokers, and on request the cluster operations the
+principal may do (every supported one when authorization is off, as Kafka answers)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,18 @@ from samsa.protocol.messages.describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
 )
+from samsa.security.acl import ResourceType
 
-from ..context import RequestContext
+from ..context import CLUSTER_NAME, OPERATIONS_NOT_ASKED, RequestContext
 
 
 async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     store = ctx.services.metadata_store
+    operations = (
+        ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
+        if request.include_cluster_authorized_operations
+        else OPERATIONS_NOT_ASKED
+    )
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         endpoint_type=request.endpoint_type,
@@ -23,4 +30,5 @@ async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> Descri
             DescribeClusterBroker(n.broker_id, n.host, n.port, n.rack)
             for n in store.alive_brokers(ctx.connection.listener)
         ],
+        cluster_authorized_operations=operations,
     )

@@ -4,6 +4,8 @@ as Kafka's classic coordinator does."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from samsa.coordinator import Group, GroupState
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.describe_groups import (
@@ -21,12 +23,22 @@ async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> Describ
     coordinator = ctx.services.group_coordinator
     return DescribeGroupsResponse(
         groups=[
-            _describe(g, coordinator.describe_group(g))
+            _with_operations(ctx, request, _describe(g, coordinator.describe_group(g)))
             if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g)
             else DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=g)
             for g in request.groups
         ]
     )
+
+
+def _with_operations(
+    ctx: RequestContext, request: DescribeGroupsRequest, group: DescribedGroup
+) -> DescribedGroup:
+    """The group's authorized operations, when the request (v3+) asks for them and the group was described."""
+    if not request.include_authorized_operations or group.error_code != ErrorCode.NONE:
+        return group
+    operations = ctx.authorized_operations(ResourceType.GROUP, group.group_id)
+    return dataclasses.replace(group, authorized_operations=operations)
 
 
 def _describe(group_id: str, group: Group | None) -> DescribedGroup:

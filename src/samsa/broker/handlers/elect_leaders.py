@@ -3,7 +3,9 @@
 Served by the controller (``samsa.cluster.elections``); any other broker answers NOT_CONTROLLER for every
 partition named. Per partition: UNKNOWN_TOPIC_OR_PARTITION, ELECTION_NOT_NEEDED (left out when the request named no
 partitions: all of them), PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE, or NONE once this
-broker's metadata shows the new leader; REQUEST_TIMED_OUT when it does not within ``TimeoutMs``.
+broker's metadata shows the new leader; REQUEST_TIMED_OUT when it does not within ``TimeoutMs``. An unknown
+topic or partition carries Kafka's message ("No such topic as t", "No such partition as t-9"), which
+``kafka-leader-election`` prints.
 """
 
 from __future__ import annotations
@@ -57,14 +59,30 @@ async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLead
     errors = {
         tp: (ErrorCode.REQUEST_TIMED_OUT if tp in late else error) for tp, (error, _) in answers.items()
     }
-    return _response(errors, ErrorCode.NONE)
+    messages = {
+        tp: _unknown(tp, bool(metadata.partitions_of(tp.topic)))
+        for tp, error in errors.items()
+        if error is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    }
+    return _response(errors, ErrorCode.NONE, messages)
 
 
-def _response(errors: dict[TopicPartition, ErrorCode], top: ErrorCode) -> ElectLeadersResponse:
+def _unknown(tp: TopicPartition, topic_exists: bool) -> str:
+    if topic_exists:
+        return f"No such partition as {tp.topic}-{tp.partition}"
+    return f"No such topic as {tp.topic}"
+
+
+def _response(
+    errors: dict[TopicPartition, ErrorCode],
+    top: ErrorCode,
+    messages: dict[TopicPartition, str] | None = None,
+) -> ElectLeadersResponse:
     by_topic: dict[str, list[PartitionResult]] = {}
     for tp, error in sorted(errors.items()):
+        message = (messages or {}).get(tp)
         by_topic.setdefault(tp.topic, []).append(
-            PartitionResult(partition_id=tp.partition, error_code=error, error_message=None)
+            PartitionResult(partition_id=tp.partition, error_code=error, error_message=message)
         )
     return ElectLeadersResponse(
         error_code=top,

@@ -8,11 +8,13 @@ its leaders are elected, a partition whose leader is down LEADER_NOT_AVAILABLE w
 that has not heard from the controller since it started answers with the brokers ZooKeeper has registered (read
 at its start and again whenever they change) and every topic LEADER_NOT_AVAILABLE without partitions (clients
 keep the leaders they know and ask again), never with an empty broker list, a registered broker left out, or
-UNKNOWN_TOPIC_OR_PARTITION for a topic that exists.
+UNKNOWN_TOPIC_OR_PARTITION for a topic that exists. On request (v8+), each topic's and (v8-10) the cluster's
+operations the principal may do: every supported one when authorization is off, as Kafka answers.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode
@@ -26,7 +28,7 @@ from samsa.protocol.messages.metadata import (
 from samsa.security.acl import AclOperation, ResourceType
 from samsa.storage.topic import is_internal
 
-from ..context import CLUSTER_NAME, RequestContext
+from ..context import CLUSTER_NAME, OPERATIONS_NOT_ASKED, RequestContext
 
 if TYPE_CHECKING:
     from samsa.cluster.metadata_cache import PartitionInfo
@@ -46,6 +48,11 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         topics = [await _authorized_topic(ctx, store, name, allow_create, every) for name in names]
     else:  # a starting cluster broker, leaders not yet sent (``MetadataStore.catalog_known``)
         topics = [MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=n) for n in names]
+    if request.include_topic_authorized_operations:
+        topics = [_with_operations(ctx, topic) for topic in topics]
+    cluster_operations = OPERATIONS_NOT_ASKED
+    if request.include_cluster_authorized_operations:
+        cluster_operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
     return MetadataResponse(
         brokers=[
             MetadataResponseBroker(n.broker_id, n.host, n.port, n.rack)
@@ -54,7 +61,15 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         cluster_id=store.cluster_id(),
         controller_id=store.controller_id(),
         topics=topics,
+        cluster_authorized_operations=cluster_operations,
     )
+
+
+def _with_operations(ctx: RequestContext, topic: MetadataResponseTopic) -> MetadataResponseTopic:
+    if topic.error_code != ErrorCode.NONE or topic.name is None:
+        return topic
+    operations = ctx.authorized_operations(ResourceType.TOPIC, topic.name)
+    return dataclasses.replace(topic, topic_authorized_operations=operations)
 
 
 async def _authorized_topic(

@@ -8,6 +8,9 @@ Two streaming queries over the same topic, each with its own checkpoint under ``
 is written by ``foreachBatch`` into ``batch_id=<n>`` directories with overwrite, so a batch Spark replays after a
 restart replaces its own earlier output: nothing is counted twice, and the checkpoint means nothing is lost.
 The ``access-stats`` topic is at least once, like every Kafka sink.
+
+``PipelineConfig.connector`` picks the data source for the topics: ``samsa`` (this package's) or ``kafka`` (Spark's
+own connector, whose jars the session must have: ``connector.spark_conf``); the options and columns are the same.
 """
 
 from __future__ import annotations
@@ -117,13 +120,14 @@ class PipelineConfig:
     available_now: bool = False
     max_offsets_per_trigger: int | None = None
     starting_offsets: str = "earliest"
+    connector: str = "samsa"  # the Spark format of the topics: samsa, or Spark's own kafka
     on_batch: Callable[[int, list[dict[str, Any]]], None] | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
 
 def _source(spark: SparkSession, cfg: PipelineConfig) -> DataFrame:
     reader = (
-        spark.readStream.format("samsa")
+        spark.readStream.format(cfg.connector)
         .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
         .option("subscribe", cfg.source_topic)
         .option("startingOffsets", cfg.starting_offsets)
@@ -154,7 +158,7 @@ def start(spark: SparkSession, cfg: PipelineConfig) -> list[Any]:
                     F.date_format("window_start", "yyyy-MM-dd'T'HH:mm:ss'Z'").alias("key"),
                     F.to_json(F.struct(*[F.col(c) for c in STATS_COLUMNS])).alias("value"),
                 )
-                .write.format("samsa")
+                .write.format(cfg.connector)
                 .mode("append")
                 .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
                 .option("topic", cfg.stats_topic)
@@ -179,7 +183,7 @@ def start(spark: SparkSession, cfg: PipelineConfig) -> list[Any]:
         ),
     )
     dead_query = _trigger(
-        dead.writeStream.format("samsa")
+        dead.writeStream.format(cfg.connector)
         .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
         .option("topic", cfg.dead_letter_topic)
         .option("checkpointLocation", str(cfg.checkpoint_dir / "dead-letter"))

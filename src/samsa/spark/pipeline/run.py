@@ -36,9 +36,13 @@ SOURCE_PARTITIONS = 6
 
 
 def spark_session(
-    master: str = "local[2]", app_name: str = "samsa-access-log", log_file: Path | None = None
+    master: str = "local[2]",
+    app_name: str = "samsa-access-log",
+    log_file: Path | None = None,
+    conf: dict[str, str] | None = None,
 ) -> Any:
-    """A SparkSession for the job, with samsa registered and Python workers on this interpreter.
+    """A SparkSession for the job, with samsa registered and Python workers on this interpreter; ``conf`` is set
+    on the builder (Spark's Kafka connector's jars: ``connector.spark_conf``).
 
     With ``log_file``, a JVM this call starts writes its stderr there, so Spark's start-up warnings and logs (and
     its Python workers' stderr) stay out of the terminal; errors still reach the caller as exceptions.
@@ -53,6 +57,8 @@ def spark_session(
     builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
     builder = builder.config("spark.ui.showConsoleProgress", "false")
     builder = builder.config("spark.sql.session.timeZone", "UTC")
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     if master.startswith("local"):
         builder = builder.config("spark.driver.host", "127.0.0.1").config(
             "spark.driver.bindAddress", "127.0.0.1"
@@ -183,13 +189,16 @@ def caught_up(spark_query: Any, bootstrap_servers: str, topic: str) -> bool:
     return all(int(end.get(topic, {}).get(str(tp.partition), -1)) >= latest[tp][0] for tp in tps)
 
 
-def stats_latencies(spark: Any, bootstrap_servers: str, topic: str, since_ms: int = 0) -> list[float]:
+def stats_latencies(
+    spark: Any, bootstrap_servers: str, topic: str, since_ms: int = 0, connector: str = "samsa"
+) -> list[float]:
     """Seconds from each window's last produced record to the window's record in ``topic``, for the window records
-    written at or after ``since_ms`` (epoch milliseconds: a run's own, not an earlier run's on the same broker)."""
+    written at or after ``since_ms`` (epoch milliseconds: a run's own, not an earlier run's on the same broker),
+    read through ``connector``'s format."""
     from pyspark.sql import functions as F
 
     df = (
-        spark.read.format("samsa")
+        spark.read.format(connector)
         .option("kafka.bootstrap.servers", bootstrap_servers)
         .option("subscribe", topic)
         .load()
