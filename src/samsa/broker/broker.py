@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.log_throttle import LogThrottle
+from samsa.security.scram import ScramCredentialCache
 from samsa.storage import StorageError
 from samsa.storage.config import LogConfig
 from samsa.storage.log_cleaner import CleanerConfig
@@ -78,6 +79,7 @@ class KafkaServer:
         self.quotas = QuotaManager(
             int(config.get("quota.window.num")), int(config.get("quota.window.size.seconds")) * 1000
         )
+        self.scram_credentials = ScramCredentialCache()
         if config.get("zookeeper.connect"):
             from .zk_broker import ZkBroker  # cluster mode only: the single broker never imports kazoo
 
@@ -90,6 +92,7 @@ class KafkaServer:
                 clock,
                 dynamic_config,
                 self.quotas,
+                self.scram_credentials,
             )
         self._metadata_store: Lazy[MetadataStore] = Lazy(self._create_metadata_store)
         self._transaction_coordinator: Lazy[TransactionCoordinator] = Lazy(
@@ -110,6 +113,7 @@ class KafkaServer:
             metrics=self._make_metrics(config),
             transaction_coordinator_provider=self._transaction_coordinator,
             authorizer=_create_authorizer(config, clock),
+            scram_credentials=self.scram_credentials,
         )
         dynamic_config.listeners.append(self._apply_connection_limits)
         dynamic_config.listeners.append(self._apply_cleaner_config)

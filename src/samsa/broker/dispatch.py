@@ -93,7 +93,7 @@ class RequestDispatcher:
         if connection.sasl_unwrapped:  # after a v0 SaslHandshake: a bare SASL token, not a request
             from .handlers.sasl_authenticate import unwrapped
 
-            return await unwrapped(connection, frame, self.services.config)
+            return await unwrapped(connection, frame, self.services)
         start = REQUEST_HEADER_START.unpack_from(frame) if len(frame) >= 8 else None
         if start is not None and not _served(start[0], start[1]):
             # decided from the header's fixed start: the body is never parsed

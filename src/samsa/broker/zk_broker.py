@@ -61,6 +61,7 @@ from samsa.protocol.messages.leader_and_isr import (
     LeaderAndIsrResponse,
     LeaderAndIsrTopicError,
 )
+from samsa.security.scram import ScramCredentialCache, credentials_of
 from samsa.storage import StorageError
 from samsa.topic_partition import TopicPartition
 
@@ -117,11 +118,15 @@ class ZkBroker:
         clock: Clock = SYSTEM_CLOCK,
         dynamic_config: DynamicBrokerConfig | None = None,
         quotas: QuotaManager | None = None,
+        scram_credentials: ScramCredentialCache | None = None,
     ) -> None:
         self.config = config
         # the topic defaults' dynamic values and the client quotas, applied from ZooKeeper's /config
         self.dynamic_config = dynamic_config or DynamicBrokerConfig(config)
         self.quotas = quotas or QuotaManager()
+        self.scram_credentials = (
+            scram_credentials if scram_credentials is not None else ScramCredentialCache()
+        )
         self.node_id = config.node_id
         self.replica_manager = replica_manager
         self.log_manager = log_manager
@@ -393,8 +398,12 @@ class ZkBroker:
         await asyncio.to_thread(self.zk.set_entity_config, path, config)
 
     async def _apply_quotas(self) -> None:
-        """The client quotas every broker enforces, as ZooKeeper holds them (``samsa.broker.quotas``)."""
-        self.quotas.replace(quotas_of(await self.quota_configs()))
+        """The client quotas every broker enforces and the SCRAM credentials it authenticates against, as
+        ZooKeeper's ``/config/users`` and ``/config/clients`` hold them (``samsa.broker.quotas``,
+        ``samsa.security.scram``)."""
+        raw = await self.quota_configs()
+        self.quotas.replace(quotas_of(raw))
+        self.scram_credentials.replace(credentials_of(raw))
 
     async def _apply_broker_config(self) -> None:
         """The dynamic configs this broker applies: the topic defaults (``dynamic_config``) and the replication
