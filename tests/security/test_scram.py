@@ -51,7 +51,7 @@ def test_wrong_password_and_unknown_user_fail_alike(name: str) -> None:
 
 def test_a_tampered_nonce_or_proof_fails() -> None:
     name = "SCRAM-SHA-256"
-    for tamper in (lambda f: f.replace(b"r=", b"r=x"), lambda f: f[:-4] + b"AAA="):
+    for tamper in (lambda f: f.replace(b",p=", b"x,p="), lambda f: f[:-4] + b"AAA="):
         server = server_for(name, "alice", "secret")
         client = ScramClient(MECHANISMS[name], "alice", "secret")
         final = client.final(server.first(client.first()))
@@ -79,3 +79,26 @@ def test_credential_text_is_kafkas_and_credentials_come_from_user_configs() -> N
         "clients/app": {"SCRAM-SHA-256": text},
     }
     assert credentials_of(raw) == {("al@ce", "SCRAM-SHA-512"): credential}
+
+
+def test_librdkafkas_doubled_client_nonce_is_taken_as_kafka_3_9_takes_it() -> None:
+    """librdkafka before 2.6.1 (kcat 1.7) puts its nonce once more before the server's in the client-final, and
+    signs that message; Kafka 3.8.1-3.9 accept it, so does Samsa. A nonce not ending with the server's fails."""
+    mechanism = MECHANISMS["SCRAM-SHA-256"]
+    credential = ScramCredential.from_password(mechanism, "secret", 4096)
+    for prefix, accepted in (("cnonce", True), ("", True), ("cnonce", False)):
+        server = ScramServer(mechanism, lambda u, m: credential)
+        server_first = server.first(b"n,,n=alice,r=cnonce").decode()
+        nonce = server_first.split(",")[0][2:] + ("" if accepted else "x")
+        without_proof = f"c=biws,r={prefix}{nonce}"
+        auth = f"n=alice,r=cnonce,{server_first},{without_proof}".encode()
+        client_key = mechanism.client_key(mechanism.salted_password("secret", credential.salt, 4096))
+        signature = mechanism.hmac(mechanism.hash(client_key), auth)
+        proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature, strict=True))).decode()
+        final = f"{without_proof},p={proof}".encode()
+        if accepted:
+            server.final(final)
+            assert server.user == "alice"
+        else:
+            with pytest.raises(ScramError):
+                server.final(final)

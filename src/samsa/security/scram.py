@@ -20,6 +20,10 @@ The exchange (two SaslAuthenticate round trips)::
     ClientSignature = HMAC-H(StoredKey, AuthMessage);  ClientProof = ClientKey XOR ClientSignature
     ServerSignature = HMAC-H(ServerKey, AuthMessage)
 
+The client-final nonce must end with the server-first one, as Kafka 3.8.1 to 3.9 (the ZooKeeper-era brokers)
+check it: librdkafka before 2.6.1 (kcat 1.7 among them) sends its own nonce once more in front of it; the proof
+still covers the whole server nonce. (Kafka 4 wants the two equal and refuses those clients.)
+
 A saslname escapes ``,`` as ``=2C`` and ``=`` as ``=3D``. An unknown user, a credential under the mechanism's
 minimum iterations and a wrong proof all raise ``ScramError`` alike, so the answer tells nothing of which (the
 broker sends Kafka's one message for all). Iterations: 4096 at least (both mechanisms), 16384 at most for a new
@@ -206,7 +210,7 @@ class ScramServer:
         self,
         mechanism: ScramMechanism,
         lookup: Callable[[str, str], ScramCredential | None],
-        nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
+        nonce: Callable[[], str] = lambda: _random_nonce(),
     ) -> None:
         self.mechanism = mechanism
         self._lookup = lookup
@@ -243,7 +247,7 @@ class ScramServer:
         match = _CLIENT_FINAL.fullmatch(_text(message))
         if match is None:
             raise ScramError("invalid client-final message")
-        if match["nonce"] != self._server_first[2:].split(",", 1)[0]:
+        if not match["nonce"].endswith(self._server_first[2:].split(",", 1)[0]):
             raise ScramError("invalid client nonce in the client-final message")
         auth = f"{self._client_first_bare},{self._server_first},{match['without']}".encode()
         try:
@@ -267,7 +271,7 @@ class ScramClient:
     def __init__(self, mechanism: ScramMechanism, user: str, password: str, nonce: str | None = None) -> None:
         self.mechanism = mechanism
         self._password = password
-        self._nonce = nonce or secrets.token_urlsafe(24)
+        self._nonce = nonce or _random_nonce()
         self._bare = f"n={sasl_name(user)},r={self._nonce}"
         self._server_signature = b""
 
@@ -298,6 +302,16 @@ class ScramClient:
             raise ScramError(f"the server refused: {text[2:]}")
         if not hmac.compare_digest(text.encode(), b"v=" + _b64(self._server_signature).encode()):
             raise ScramError("the server's signature is wrong")
+
+
+def _random_nonce() -> str:
+    """130 random bits in base 36, as Kafka makes its nonces: letters and digits only (librdkafka 2.0 mangles a
+    nonce with ``-`` or ``_``)."""
+    value, digits = secrets.randbits(130), []
+    while value:
+        value, digit = divmod(value, 36)
+        digits.append("0123456789abcdefghijklmnopqrstuvwxyz"[digit])
+    return "".join(digits) or "0"
 
 
 def _b64(data: bytes) -> str:
