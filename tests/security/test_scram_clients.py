@@ -20,6 +20,14 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as PyPartition
 
 from samsa.cli.app import cli
+from samsa.client.connection import BrokerConnection
+from samsa.client.errors import KafkaError as ClientError
+from samsa.protocol import ApiKey
+from samsa.protocol.messages.metadata import MetadataRequest
+from samsa.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from samsa.protocol.messages.sasl_handshake import SaslHandshakeRequest
+from samsa.security.scram import MECHANISMS as SCRAM
+from samsa.security.scram import ScramClient
 from tests.clients.harness import BrokerProcess, free_port
 from tests.security.test_tls import Tls
 
@@ -194,20 +202,63 @@ def test_a_deleted_credential_no_longer_authenticates(broker: ScramBroker) -> No
     assert "'carol'" not in described and "'bob' are SCRAM-SHA-512=iterations=8192" in described
 
 
-def test_a_session_re_authenticates_with_scram(broker: ScramBroker) -> None:
-    """connections.max.reauth.ms=1500: librdkafka re-authenticates (KIP-368) on the same connection, SCRAM's two
-    round trips again, and keeps producing for longer than two sessions."""
+def test_clients_re_authenticate_with_scram(broker: ScramBroker) -> None:
+    """connections.max.reauth.ms=1500: librdkafka and kafka-python re-authenticate (KIP-368) on their
+    connections, SCRAM's two round trips again, and keep producing for longer than two sessions, never closed."""
     errors: list[KafkaError] = []
-    producer = Producer(confluent(broker.sasl, "SCRAM-SHA-512", error_cb=errors.append))
+    settings = confluent(
+        broker.sasl, "SCRAM-SHA-512", error_cb=errors.append, **{"client.id": "reauth-rdkafka"}
+    )
+    producer = Producer(settings)
+    kp = KafkaProducer(
+        bootstrap_servers=broker.sasl, client_id="reauth-kp", security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="alice", sasl_plain_password="alice-pw",
+    )  # fmt: skip
     deadline = time.monotonic() + 4
     sent = 0
     while time.monotonic() < deadline:
         producer.produce("scram-reauth", b"x", partition=0)
-        sent += 1
         producer.flush(10)
+        kp.send("scram-reauth", b"y", partition=0).get(timeout=30)
+        sent += 1
         time.sleep(0.1)
+    kp.flush()
     assert producer.flush(10) == 0 and not errors, errors
     assert sent > 20
+    assert "expired: it did not re-authenticate" not in "".join(broker.proc.output)
+    kp.close()
+
+
+def test_a_session_not_re_authenticated_is_closed(broker: ScramBroker) -> None:
+    """A client that authenticated with SCRAM and does not re-authenticate is served until its session ends, and
+    its connection is closed at its first request after (one log line)."""
+
+    async def session() -> tuple[int, str]:
+        host, port = broker.sasl.split(":")
+        connection = BrokerConnection(host, int(port), client_id="no-reauth", request_timeout_ms=10_000)
+        await connection.open()
+        try:
+            await connection.request(SaslHandshakeRequest("SCRAM-SHA-256"), ApiKey.SASL_HANDSHAKE, 1)
+            scram = ScramClient(SCRAM["SCRAM-SHA-256"], "alice", "alice-pw")
+            first = await connection.request(
+                SaslAuthenticateRequest(scram.first()), ApiKey.SASL_AUTHENTICATE, 1
+            )
+            final = await connection.request(
+                SaslAuthenticateRequest(scram.final(first.auth_bytes)), ApiKey.SASL_AUTHENTICATE, 1
+            )
+            scram.verify(final.auth_bytes)  # the broker proved it holds the user's ServerKey
+            served = await connection.request(MetadataRequest(topics=[]), ApiKey.METADATA, 1)
+            await asyncio.sleep(final.session_lifetime_ms / 1000 + 0.2)
+            with pytest.raises(ClientError, match="closed"):
+                await connection.request(MetadataRequest(topics=[]), ApiKey.METADATA, 1)
+            return final.session_lifetime_ms, served.controller_id
+        finally:
+            await connection.close()
+
+    lifetime, _ = asyncio.run(session())
+    assert lifetime == 1500
+    time.sleep(0.2)
+    assert "session of User:alice (client no-reauth)" in "".join(broker.proc.output)
 
 
 def test_credentials_survive_a_restart(broker: ScramBroker) -> None:

@@ -128,6 +128,8 @@ class RequestDispatcher:
                 f"{APIS[header.request_api_key][0]} from {connection.client_host} before it authenticated on "
                 f"SASL listener {connection.listener}"
             )
+        if connection.session_expires_at and header.request_api_key not in BEFORE_AUTHENTICATION:
+            _check_session(connection, header.client_id)
         if not handler.implemented[0] <= version <= handler.implemented[1]:
             raise CloseConnection(
                 f"api key {header.request_api_key} version {version} is advertised for compatibility only"
@@ -152,6 +154,15 @@ class RequestDispatcher:
             metrics.request_done(APIS[header.request_api_key][0], version, time.perf_counter() - begun)
         return encode(
             header.correlation_id, header.request_api_key, version, fit_to_version(response, version)
+        )
+
+
+def _check_session(connection: ConnectionInfo, client_id: str | None) -> None:
+    """A SASL session past ``connections.max.reauth.ms`` that did not re-authenticate is closed (KIP-368)."""
+    if time.monotonic() > connection.session_expires_at:
+        raise CloseConnection(
+            f"session of {connection.principal} (client {client_id}) from {connection.client_host} expired: it did "
+            f"not re-authenticate within connections.max.reauth.ms on listener {connection.listener}"
         )
 
 

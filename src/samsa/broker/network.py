@@ -88,6 +88,7 @@ class ConnectionInfo:
     sasl_mechanism: str | None = None  # what SaslHandshake chose
     sasl_unwrapped: bool = False  # SaslHandshake v0: the next frame is a bare SASL token, not a request
     sasl_exchange: ScramServer | None = None  # a SCRAM exchange between its client-first and client-final
+    session_expires_at: float = 0.0  # time.monotonic() after which only re-authentication is served; 0: never
     close_after_response: bool = False  # the connection ends once its answer is written (a failed login)
 
 

@@ -1,6 +1,7 @@
 """SaslAuthenticate (36): a SASL token of the mechanism SaslHandshake chose (``samsa.broker.sasl``). PLAIN takes
 one token; SCRAM two (client-first, then client-final), the connection keeping its exchange between them. Success
-makes the connection ``User:<name>`` and tells the session lifetime (``connections.max.reauth.ms``); failure
+makes the connection ``User:<name>`` and tells the session lifetime (``connections.max.reauth.ms``: past it the
+dispatcher serves the connection nothing but a re-authentication, and closes it on any other request); failure
 answers SASL_AUTHENTICATION_FAILED after ``connection.failed.authentication.delay.ms`` and closes the connection,
 with one log line. A token before the handshake is ILLEGAL_SASL_STATE. After a v0 handshake the tokens come bare
 (``unwrapped``)."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 
 from samsa.protocol import ErrorCode
@@ -92,6 +94,8 @@ async def authenticate(
     if step.complete and user is not None:
         connection.principal = f"User:{user}"
         connection.authenticated = True
+        if sasl.reauth_ms:
+            connection.session_expires_at = time.monotonic() + sasl.reauth_ms / 1000
     return step
 
 
