@@ -229,6 +229,29 @@ def test_clients_re_authenticate_with_scram(broker: ScramBroker) -> None:
     kp.close()
 
 
+async def scram_login(
+    bootstrap: str, user: str, password: str, mechanism: str = "SCRAM-SHA-256", client_id: str = "scram-login"
+) -> BrokerConnection | None:
+    """A connection authenticated with samsa's own SCRAM client (the server's signature checked), or None when
+    the broker refused the credentials (it closes the connection, as Kafka)."""
+    host, port = bootstrap.rsplit(":", 1)
+    connection = BrokerConnection(host, int(port), client_id=client_id, request_timeout_ms=10_000)
+    await connection.open()
+    await connection.request(SaslHandshakeRequest(mechanism), ApiKey.SASL_HANDSHAKE, 1)
+    scram = ScramClient(SCRAM[mechanism], user, password)
+    first = await connection.request(SaslAuthenticateRequest(scram.first()), ApiKey.SASL_AUTHENTICATE, 1)
+    if first.error_code == 0:
+        final = await connection.request(
+            SaslAuthenticateRequest(scram.final(first.auth_bytes)), ApiKey.SASL_AUTHENTICATE, 1
+        )
+        if final.error_code == 0:
+            scram.verify(final.auth_bytes)  # the broker proved it holds the user's ServerKey
+            connection.session_lifetime_ms = final.session_lifetime_ms  # type: ignore[attr-defined]
+            return connection
+    await connection.close()
+    return None
+
+
 def test_a_session_not_re_authenticated_is_closed(broker: ScramBroker) -> None:
     """A client that authenticated with SCRAM and does not re-authenticate is served until its session ends, and
     its connection is closed at its first request after (one log line)."""
