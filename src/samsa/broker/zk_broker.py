@@ -71,9 +71,11 @@ from .quotas import QuotaManager, quotas_of
 from .replica_manager import Partition, ReplicaManager, ReplicaState
 
 if TYPE_CHECKING:
+    from samsa.security.authorizer import AclAuthorizer
     from samsa.storage.log_manager import LogManager
 
     from .config import KafkaConfig
+    from .zk_acls import ZkAclSync
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +129,7 @@ class ZkBroker:
         self.scram_credentials = (
             scram_credentials if scram_credentials is not None else ScramCredentialCache()
         )
+        self.acl_sync: ZkAclSync | None = None  # the authorizer's bindings from ZooKeeper (use_authorizer)
         self.node_id = config.node_id
         self.replica_manager = replica_manager
         self.log_manager = log_manager
@@ -276,6 +279,8 @@ class ZkBroker:
         self.zk.on_session_change(on_change)
         self._last_config_change = max(await asyncio.to_thread(self.zk.config_changes), default="")
         await self._config_changed()
+        if self.acl_sync is not None:
+            await self.acl_sync.start()
         await self._apply_broker_config()
         await self._apply_quotas()
         await self.controller.start()
@@ -350,8 +355,18 @@ class ZkBroker:
                 return
         self.controller.session_renewed()
         await self._config_changed()  # the watch went with the old session
+        if self.acl_sync is not None:
+            await self.acl_sync.start()  # so did the ACL changes' watches; changes meanwhile are read again
         # so did the registered brokers' watch, if the controller has not reached us yet (else it returns at once)
         self._spawn(self._read_provisional_catalog())
+
+    def use_authorizer(self, authorizer: AclAuthorizer) -> None:
+        """Keep ``authorizer``'s bindings as ZooKeeper's ACL znodes hold them, from ``connect`` on."""
+        from samsa.cluster.acl_znodes import AclZNodes
+
+        from .zk_acls import ZkAclSync
+
+        self.acl_sync = ZkAclSync(AclZNodes(self.zk.kazoo), authorizer, self._watch_running)
 
     async def topic_overrides(self, topic: str) -> dict[str, str]:
         """The topic's overrides as ZooKeeper holds them (empty: none, or no such topic)."""

@@ -9,7 +9,8 @@ at most once a minute per (principal, operation, resource) with the count held b
 Storage (``AclStore``): the single broker keeps its bindings in ``<first log dir>/acls.json``, per resource the
 JSON Kafka writes under ``/kafka-acl/<type>/<name>`` (``{"version":1,"acls":[{"principal":..,"permissionType":
 "Allow","operation":"Read","host":"*"}]}``), keyed ``<type>:<pattern type>:<name>``; written whole to a temporary
-file then renamed.
+file then renamed. In cluster mode they are in ZooKeeper's ``/kafka-acl`` and ``/kafka-acl-extended`` znodes,
+as Kafka's ZooKeeper authorizer keeps them (``samsa.broker.zk_acls``).
 
 Event-loop thread only; a store write is one small synchronous file write.
 """
@@ -240,6 +241,10 @@ class AclAuthorizer:
     def replace_all(self, bindings: set[AclBinding]) -> None:
         """The bindings as another broker wrote them (cluster change notifications)."""
         self._bindings = set(bindings)
+
+    def replace_resource(self, pattern: ResourcePattern, bindings: set[AclBinding]) -> None:
+        """One resource pattern's bindings as the store now holds them (a change notification named it)."""
+        self._bindings = {b for b in self._bindings if b.pattern != pattern} | set(bindings)
 
     def create(self, bindings: list[AclBinding]) -> list[str | None]:
         """Add each valid binding; per binding None or why it was refused."""
