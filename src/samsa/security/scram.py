@@ -38,7 +38,6 @@ import base64
 import hashlib
 import hmac
 import re
-import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -121,6 +120,8 @@ class ScramCredential:
     def from_password(
         cls, mechanism: ScramMechanism, password: str, iterations: int, salt: bytes | None = None
     ) -> ScramCredential:
+        import secrets  # here: it imports random, which a broker's start does without
+
         salt = salt if salt is not None else secrets.token_bytes(32)
         salted = mechanism.salted_password(password, salt, iterations)
         return cls.from_salted_password(mechanism, salt, salted, iterations)
@@ -307,6 +308,8 @@ class ScramClient:
 def _random_nonce() -> str:
     """130 random bits in base 36, as Kafka makes its nonces: letters and digits only (librdkafka 2.0 mangles a
     nonce with ``-`` or ``_``)."""
+    import secrets
+
     value, digits = secrets.randbits(130), []
     while value:
         value, digit = divmod(value, 36)
