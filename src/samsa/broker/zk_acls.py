@@ -5,9 +5,9 @@ re-reads each resource a notification names, so an ACL created through any broke
 a ZooKeeper round trip or two). Kafka's own ZooKeeper-mode brokers and tools read and write the same znodes.
 
 Event-loop thread only; the reads run in a thread, a store's write blocks for its ZooKeeper round trips.
-Concurrency between brokers: a resource's znode is written whole from the writing broker's view of it, so two
-brokers changing the same resource within one notification's delay keep the later write (Kafka retries on the
-znode's version instead).
+Concurrency between brokers, as Kafka's authorizer does it: a save applies what this broker added and removed to
+the resource's znode as read just before, written only if its version is unchanged (else read again and retry),
+so two brokers changing the same resource at once both keep their changes.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from samsa.cluster.acl_znodes import ACL_CHANGE_PATHS, AclZNodes, ResourceKey
-from samsa.security.acl import AclBinding, PatternType, ResourcePattern, ResourceType
+from samsa.cluster.acl_znodes import ACL_CHANGE_PATHS, AclWriteConflict, AclZNodes, ResourceKey
+from samsa.security.acl import AccessControlEntry, AclBinding, PatternType, ResourcePattern, ResourceType
 from samsa.security.authorizer import AclAuthorizer, entries_from_kafka_json, kafka_acl_json
 
 __all__ = ["ZkAclStore", "ZkAclSync"]
@@ -50,21 +50,45 @@ def bindings_of(key: ResourceKey, data: bytes | None) -> set[AclBinding]:
         return set()
 
 
+WRITE_ATTEMPTS = 10
+
+
 class ZkAclStore:
     """``AclStore`` over ZooKeeper: nothing at load (``ZkAclSync`` brings the bindings once connected); a save
-    writes each changed resource's znode and its notification."""
+    applies this broker's change of each resource to its znode (module doc) and writes its notification."""
 
     def __init__(self, nodes: AclZNodes) -> None:
         self.nodes = nodes
+        self.known: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}  # as last read or written
 
     def load(self) -> set[AclBinding]:
         return set()
 
     def save(self, bindings: set[AclBinding], changed: set[ResourcePattern]) -> None:
         for pattern in sorted(changed):
-            entries = [b.entry for b in bindings if b.pattern == pattern]
-            data = json.dumps(kafka_acl_json(entries), separators=(",", ":")).encode() if entries else None
-            self.nodes.write(resource_key(pattern), data)
+            local = frozenset(b.entry for b in bindings if b.pattern == pattern)
+            known = self.known.get(pattern, frozenset())
+            self._apply(pattern, local - known, known - local)
+
+    def _apply(
+        self,
+        pattern: ResourcePattern,
+        added: frozenset[AccessControlEntry],
+        removed: frozenset[AccessControlEntry],
+    ) -> None:
+        key = resource_key(pattern)
+        for _ in range(WRITE_ATTEMPTS):
+            data, version = self.nodes.read_versioned(key)
+            current = frozenset(b.entry for b in bindings_of(key, data))
+            entries = (current | added) - removed
+            text = json.dumps(kafka_acl_json(entries), separators=(",", ":")).encode() if entries else None
+            try:
+                self.nodes.write(key, text, version)
+            except AclWriteConflict:
+                continue
+            self.known[pattern] = entries
+            return
+        raise AclWriteConflict(f"ACLs of {key} kept changing: {WRITE_ATTEMPTS} writes refused")
 
 
 class ZkAclSync:
@@ -94,6 +118,11 @@ class ZkAclSync:
         for key, data in resources.items():
             bindings |= bindings_of(key, data)
         self.authorizer.replace_all(bindings)
+        if isinstance(self.authorizer.store, ZkAclStore):
+            known: dict[ResourcePattern, set[AccessControlEntry]] = {}
+            for b in bindings:
+                known.setdefault(b.pattern, set()).add(b.entry)
+            self.authorizer.store.known = {p: frozenset(es) for p, es in known.items()}
         self._seen.update(last)
         for path in ACL_CHANGE_PATHS:
             await self._changed(path)
@@ -117,4 +146,7 @@ class ZkAclSync:
                 continue
             canonical = resource_key(pattern)
             data = await asyncio.to_thread(self.nodes.read, canonical)
-            self.authorizer.replace_resource(pattern, bindings_of(canonical, data))
+            found = bindings_of(canonical, data)
+            self.authorizer.replace_resource(pattern, found)
+            if isinstance(self.authorizer.store, ZkAclStore):
+                self.authorizer.store.known[pattern] = frozenset(b.entry for b in found)

@@ -24,12 +24,13 @@ import re
 from collections.abc import Callable
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 __all__ = [
     "ACL_CHANGE_PATHS",
     "EXTENDED_CHANGES",
     "LITERAL_CHANGES",
+    "AclWriteConflict",
     "AclZNodes",
     "ResourceKey",
 ]
@@ -43,6 +44,14 @@ CHANGE_PREFIX = "acl_changes_"
 
 ResourceKey = tuple[str, str, str]
 """(pattern type ``LITERAL``/``PREFIXED``, resource type as Kafka names it in paths, resource name)."""
+
+
+class AclWriteConflict(Exception):
+    """A resource's znode changed since it was read (another broker wrote it): read it again and retry."""
+
+
+ABSENT = -1
+"""The version ``read_versioned`` gives a resource without a znode."""
 
 
 def _base(pattern_type: str) -> str:
@@ -84,23 +93,29 @@ class AclZNodes:
             return None
         return bytes(data) if data else None
 
-    def write(self, key: ResourceKey, data: bytes | None) -> None:
-        """Set one resource's ACL JSON (None: it has none, its znode goes) and tell every broker."""
+    def read_versioned(self, key: ResourceKey) -> tuple[bytes | None, int]:
+        """One resource's ACL JSON and its znode's version (``ABSENT`` without a znode)."""
+        pattern_type, resource_type, name = key
+        try:
+            data, stat = self.kazoo.get(f"{_base(pattern_type)}/{resource_type}/{name}")
+        except NoNodeError:
+            return None, ABSENT
+        return (bytes(data) if data else None), stat.version
+
+    def write(self, key: ResourceKey, data: bytes | None, version: int) -> None:
+        """Set one resource's ACL JSON (None: it has none, its znode goes) if its znode is still at ``version``
+        (``ABSENT``: it has none), else AclWriteConflict; then tell every broker."""
         pattern_type, resource_type, name = key
         path = f"{_base(pattern_type)}/{resource_type}/{name}"
-        if data is None:
-            try:
-                self.kazoo.delete(path)
-            except NoNodeError:
-                pass
-        else:
-            try:
-                self.kazoo.set(path, data)
-            except NoNodeError:
-                try:
-                    self.kazoo.create(path, data, makepath=True)
-                except NodeExistsError:
-                    self.kazoo.set(path, data)
+        try:
+            if data is None and version != ABSENT:
+                self.kazoo.delete(path, version=version)
+            elif data is not None and version == ABSENT:
+                self.kazoo.create(path, data, makepath=True)
+            elif data is not None:
+                self.kazoo.set(path, data, version=version)
+        except (BadVersionError, NoNodeError, NodeExistsError) as exc:
+            raise AclWriteConflict(f"{path} changed meanwhile ({type(exc).__name__})") from None
         if pattern_type == "LITERAL":
             change_path, body = LITERAL_CHANGES, f"{enum_name(resource_type)}:{name}".encode()
         else:
