@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioPartition
+from aiokafka.helpers import create_ssl_context
 from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
@@ -122,23 +123,33 @@ def test_confluent_kafka_over_sasl_plaintext_and_sasl_ssl(
     assert round_trip(over_tls, f"scram-ssl-{mechanism}") == [b"secret"]
 
 
-@pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_kafka_python_aiokafka_and_kcat(broker: ScramBroker, mechanism: str) -> None:
-    topic = f"scram-clients-{mechanism}"
-    login = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": mechanism}
-    auth = {"sasl_plain_username": "alice", "sasl_plain_password": "alice-pw", **login}
-    producer = KafkaProducer(bootstrap_servers=broker.sasl, **auth)
+@pytest.mark.parametrize(
+    ("protocol", "mechanism"),
+    [("SASL_PLAINTEXT", "SCRAM-SHA-256"), ("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "SCRAM-SHA-512"),
+     ("SASL_SSL", "SCRAM-SHA-256")],
+)  # fmt: skip
+def test_kafka_python_aiokafka_and_kcat(broker: ScramBroker, tls: Tls, protocol: str, mechanism: str) -> None:
+    topic = f"scram-clients-{protocol}-{mechanism}"
+    bootstrap = broker.sasl if protocol == "SASL_PLAINTEXT" else broker.sasl_ssl
+    over_tls = protocol == "SASL_SSL"
+    login = {"security_protocol": protocol, "sasl_mechanism": mechanism}
+    auth: dict[str, object] = {"sasl_plain_username": "alice", "sasl_plain_password": "alice-pw", **login}
+    kp_tls = {"ssl_cafile": str(tls.ca_file)} if over_tls else {}
+    producer = KafkaProducer(bootstrap_servers=bootstrap, **auth, **kp_tls)
     producer.send(topic, b"kafka-python", partition=0).get(timeout=30)
     producer.close()
 
     async def aio() -> list[bytes]:
-        writer = AIOKafkaProducer(bootstrap_servers=broker.sasl, **auth)
+        aio_tls = {"ssl_context": create_ssl_context(cafile=str(tls.ca_file))} if over_tls else {}
+        writer = AIOKafkaProducer(bootstrap_servers=bootstrap, **auth, **aio_tls)
         await writer.start()
         try:
             await writer.send_and_wait(topic, b"aiokafka", partition=0)
         finally:
             await writer.stop()
-        reader = AIOKafkaConsumer(bootstrap_servers=broker.sasl, auto_offset_reset="earliest", **auth)
+        reader = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap, auto_offset_reset="earliest", **auth, **aio_tls
+        )
         await reader.start()
         try:
             reader.assign([AioPartition(topic, 0)])
@@ -148,15 +159,21 @@ def test_kafka_python_aiokafka_and_kcat(broker: ScramBroker, mechanism: str) -> 
             await reader.stop()
 
     assert asyncio.run(aio()) == [b"kafka-python", b"aiokafka"]
-    kcat_auth = ["-X", "security.protocol=sasl_plaintext", "-X", f"sasl.mechanisms={mechanism}",
+    kcat_auth = ["-X", f"security.protocol={protocol.lower()}", "-X", f"sasl.mechanisms={mechanism}",
                  "-X", "sasl.username=alice", "-X", "sasl.password=alice-pw"]  # fmt: skip
+    if over_tls:
+        kcat_auth += ["-X", f"ssl.ca.location={tls.ca_file}"]
     read = subprocess.run(
-        ["kcat", "-b", broker.sasl, *kcat_auth, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e"],
+        ["kcat", "-b", bootstrap, *kcat_auth, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e"],
         capture_output=True, timeout=60, check=False,
     )  # fmt: skip
     assert read.stdout.split() == [b"kafka-python", b"aiokafka"], read.stderr
     consumer = KafkaConsumer(
-        bootstrap_servers=broker.sasl, auto_offset_reset="earliest", consumer_timeout_ms=10_000, **auth
+        bootstrap_servers=bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10_000,
+        **auth,
+        **kp_tls,
     )
     consumer.assign([PyPartition(topic, 0)])
     assert next(consumer).value == b"kafka-python"
