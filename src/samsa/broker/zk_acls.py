@@ -18,9 +18,17 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from kazoo.exceptions import KazooException
+
 from samsa.cluster.acl_znodes import ACL_CHANGE_PATHS, AclWriteConflict, AclZNodes, ResourceKey
 from samsa.security.acl import AccessControlEntry, AclBinding, PatternType, ResourcePattern, ResourceType
-from samsa.security.authorizer import AclAuthorizer, entries_from_kafka_json, kafka_acl_json
+from samsa.security.authorizer import (
+    AclAuthorizer,
+    AclStoreError,
+    entries_from_kafka_json,
+    kafka_acl_json,
+    pattern_key,
+)
 
 __all__ = ["ZkAclStore", "ZkAclSync"]
 
@@ -65,10 +73,16 @@ class ZkAclStore:
         return set()
 
     def save(self, bindings: set[AclBinding], changed: set[ResourcePattern]) -> None:
+        """AclStoreError when ZooKeeper cannot take a change (the resources saved before it stay saved)."""
         for pattern in sorted(changed):
             local = frozenset(b.entry for b in bindings if b.pattern == pattern)
             known = self.known.get(pattern, frozenset())
-            self._apply(pattern, local - known, known - local)
+            try:
+                self._apply(pattern, local - known, known - local)
+            except (KazooException, AclWriteConflict) as exc:
+                raise AclStoreError(
+                    f"the ACLs of {pattern_key(pattern)} cannot be written to ZooKeeper: {exc}"
+                ) from exc
 
     def _apply(
         self,

@@ -38,7 +38,14 @@ from .acl import (
     entry_allows,
 )
 
-__all__ = ["AUTHORIZER_CLASS_NAMES", "AclAuthorizer", "AclStore", "FileAclStore", "MemoryAclStore"]
+__all__ = [
+    "AUTHORIZER_CLASS_NAMES",
+    "AclAuthorizer",
+    "AclStore",
+    "AclStoreError",
+    "FileAclStore",
+    "MemoryAclStore",
+]
 
 log = logging.getLogger("samsa.authorizer")
 
@@ -50,6 +57,11 @@ AUTHORIZER_CLASS_NAMES = frozenset(
     }
 )
 DENIAL_LOG_INTERVAL_MS = 60_000
+
+
+class AclStoreError(Exception):
+    """The bindings could not be kept (ZooKeeper away, a resource written by others too often): nothing changed;
+    the ACL APIs answer UNKNOWN_SERVER_ERROR with this message."""
 
 
 class AclStore(Protocol):
@@ -251,8 +263,7 @@ class AclAuthorizer:
         reasons = [b.invalid_reason() for b in bindings]
         added = {b for b, reason in zip(bindings, reasons, strict=True) if reason is None}
         if added - self._bindings:
-            self._bindings |= added
-            self.store.save(self._bindings, {b.pattern for b in added})
+            self._save(self._bindings | added, {b.pattern for b in added})
         return reasons
 
     def describe(self, flt: AclBindingFilter) -> list[AclBinding]:
@@ -263,6 +274,10 @@ class AclAuthorizer:
         removed = [[b for b in sorted(self._bindings) if f.matches(b)] for f in filters]
         gone = {b for bs in removed for b in bs}
         if gone:
-            self._bindings -= gone
-            self.store.save(self._bindings, {b.pattern for b in gone})
+            self._save(self._bindings - gone, {b.pattern for b in gone})
         return removed
+
+    def _save(self, bindings: set[AclBinding], changed: set[ResourcePattern]) -> None:
+        """Keep ``bindings`` (the store first: when it fails with AclStoreError, nothing changed here either)."""
+        self.store.save(bindings, changed)
+        self._bindings = bindings
