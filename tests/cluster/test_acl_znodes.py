@@ -5,6 +5,7 @@ Kafka's notification."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -60,3 +61,14 @@ def test_two_stale_stores_both_keep_their_change(sessions: tuple[ZkClient, ZkCli
     changes = one.kazoo.get_children("/kafka-acl-changes")
     assert len(changes) == 4
     assert {one.kazoo.get(f"/kafka-acl-changes/{n}")[0] for n in changes} == {b"TOPIC:orders"}
+
+
+def test_notifications_older_than_the_cutoff_are_purged(sessions: tuple[ZkClient, ZkClient]) -> None:
+    one, _ = sessions
+    nodes = AclZNodes(one.kazoo)
+    nodes.ensure_paths()
+    ZkAclStore(nodes).save({allow("User:alice")}, {TOPIC})
+    names = nodes.changes("/kafka-acl-changes")
+    assert nodes.purge("/kafka-acl-changes", names, created_before_ms=0) == 0  # none is that old
+    assert nodes.purge("/kafka-acl-changes", names, created_before_ms=int(time.time() * 1000) + 60_000) == 1
+    assert nodes.changes("/kafka-acl-changes") == []

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -59,6 +60,7 @@ def bindings_of(key: ResourceKey, data: bytes | None) -> set[AclBinding]:
 
 
 WRITE_ATTEMPTS = 10
+NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000  # Kafka's: a change notification is purged after 15 minutes
 
 
 class ZkAclStore:
@@ -164,3 +166,5 @@ class ZkAclSync:
             self.authorizer.replace_resource(pattern, found)
             if isinstance(self.authorizer.store, ZkAclStore):
                 self.authorizer.store.known[pattern] = frozenset(b.entry for b in found)
+        cutoff = int(time.time() * 1000) - NOTIFICATION_EXPIRY_MS  # ZooKeeper's ctime is wall-clock time
+        await asyncio.to_thread(self.nodes.purge, change_path, names, cutoff)

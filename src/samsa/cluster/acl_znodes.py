@@ -11,7 +11,8 @@
 ``<ResourceType>`` in a path is Kafka's name (``Topic``, ``Group``, ``Cluster``, ``TransactionalId``,
 ``DelegationToken``); in a change notification the Java enum's (``TOPIC``, ``TRANSACTIONAL_ID``), which Kafka
 reads back case-insensitively. A resource without ACLs has no znode (it is deleted with its last ACL). Every
-broker watches both change paths and re-reads the resources they name.
+broker watches both change paths and re-reads the resources they name; notifications older than 15 minutes are
+deleted, as Kafka's ``ZkNodeChangeNotificationListener`` does.
 
 Thread: these are blocking kazoo calls (one ZooKeeper round trip each); callers on the event loop run the reads
 in a thread, and a write blocks for its round trips (CreateAcls and DeleteAcls are rare administration).
@@ -124,6 +125,20 @@ class AclZNodes:
                      "patternType": pattern_type}  # fmt: skip
             body = json.dumps(event, separators=(",", ":")).encode()
         self.kazoo.create(f"{change_path}/{CHANGE_PREFIX}", body, sequence=True, makepath=True)
+
+    def purge(self, change_path: str, names: list[str], created_before_ms: int) -> int:
+        """Delete the notifications among ``names`` created before ``created_before_ms`` (ZooKeeper's ctime), as
+        Kafka's brokers purge theirs after 15 minutes; how many went."""
+        gone = 0
+        for name in names:
+            stat = self.kazoo.exists(f"{change_path}/{name}")
+            if stat is not None and stat.ctime < created_before_ms:
+                try:
+                    self.kazoo.delete(f"{change_path}/{name}")
+                    gone += 1
+                except NoNodeError:
+                    pass  # another broker purged it first
+        return gone
 
     def changes(self, change_path: str, watch: Callable[..., object] | None = None) -> list[str]:
         """The notifications' names under one change path, oldest first (the watch fires on a new one)."""
