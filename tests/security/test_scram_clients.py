@@ -7,6 +7,8 @@ restart."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import struct
 import subprocess
 import time
 from collections.abc import Iterator
@@ -307,3 +309,26 @@ def test_credentials_survive_a_restart(broker: ScramBroker) -> None:
     proc.start()
     assert round_trip(confluent(broker.sasl, "SCRAM-SHA-512", "bob", "b"), "scram-restart") == [b"secret"]
     assert "SCRAM-SHA-256=iterations=4096" in broker.configs("--entity-name", "alice", "--describe")
+
+
+def test_scram_with_bare_tokens_after_a_v0_handshake(broker: ScramBroker) -> None:
+    """Clients before Kafka 1.0 send SaslHandshake v0, then SCRAM's messages as bare frames, and read the broker's
+    answers bare too."""
+
+    def bare(sock: socket.socket, token: bytes) -> bytes:
+        sock.sendall(struct.pack(">i", len(token)) + token)
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        return sock.recv(size, socket.MSG_WAITALL)
+
+    host, port = broker.sasl.split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        header = struct.pack(">hhih", 17, 0, 1, -1)
+        body = struct.pack(">h", 13) + b"SCRAM-SHA-256"
+        sock.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        assert struct.unpack(">h", sock.recv(size, socket.MSG_WAITALL)[4:6])[0] == 0
+        scram = ScramClient(SCRAM["SCRAM-SHA-256"], "alice", "alice-pw")
+        scram.verify(bare(sock, scram.final(bare(sock, scram.first()))))
+        header = struct.pack(">hhih", 3, 1, 2, -1)  # Metadata v1, no topics: served now
+        sock.sendall(struct.pack(">i", len(header) + 4) + header + struct.pack(">i", 0))
+        assert struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0] > 8
