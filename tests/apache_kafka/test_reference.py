@@ -8,12 +8,14 @@ import json
 import re
 import shutil
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from tests.clients.harness import BrokerProcess, Message, ck_consume, ck_produce
+from samsa.cli.app import cli
+from tests.clients.harness import BrokerProcess, Message, ck_consume, ck_produce, running_broker
 
 from .jars import (
     CONFIGS,
@@ -196,3 +198,65 @@ def test_samsa_serves_a_log_dir_kafka_wrote(kafka4: KafkaJars, tmp_path: Path, s
     indexes = ",".join(str(p) for p in sorted((copy / "written-0").glob("*index")))
     checked = kafka4.run(DUMP_LOG, "--index-sanity-check", "--files", indexes)
     assert "passed sanity check" in checked.stdout and "Corrupt" not in checked.stdout + checked.stderr
+
+
+SCRAM_STEPS = [  # SCRAM credentials beside a quota: added, described (one user, all users), deleted, deleted again
+    [*USER, "--entity-name", "scram-alice", "--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=a-pw]"],
+    [*USER, "--entity-name", "scram-alice", "--alter", "--add-config", "SCRAM-SHA-512=[password=a-pw]"],
+    [*USER, "--entity-name", "scram-alice", "--alter", "--add-config", "request_percentage=50"],
+    [*USER, "--entity-name", "scram-bob", "--alter", "--add-config", "SCRAM-SHA-512=[iterations=16384,password=b]"],
+    [*USER, "--entity-name", "scram-alice", "--describe"],
+    [*USER, "--describe"],
+    [*USER, "--entity-name", "scram-alice", "--alter", "--delete-config", "SCRAM-SHA-512"],
+    [*USER, "--entity-name", "scram-alice", "--describe"],
+    [*USER, "--entity-name", "scram-alice", "--alter", "--delete-config", "SCRAM-SHA-512"],
+]  # fmt: skip
+SCRAM_ERRORS = ("Attempt to delete a user credential that does not exist",)
+
+
+def scram_outcomes(
+    run: Callable[[list[str]], tuple[int, str, str]],
+) -> list[tuple[bool, list[str], list[str]]]:
+    """Per SCRAM step: failed or not, the stdout lines of the scram- users (other tests' users left out), the
+    broker's error messages found on stderr. A user's mechanisms are sorted: Kafka lists them in the order of a
+    Java map keyed by enum constants (identity hashes: it varies from run to run)."""
+    outcomes = []
+    for args in SCRAM_STEPS:
+        code, stdout, stderr = run(args)
+        lines = [
+            re.sub(r"(?<= are )(SCRAM.*)", lambda m: ", ".join(sorted(m[1].split(", "))), line)
+            for line in stdout.splitlines()
+            if "scram-" in line
+        ]
+        outcomes.append((code != 0, lines, [m for m in SCRAM_ERRORS if m in stderr]))
+    return outcomes
+
+
+def test_scram_credentials_same_output(kafka4: KafkaJars, kafka: KafkaBroker, tmp_path: Path) -> None:
+    """kafka-configs' SCRAM steps print the same against Kafka 4.4 and against Samsa, and ``samsa configs`` prints
+    what kafka-configs prints (each Samsa run on a fresh broker)."""
+
+    def kafka_tool(bootstrap: str) -> Callable[[list[str]], tuple[int, str, str]]:
+        def run(args: list[str]) -> tuple[int, str, str]:
+            done = kafka4.run(CONFIGS, "--bootstrap-server", bootstrap, *args, check=False)
+            return done.returncode, done.stdout, done.stderr
+
+        return run
+
+    def samsa_tool(bootstrap: str) -> Callable[[list[str]], tuple[int, str, str]]:
+        def run(args: list[str]) -> tuple[int, str, str]:
+            done = CliRunner().invoke(cli, ["configs", "--bootstrap-server", bootstrap, *args])
+            return done.exit_code, done.stdout, done.stderr
+
+        return run
+
+    theirs = scram_outcomes(kafka_tool(kafka.bootstrap))
+    assert theirs[4][1] == [
+        "Quota configs for user-principal 'scram-alice' are request_percentage=50.0",
+        "SCRAM credential configs for user-principal 'scram-alice' are SCRAM-SHA-256=iterations=8192, "
+        "SCRAM-SHA-512=iterations=4096",
+    ]
+    for tool, name in ((kafka_tool, "kafka-configs"), (samsa_tool, "samsa-configs")):
+        with running_broker(tmp_path / name) as samsa:
+            ours = scram_outcomes(tool(samsa.bootstrap))
+        assert ours == theirs, name

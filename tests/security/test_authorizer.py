@@ -20,7 +20,7 @@ from samsa.security.acl import (
     ResourcePattern,
     ResourceType,
 )
-from samsa.security.authorizer import AclAuthorizer, FileAclStore, MemoryAclStore
+from samsa.security.authorizer import AclAuthorizer, AclStoreError, FileAclStore, MemoryAclStore
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 TOPIC, GROUP = ResourceType.TOPIC, ResourceType.GROUP
@@ -205,3 +205,22 @@ def test_decision_matches_the_model(
     assert a.would_allow(principal, host, op, TOPIC, name) == model(
         bindings, principal, host, op, name, everyone
     )
+
+
+class FailingStore(MemoryAclStore):
+    """A store that cannot keep anything (ZooKeeper away)."""
+
+    def save(self, bindings: set[AclBinding], changed: set[ResourcePattern]) -> None:
+        raise AclStoreError("ZooKeeper is away")
+
+
+def test_a_store_that_cannot_save_leaves_the_bindings_as_they_were() -> None:
+    kept = acl("t", Op.READ)
+    a = authorizer(kept)
+    a.store = FailingStore()
+    with pytest.raises(AclStoreError):
+        a.create([acl("t", Op.WRITE)])
+    with pytest.raises(AclStoreError):
+        a.delete([AclBindingFilter(TOPIC, None, PatternType.ANY, None, None, Op.ANY, AclPermissionType.ANY)])
+    assert a.bindings() == {kept}
+    assert not a.authorize("User:alice", "h", Op.WRITE, TOPIC, "t")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.log_throttle import LogThrottle
+from samsa.security.scram import ScramCredentialCache
 from samsa.storage import StorageError
 from samsa.storage.config import LogConfig
 from samsa.storage.log_cleaner import CleanerConfig
@@ -79,6 +80,7 @@ class KafkaServer:
         self.quotas = QuotaManager(
             int(config.get("quota.window.num")), int(config.get("quota.window.size.seconds")) * 1000
         )
+        self.scram_credentials = ScramCredentialCache()
         if config.get("zookeeper.connect"):
             from .zk_broker import ZkBroker  # cluster mode only: the single broker never imports kazoo
 
@@ -91,6 +93,7 @@ class KafkaServer:
                 clock,
                 dynamic_config,
                 self.quotas,
+                self.scram_credentials,
             )
         self._metadata_store: Lazy[MetadataStore] = Lazy(self._create_metadata_store)
         self._transaction_coordinator: Lazy[TransactionCoordinator] = Lazy(
@@ -111,7 +114,8 @@ class KafkaServer:
             quotas=self.quotas,
             metrics=self._make_metrics(config),
             transaction_coordinator_provider=self._transaction_coordinator,
-            authorizer=_create_authorizer(config, clock),
+            authorizer=_create_authorizer(config, clock, self.zk_broker),
+            scram_credentials=self.scram_credentials,
         )
         dynamic_config.listeners.append(self._apply_connection_limits)
         dynamic_config.listeners.append(self._apply_cleaner_config)
@@ -487,19 +491,29 @@ def _new_cluster_id() -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def _create_authorizer(config: KafkaConfig, clock: Clock) -> AclAuthorizer | None:
+def _create_authorizer(config: KafkaConfig, clock: Clock, zk_broker: ZkBroker | None) -> AclAuthorizer | None:
     """The ACL authorizer when ``authorizer.class.name`` names Kafka's (None: authorization off, as in Kafka);
-    its bindings in the first log dir's ``acls.json``."""
+    its bindings in the first log dir's ``acls.json`` alone, in ZooKeeper's ACL znodes in a cluster."""
     name = str(config.get("authorizer.class.name") or "")
     if not name:
         return None
-    from samsa.security.authorizer import AUTHORIZER_CLASS_NAMES, AclAuthorizer, FileAclStore
+    from samsa.security.authorizer import AUTHORIZER_CLASS_NAMES, AclAuthorizer, AclStore, FileAclStore
 
     if name not in AUTHORIZER_CLASS_NAMES:
         raise ConfigError(f"authorizer.class.name={name}: Samsa implements {sorted(AUTHORIZER_CLASS_NAMES)}")
-    return AclAuthorizer(
-        FileAclStore(Path(config.log_dirs[0]) / "acls.json"),
+    store: AclStore = FileAclStore(Path(config.log_dirs[0]) / "acls.json")
+    if zk_broker is not None:
+        from samsa.cluster.acl_znodes import AclZNodes
+
+        from .zk_acls import ZkAclStore
+
+        store = ZkAclStore(AclZNodes(zk_broker.zk.kazoo))
+    authorizer = AclAuthorizer(
+        store,
         super_users=[u.strip() for u in str(config.get("super.users")).split(";") if u.strip()],
         allow_everyone_if_no_acl_found=bool(config.get("allow.everyone.if.no.acl.found")),
         now_ms=clock.monotonic_ms,
     )
+    if zk_broker is not None:
+        zk_broker.use_authorizer(authorizer)
+    return authorizer

@@ -159,7 +159,12 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("ssl.cipher.suites", LS, []),
     ConfigKey("ssl.principal.mapping.rules", S, "DEFAULT"),
     ConfigKey("ssl.endpoint.identification.algorithm", S, "https"),
-    ConfigKey("sasl.enabled.mechanisms", LS, ["GSSAPI"], doc="PLAIN is served (samsa.broker.sasl)"),
+    ConfigKey(
+        "sasl.enabled.mechanisms",
+        LS,
+        ["GSSAPI"],
+        doc="PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (samsa.broker.sasl)",
+    ),
     ConfigKey("sasl.jaas.config", PW, None),
     ConfigKey("connections.max.reauth.ms", L, 0, minimum=0),
     ConfigKey("connection.failed.authentication.delay.ms", INT, 100, minimum=0),

@@ -93,7 +93,7 @@ class RequestDispatcher:
         if connection.sasl_unwrapped:  # after a v0 SaslHandshake: a bare SASL token, not a request
             from .handlers.sasl_authenticate import unwrapped
 
-            return await unwrapped(connection, frame, self.services.config)
+            return await unwrapped(connection, frame, self.services)
         start = REQUEST_HEADER_START.unpack_from(frame) if len(frame) >= 8 else None
         if start is not None and not _served(start[0], start[1]):
             # decided from the header's fixed start: the body is never parsed
@@ -128,6 +128,8 @@ class RequestDispatcher:
                 f"{APIS[header.request_api_key][0]} from {connection.client_host} before it authenticated on "
                 f"SASL listener {connection.listener}"
             )
+        if connection.session_expires_at and header.request_api_key not in BEFORE_AUTHENTICATION:
+            _check_session(connection, header.client_id)
         if not handler.implemented[0] <= version <= handler.implemented[1]:
             raise CloseConnection(
                 f"api key {header.request_api_key} version {version} is advertised for compatibility only"
@@ -152,6 +154,15 @@ class RequestDispatcher:
             metrics.request_done(APIS[header.request_api_key][0], version, time.perf_counter() - begun)
         return encode(
             header.correlation_id, header.request_api_key, version, fit_to_version(response, version)
+        )
+
+
+def _check_session(connection: ConnectionInfo, client_id: str | None) -> None:
+    """A SASL session past ``connections.max.reauth.ms`` that did not re-authenticate is closed (KIP-368)."""
+    if time.monotonic() > connection.session_expires_at:
+        raise CloseConnection(
+            f"session of {connection.principal} (client {client_id}) from {connection.client_host} expired: it did "
+            f"not re-authenticate within connections.max.reauth.ms on listener {connection.listener}"
         )
 
 

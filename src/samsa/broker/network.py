@@ -55,6 +55,8 @@ from samsa.protocol.errors import FrameError
 from samsa.protocol.primitives import FileRegionLike
 
 if TYPE_CHECKING:
+    from samsa.security.scram import ScramServer
+
     from .sasl import SaslSettings
 
 log = logging.getLogger(__name__)
@@ -85,6 +87,8 @@ class ConnectionInfo:
     authenticated: bool = True  # False on a SASL listener until SaslAuthenticate succeeded
     sasl_mechanism: str | None = None  # what SaslHandshake chose
     sasl_unwrapped: bool = False  # SaslHandshake v0: the next frame is a bare SASL token, not a request
+    sasl_exchange: ScramServer | None = None  # a SCRAM exchange between its client-first and client-final
+    session_expires_at: float = 0.0  # time.monotonic() after which only re-authentication is served; 0: never
     close_after_response: bool = False  # the connection ends once its answer is written (a failed login)
 
 

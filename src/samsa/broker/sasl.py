@@ -8,11 +8,16 @@ Mechanisms (``sasl.enabled.mechanisms``, per listener as ``listener.name.<l>.sas
 - PLAIN (RFC 4616): one token ``authzid NUL user NUL password``; the users are the ``user_<name>="<password>"``
   entries of the listener's JAAS configuration, ``listener.name.<l>.plain.sasl.jaas.config`` (or
   ``sasl.jaas.config``), as Kafka's ``PlainLoginModule`` reads them.
+- SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802/7677, ``samsa.security.scram``): two tokens each way, against the
+  salted credentials kept in ``/config/users/<user>`` (or the single broker's store), managed with
+  AlterUserScramCredentials (``samsa configs --entity-type users --add-config 'SCRAM-SHA-256=[password=...]'``).
+  Every failure (unknown user, wrong proof, malformed message) is answered with Kafka's one message, "Authentication
+  failed during authentication due to invalid credentials with SASL mechanism <m>", naming nothing more.
 
 A connection that authenticated is ``User:<name>``. ``connections.max.reauth.ms`` (0: never) is told to the client
 as the session lifetime (KIP-368), after which Kafka's clients authenticate again on the same connection.
 
-Not yet: SCRAM-SHA-256/512, OAUTHBEARER, GSSAPI; the v0 handshake's unwrapped tokens.
+Not yet: OAUTHBEARER, GSSAPI.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 
 __all__ = ["MECHANISMS", "PlainAuthenticator", "SaslSettings", "jaas_users"]
 
-MECHANISMS = ("PLAIN",)
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from samsa.protocol import ErrorCode
     from samsa.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
     from samsa.security.authorizer import AclAuthorizer
+    from samsa.security.scram import ScramCredentialCache
     from samsa.storage.log_manager import LogManager
     from samsa.topic_partition import TopicPartition
     from samsa.transaction.coordinator import TransactionCoordinator
@@ -149,6 +150,8 @@ class BrokerServices:
     # made at the first transactional request (``samsa.transaction`` imported then); None: not offered
     transaction_coordinator_provider: Callable[[], TransactionCoordinator] | None = None
     authorizer: AclAuthorizer | None = None  # None: authorizer.class.name unset, every request is allowed
+    # the SCRAM credentials SASL listeners authenticate against (None: a broker built without them, e.g. in tests)
+    scram_credentials: ScramCredentialCache | None = None
 
     @property
     def group_coordinator(self) -> GroupCoordinator:

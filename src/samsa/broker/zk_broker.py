@@ -61,6 +61,7 @@ from samsa.protocol.messages.leader_and_isr import (
     LeaderAndIsrResponse,
     LeaderAndIsrTopicError,
 )
+from samsa.security.scram import ScramCredentialCache, credentials_of
 from samsa.storage import StorageError
 from samsa.topic_partition import TopicPartition
 
@@ -70,9 +71,11 @@ from .quotas import QuotaManager, quotas_of
 from .replica_manager import Partition, ReplicaManager, ReplicaState
 
 if TYPE_CHECKING:
+    from samsa.security.authorizer import AclAuthorizer
     from samsa.storage.log_manager import LogManager
 
     from .config import KafkaConfig
+    from .zk_acls import ZkAclSync
 
 log = logging.getLogger(__name__)
 
@@ -117,11 +120,16 @@ class ZkBroker:
         clock: Clock = SYSTEM_CLOCK,
         dynamic_config: DynamicBrokerConfig | None = None,
         quotas: QuotaManager | None = None,
+        scram_credentials: ScramCredentialCache | None = None,
     ) -> None:
         self.config = config
         # the topic defaults' dynamic values and the client quotas, applied from ZooKeeper's /config
         self.dynamic_config = dynamic_config or DynamicBrokerConfig(config)
         self.quotas = quotas or QuotaManager()
+        self.scram_credentials = (
+            scram_credentials if scram_credentials is not None else ScramCredentialCache()
+        )
+        self.acl_sync: ZkAclSync | None = None  # the authorizer's bindings from ZooKeeper (use_authorizer)
         self.node_id = config.node_id
         self.replica_manager = replica_manager
         self.log_manager = log_manager
@@ -271,6 +279,8 @@ class ZkBroker:
         self.zk.on_session_change(on_change)
         self._last_config_change = max(await asyncio.to_thread(self.zk.config_changes), default="")
         await self._config_changed()
+        if self.acl_sync is not None:
+            await self.acl_sync.start()
         await self._apply_broker_config()
         await self._apply_quotas()
         await self.controller.start()
@@ -345,8 +355,18 @@ class ZkBroker:
                 return
         self.controller.session_renewed()
         await self._config_changed()  # the watch went with the old session
+        if self.acl_sync is not None:
+            await self.acl_sync.start()  # so did the ACL changes' watches; changes meanwhile are read again
         # so did the registered brokers' watch, if the controller has not reached us yet (else it returns at once)
         self._spawn(self._read_provisional_catalog())
+
+    def use_authorizer(self, authorizer: AclAuthorizer) -> None:
+        """Keep ``authorizer``'s bindings as ZooKeeper's ACL znodes hold them, from ``connect`` on."""
+        from samsa.cluster.acl_znodes import AclZNodes
+
+        from .zk_acls import ZkAclSync
+
+        self.acl_sync = ZkAclSync(AclZNodes(self.zk.kazoo), authorizer, self._watch_running)
 
     async def topic_overrides(self, topic: str) -> dict[str, str]:
         """The topic's overrides as ZooKeeper holds them (empty: none, or no such topic)."""
@@ -393,8 +413,12 @@ class ZkBroker:
         await asyncio.to_thread(self.zk.set_entity_config, path, config)
 
     async def _apply_quotas(self) -> None:
-        """The client quotas every broker enforces, as ZooKeeper holds them (``samsa.broker.quotas``)."""
-        self.quotas.replace(quotas_of(await self.quota_configs()))
+        """The client quotas every broker enforces and the SCRAM credentials it authenticates against, as
+        ZooKeeper's ``/config/users`` and ``/config/clients`` hold them (``samsa.broker.quotas``,
+        ``samsa.security.scram``)."""
+        raw = await self.quota_configs()
+        self.quotas.replace(quotas_of(raw))
+        self.scram_credentials.replace(credentials_of(raw))
 
     async def _apply_broker_config(self) -> None:
         """The dynamic configs this broker applies: the topic defaults (``dynamic_config``) and the replication

@@ -45,7 +45,14 @@ import click
 from samsa.client import BrokerError, ConfigEntry, KafkaClient, KafkaError
 from samsa.protocol import ApiKey
 
-from .quota_configs import QuotaArgumentError, alter_quotas, check_alter, choose_quota_entity, describe_quotas
+from .quota_configs import (
+    QuotaArgumentError,
+    alter_quotas,
+    check_alter,
+    choose_quota_entity,
+    describe_quotas,
+    describe_scram_credentials,
+)
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 # Kafka's ConfigEntry.ConfigSource names, by DescribeConfigs' config_source
@@ -313,6 +320,7 @@ def configs(
             assert quota_entity is not None
             if describe:
                 await describe_quotas(client, quota_entity)
+                await describe_scram_credentials(client, quota_entity)
             else:
                 await alter_quotas(client, quota_entity, added, deleted)
 

@@ -620,6 +620,45 @@ class KafkaClient:
             if error is not None:
                 raise error
 
+    async def describe_user_scram_credentials(
+        self, users: Sequence[str] = ()
+    ) -> list[tuple[str, BrokerError | None, list[tuple[int, int]]]]:
+        """Users' SCRAM credentials (no users: every user with one): per user (name, its error or None, [(mechanism
+        type, iterations)]). Raises BrokerError for a whole-request error."""
+        from samsa.protocol.messages import describe_user_scram_credentials as dus
+
+        request = dus.DescribeUserScramCredentialsRequest(
+            users=[dus.UserName(name) for name in users] or None
+        )
+        response = await self.send(request, api_key=dus.DescribeUserScramCredentialsRequest.API_KEY)
+        error = _error_or_none(response.error_code, response.error_message)
+        if error is not None:
+            raise error
+        return [
+            (
+                result.user,
+                _error_or_none(result.error_code, result.error_message),
+                [(info.mechanism, info.iterations) for info in result.credential_infos],
+            )
+            for result in response.results
+        ]
+
+    async def alter_user_scram_credentials(
+        self,
+        upsertions: Sequence[tuple[str, int, int, bytes, bytes]],
+        deletions: Sequence[tuple[str, int]] = (),
+    ) -> dict[str, BrokerError | None]:
+        """Upsert (user, mechanism type, iterations, salt, salted password) and delete (user, mechanism type) SCRAM
+        credentials; per user None or the error."""
+        from samsa.protocol.messages import alter_user_scram_credentials as aus
+
+        request = aus.AlterUserScramCredentialsRequest(
+            deletions=[aus.ScramCredentialDeletion(user, mechanism) for user, mechanism in deletions],
+            upsertions=[aus.ScramCredentialUpsertion(*upsertion) for upsertion in upsertions],
+        )
+        response = await self.send(request, api_key=aus.AlterUserScramCredentialsRequest.API_KEY)
+        return {r.user: _error_or_none(r.error_code, r.error_message) for r in response.results}
+
     async def alter_configs(
         self,
         configs: Mapping[str, Mapping[str, str]],

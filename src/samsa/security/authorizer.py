@@ -9,7 +9,8 @@ at most once a minute per (principal, operation, resource) with the count held b
 Storage (``AclStore``): the single broker keeps its bindings in ``<first log dir>/acls.json``, per resource the
 JSON Kafka writes under ``/kafka-acl/<type>/<name>`` (``{"version":1,"acls":[{"principal":..,"permissionType":
 "Allow","operation":"Read","host":"*"}]}``), keyed ``<type>:<pattern type>:<name>``; written whole to a temporary
-file then renamed.
+file then renamed. In cluster mode they are in ZooKeeper's ``/kafka-acl`` and ``/kafka-acl-extended`` znodes,
+as Kafka's ZooKeeper authorizer keeps them (``samsa.broker.zk_acls``).
 
 Event-loop thread only; a store write is one small synchronous file write.
 """
@@ -37,7 +38,14 @@ from .acl import (
     entry_allows,
 )
 
-__all__ = ["AUTHORIZER_CLASS_NAMES", "AclAuthorizer", "AclStore", "FileAclStore", "MemoryAclStore"]
+__all__ = [
+    "AUTHORIZER_CLASS_NAMES",
+    "AclAuthorizer",
+    "AclStore",
+    "AclStoreError",
+    "FileAclStore",
+    "MemoryAclStore",
+]
 
 log = logging.getLogger("samsa.authorizer")
 
@@ -49,6 +57,11 @@ AUTHORIZER_CLASS_NAMES = frozenset(
     }
 )
 DENIAL_LOG_INTERVAL_MS = 60_000
+
+
+class AclStoreError(Exception):
+    """The bindings could not be kept (ZooKeeper away, a resource written by others too often): nothing changed;
+    the ACL APIs answer UNKNOWN_SERVER_ERROR with this message."""
 
 
 class AclStore(Protocol):
@@ -241,13 +254,16 @@ class AclAuthorizer:
         """The bindings as another broker wrote them (cluster change notifications)."""
         self._bindings = set(bindings)
 
+    def replace_resource(self, pattern: ResourcePattern, bindings: set[AclBinding]) -> None:
+        """One resource pattern's bindings as the store now holds them (a change notification named it)."""
+        self._bindings = {b for b in self._bindings if b.pattern != pattern} | set(bindings)
+
     def create(self, bindings: list[AclBinding]) -> list[str | None]:
         """Add each valid binding; per binding None or why it was refused."""
         reasons = [b.invalid_reason() for b in bindings]
         added = {b for b, reason in zip(bindings, reasons, strict=True) if reason is None}
         if added - self._bindings:
-            self._bindings |= added
-            self.store.save(self._bindings, {b.pattern for b in added})
+            self._save(self._bindings | added, {b.pattern for b in added})
         return reasons
 
     def describe(self, flt: AclBindingFilter) -> list[AclBinding]:
@@ -258,6 +274,10 @@ class AclAuthorizer:
         removed = [[b for b in sorted(self._bindings) if f.matches(b)] for f in filters]
         gone = {b for bs in removed for b in bs}
         if gone:
-            self._bindings -= gone
-            self.store.save(self._bindings, {b.pattern for b in gone})
+            self._save(self._bindings - gone, {b.pattern for b in gone})
         return removed
+
+    def _save(self, bindings: set[AclBinding], changed: set[ResourcePattern]) -> None:
+        """Keep ``bindings`` (the store first: when it fails with AclStoreError, nothing changed here either)."""
+        self.store.save(bindings, changed)
+        self._bindings = bindings

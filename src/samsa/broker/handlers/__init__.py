@@ -90,6 +90,7 @@ HANDLERS: dict[int, Handler] = {
         _served(ApiKey.DESCRIBE_CLIENT_QUOTAS, "describe_client_quotas", 0, 1),
         _served(ApiKey.ALTER_CLIENT_QUOTAS, "alter_client_quotas", 0, 1),
         _served(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "describe_user_scram_credentials", 0, 0),
+        _served(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "alter_user_scram_credentials", 0, 0),
         _served(ApiKey.SASL_HANDSHAKE, "sasl_handshake", 0, 1),
         _served(ApiKey.SASL_AUTHENTICATE, "sasl_authenticate", 0, 2),
         _served(

@@ -15,6 +15,7 @@ from samsa.security.acl import (
     ResourcePattern,
     ResourceType,
 )
+from samsa.security.authorizer import AclStoreError
 
 from ..context import RequestContext
 from ._acl_codes import enum_or_unknown
@@ -42,7 +43,10 @@ async def handle(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsR
         )
         for c in request.creations
     ]
-    reasons = authorizer.create(bindings)
+    try:
+        reasons = authorizer.create(bindings)
+    except AclStoreError as exc:
+        return _all(request, ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
     return CreateAclsResponse(
         results=[
             AclCreationResult(error_code=ErrorCode.NONE)

@@ -11,6 +11,7 @@ from samsa.protocol.messages.delete_acls import (
     DeleteAclsResponse,
 )
 from samsa.security.acl import AclBindingFilter, AclOperation
+from samsa.security.authorizer import AclStoreError
 
 from ..context import RequestContext
 from ._acl_codes import acl_filter
@@ -35,7 +36,10 @@ async def handle(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsR
         for f in request.filters
     ]
     valid = [f for f in filters if f.invalid_reason() is None]
-    removed = iter(authorizer.delete(valid))
+    try:
+        removed = iter(authorizer.delete(valid))
+    except AclStoreError as exc:
+        return _all(request, ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
     results = []
     for f in filters:
         reason = f.invalid_reason()

@@ -23,5 +23,6 @@ async def handle(ctx: RequestContext, request: SaslHandshakeRequest) -> SaslHand
         connection.close_after_response = True  # Kafka answers, then closes
         return SaslHandshakeResponse(ErrorCode.UNSUPPORTED_SASL_MECHANISM, list(sasl.mechanisms))
     connection.sasl_mechanism = request.mechanism
+    connection.sasl_exchange = None
     connection.sasl_unwrapped = ctx.api_version == 0  # v0: the token follows as a bare frame (Kafka < 1.0)
     return SaslHandshakeResponse(ErrorCode.NONE, list(sasl.mechanisms))
