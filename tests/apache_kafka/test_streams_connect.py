@@ -5,8 +5,8 @@ Streams: Kafka's own ``WordCountDemo`` (kafka-streams-examples) reads ``streams-
 ``streams-wordcount-output`` through a repartition topic and a counting state store with its changelog topic, with
 ``processing.guarantee=at_least_once``. Half the lines are counted, a broker is killed with SIGKILL, the other half
 follows: every word's last count in the output topic is its true count (at least once would allow more; the
-application itself never fails here), and the internal topics are the ones Streams creates. (``exactly_once_v2``
-does not run on a cluster yet: docs/kafka-compat.md.)
+application itself never fails here), and the internal topics are the ones Streams creates. (``exactly_once_v2``:
+``test_streams_eos``.)
 
 Connect: two distributed workers (``ConnectDistributed``) keep their config, offsets and status topics on Samsa
 (they create them compacted, and check they are) and share a group on the ``connect`` protocol; a FileStreamSource
