@@ -103,3 +103,42 @@ def test_ctrl_c_stops_the_demo_and_everything_it_started(tmp_path: Path, running
     finally:
         for pid in marked():
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_demo_writes_its_dead_letters_exactly_once(tmp_path: Path) -> None:
+    """``samsa demo --exactly-once``: the dead-letter stream goes through the samsa sink's transactions, so its log
+    holds COMMIT markers, every dead letter is in a committed transaction, and the sink's decision topic exists."""
+    from samsa.records.batch_view import iter_batches
+    from samsa.records.control import ControlRecordType, batch_control_type
+    from samsa.spark.pipeline.job import DEAD_LETTER_TOPIC
+
+    data = tmp_path / "demo"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "samsa.cli",
+            "demo",
+            "--data-dir",
+            str(data),
+            "--duration",
+            "8",
+            "--exactly-once",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    batches = [
+        b
+        for path in sorted((data / "broker" / f"{DEAD_LETTER_TOPIC}-0").glob("*.log"))
+        for b in iter_batches(path.read_bytes())
+    ]
+    data_batches = [b for b in batches if not b.is_control]
+    markers = [batch_control_type(b) for b in batches if b.is_control]
+    assert data_batches and all(b.is_transactional for b in data_batches)
+    assert markers and set(markers) == {ControlRecordType.COMMIT}
+    assert list((data / "broker").glob("*.samsa-sink-state-0"))

@@ -29,6 +29,12 @@ CONNECTOR = click.option(
     show_default=True,
     help="the Spark data source for the topics: samsa's own, or Spark's Kafka connector (format kafka)",
 )
+EXACTLY_ONCE = click.option(
+    "--exactly-once",
+    is_flag=True,
+    help="write the dead-letter stream with the samsa sink's exactly-once mode (transactions committed with "
+    "Spark's micro-batches; read it with isolation.level=read_committed)",
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,6 +56,7 @@ def run_pipeline(
     available_now: bool = False,
     live: bool = True,
     connector: str = "samsa",
+    exactly_once: bool = False,
 ) -> int:
     """Run the job under a live table until ``duration`` passes, the topic is read or Ctrl-C; the windows written."""
     from rich.console import Console
@@ -59,6 +66,10 @@ def run_pipeline(
     from samsa.spark.pipeline.run import SOURCE_PARTITIONS, ensure_topics
 
     console = Console()
+    if exactly_once and connector != "samsa":
+        raise click.ClickException(
+            "--exactly-once is the samsa sink's mode: Spark's Kafka sink is at least once"
+        )
     topics = {job.SOURCE_TOPIC: SOURCE_PARTITIONS, job.STATS_TOPIC: 1, job.DEAD_LETTER_TOPIC: 1}
     ensure_topics(bootstrap_servers, topics)
     try:
@@ -80,6 +91,7 @@ def run_pipeline(
             available_now=available_now,
             live=live,
             connector=connector,
+            exactly_once=exactly_once,
         )
 
 
@@ -97,6 +109,7 @@ def _run_job(
     available_now: bool,
     live: bool,
     connector: str,
+    exactly_once: bool = False,
 ) -> int:
     """``run_pipeline`` once Spark runs: the queries, the traffic, the live table, the report."""
     from samsa.cli.live_view import RunStatus
@@ -113,6 +126,7 @@ def _run_job(
         available_now=available_now,
         on_batch=lambda batch_id, rows: windows.extend(rows),
         connector=connector,
+        exactly_once=exactly_once,
     )
     producer = None
     if produce:
@@ -383,6 +397,7 @@ def _report(
 @click.option("--fresh", is_flag=True, help="delete --data-dir first instead of resuming from it")
 @click.option("--storage", is_flag=True, help="run the storage walk-through instead (samsa storage-demo)")
 @CONNECTOR
+@EXACTLY_ONCE
 @click.pass_context
 def demo(
     ctx: click.Context,
@@ -394,6 +409,7 @@ def demo(
     fresh: bool,
     storage: bool,
     connector: str,
+    exactly_once: bool,
 ) -> None:
     """The access-log pipeline: an embedded broker, generated nginx traffic, a local Spark streaming job."""
     if storage:
@@ -416,6 +432,7 @@ def demo(
             rate=rate,
             speedup=speedup,
             connector=connector,
+            exactly_once=exactly_once,
         )
 
 
@@ -429,6 +446,7 @@ def demo(
 @click.option("--rate", type=POSITIVE, default=400.0, show_default=True)
 @click.option("--speedup", type=POSITIVE, default=20.0, show_default=True)
 @CONNECTOR
+@EXACTLY_ONCE
 def pipeline(
     bootstrap_servers: str,
     master: str,
@@ -439,6 +457,7 @@ def pipeline(
     rate: float,
     speedup: float,
     connector: str,
+    exactly_once: bool,
 ) -> None:
     """Run the access-log job against an external broker and any Spark master."""
     from samsa.client import KafkaError
@@ -455,6 +474,7 @@ def pipeline(
             speedup=speedup,
             available_now=available_now,
             connector=connector,
+            exactly_once=exactly_once,
         )
     except (
         KafkaError

@@ -121,6 +121,7 @@ class PipelineConfig:
     max_offsets_per_trigger: int | None = None
     starting_offsets: str = "earliest"
     connector: str = "samsa"  # the Spark format of the topics: samsa, or Spark's own kafka
+    exactly_once: bool = False  # the dead-letter stream through the samsa sink's exactly-once mode
     on_batch: Callable[[int, list[dict[str, Any]]], None] | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -182,14 +183,18 @@ def start(spark: SparkSession, cfg: PipelineConfig) -> list[Any]:
             "headers"
         ),
     )
-    dead_query = _trigger(
+    dead_writer = (
         dead.writeStream.format(cfg.connector)
         .option("kafka.bootstrap.servers", cfg.bootstrap_servers)
         .option("topic", cfg.dead_letter_topic)
         .option("checkpointLocation", str(cfg.checkpoint_dir / "dead-letter"))
-        .queryName("access-log-dlq"),
-        cfg,
-    ).start()
+        .queryName("access-log-dlq")
+    )
+    if cfg.exactly_once:
+        dead_writer = dead_writer.option("deliveryGuarantee", "exactly-once").option(
+            "transactionalIdPrefix", f"access-log-dlq-{cfg.dead_letter_topic}"
+        )
+    dead_query = _trigger(dead_writer, cfg).start()
     return [stats_query, dead_query]
 
 
