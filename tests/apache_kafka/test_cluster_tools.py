@@ -41,7 +41,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     local = LocalCluster(
-        tmp_path_factory.mktemp("samsa-cluster"), broker_config={"replica.lag.time.max.ms": "2000"}
+        tmp_path_factory.mktemp("samsa-cluster"),
+        # no automatic preferred elections: the election test runs them itself (a rebalance first made its
+        # preferred election answer "Valid replica already elected")
+        broker_config={"replica.lag.time.max.ms": "2000", "auto.leader.rebalance.enable": "false"},
     )
     local.up(3)
     try:

@@ -16,8 +16,9 @@ import base64
 import functools
 import logging
 import os
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.log_throttle import LogThrottle
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from samsa.transaction.coordinator import TransactionCoordinator
 
     from .metadata_store import MetadataStore
-    from .replica_transaction_log import RemoteMarkerClient
+    from .replica_transaction_log import RemoteMarkerClient, TransactionVerifier
     from .zk_broker import ZkBroker
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,7 @@ class KafkaServer:
         )
         self._transaction_tasks: list[asyncio.Task[None]] = []
         self._marker_clients: list[RemoteMarkerClient] = []  # connections to other brokers for markers
+        self._verifier: TransactionVerifier | None = None  # made at the first transactional produce
         self.services = BrokerServices(
             node_id=self.node_id,
             config=config,
@@ -116,6 +118,7 @@ class KafkaServer:
             transaction_coordinator_provider=self._transaction_coordinator,
             authorizer=_create_authorizer(config, clock, self.zk_broker),
             scram_credentials=self.scram_credentials,
+            verify_transaction=self._transaction_verifier(config),
         )
         dynamic_config.listeners.append(self._apply_connection_limits)
         dynamic_config.listeners.append(self._apply_cleaner_config)
@@ -246,6 +249,43 @@ class KafkaServer:
             self.producer_ids,
             self._group_coordinator,
             self._transaction_coordinator,
+        )
+
+    def _transaction_verifier(self, config: KafkaConfig) -> Callable[..., Awaitable[Any]] | None:
+        """KIP-890's check of a transaction's first batch on a partition (``TransactionVerifier``), made at the first
+        transactional produce; None when ``transaction.partition.verification.enable`` is false."""
+        if not config.get("transaction.partition.verification.enable"):
+            return None
+
+        async def verify(tid: str, pid: int, epoch: int, partitions: list[tuple[str, int]]) -> Any:
+            if self._verifier is None:
+                self._verifier = self._make_verifier()
+            return await self._verifier(tid, pid, epoch, partitions)
+
+        return verify
+
+    def _make_verifier(self) -> TransactionVerifier:
+        from samsa.transaction.log_format import TRANSACTION_STATE_TOPIC, partition_for
+
+        from .replica_transaction_log import TransactionVerifier
+
+        zk = self.zk_broker
+        if zk is None:
+            return TransactionVerifier(self._transaction_coordinator, node_id=self.node_id)
+        count = int(self.config.get("transaction.state.log.num.partitions"))
+
+        def leader_of(transactional_id: str) -> int | None:
+            info = zk.metadata.partition(
+                TopicPartition(TRANSACTION_STATE_TOPIC, partition_for(transactional_id, count))
+            )
+            return info.leader if info is not None and info.leader >= 0 else None
+
+        return TransactionVerifier(
+            self._transaction_coordinator,
+            leader_of,
+            zk.broker_address,
+            self.node_id,
+            f"samsa-verify-{self.node_id}",
         )
 
     def partitions_changed(self) -> None:
@@ -380,6 +420,8 @@ class KafkaServer:
         for client in self._marker_clients:
             await client.close()
         self._marker_clients.clear()
+        if self._verifier is not None:
+            await self._verifier.close()
         problems: list[str] = []
         if self.zk_broker is not None:
             try:

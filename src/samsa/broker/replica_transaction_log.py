@@ -169,6 +169,7 @@ class RemoteMarkerClient:
         self._address_of = address_of
         self._client_id = client_id
         self._connections: dict[int, Any] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
     async def __call__(self, leader: int, entry: TxnMarkerEntry) -> dict[TopicPartition, ErrorCode]:
         from samsa.client.connection import BrokerConnection
@@ -210,6 +211,132 @@ class RemoteMarkerClient:
             for t in m.topics
             for p in t.partitions
         }
+
+    async def close(self) -> None:
+        connections = list(self._connections.values())
+        self._connections.clear()
+        for connection in connections:
+            await connection.close()
+
+
+VERIFY_TIMEOUT_S = (
+    5.0  # a coordinator that does not answer: the producer is told to retry (NOT_ENOUGH_REPLICAS)
+)
+_RETRY_LATER = {
+    ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ErrorCode.NOT_COORDINATOR,
+    ErrorCode.CONCURRENT_TRANSACTIONS,
+}
+
+
+class TransactionVerifier:
+    """KIP-890 part 1, the partition leader's side: before it appends a transaction's first batch to a partition,
+    it asks the transaction's coordinator whether the partition is in the producer's open transaction (the
+    verify-only AddPartitionsToTxn), so a late or stray transactional write cannot open a transaction no marker
+    will end. The coordinator is this broker's own where it leads the id's ``__transaction_state`` partition, else
+    the leader named by ``leader_of`` (AddPartitionsToTxn v4, ``verify_only``, over the inter-broker listener).
+
+    A coordinator that is moving or busy is answered NOT_ENOUGH_REPLICAS for the partitions (retriable: the
+    producer sends the batch again), as Kafka maps it for produce requests."""
+
+    def __init__(
+        self,
+        coordinator: Callable[[], Any],
+        leader_of: Callable[[str], int | None] | None = None,
+        address_of: Callable[[int], tuple[str, int] | None] | None = None,
+        node_id: int = -1,
+        client_id: str = "samsa-txn-verify",
+    ) -> None:
+        self._coordinator = coordinator
+        self._leader_of = leader_of
+        self._address_of = address_of
+        self._node_id = node_id
+        self._client_id = client_id
+        self._connections: dict[int, Any] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    async def __call__(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], ErrorCode]:
+        leader = self._leader_of(transactional_id) if self._leader_of is not None else self._node_id
+        if leader is None:
+            return dict.fromkeys(partitions, ErrorCode.NOT_ENOUGH_REPLICAS)
+        if leader == self._node_id:
+            coordinator = self._coordinator()
+            answers = coordinator.verify_partitions(transactional_id, producer_id, producer_epoch, partitions)
+        else:
+            try:
+                answers = await asyncio.wait_for(
+                    self._remote(leader, transactional_id, producer_id, producer_epoch, partitions),
+                    VERIFY_TIMEOUT_S,
+                )
+            except (OSError, asyncio.TimeoutError, KafkaError) as exc:
+                self._drop(leader)
+                _log.info("verifying a transaction with broker %d failed (%s)", leader, exc)
+                answers = dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return {
+            tp: ErrorCode.NOT_ENOUGH_REPLICAS if error in _RETRY_LATER else error
+            for tp, error in answers.items()
+        }
+
+    async def _remote(
+        self,
+        leader: int,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        from samsa.client.connection import BrokerConnection
+        from samsa.protocol.messages import add_partitions_to_txn as ap
+
+        connection = self._connections.get(leader)
+        if connection is None or connection.closed:
+            address = self._address_of(leader) if self._address_of is not None else None
+            if address is None:
+                return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            connection = BrokerConnection(*address, client_id=self._client_id, request_timeout_ms=30_000)
+            await connection.open()
+            self._connections[leader] = connection
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        request = ap.AddPartitionsToTxnRequest(
+            transactions=[
+                ap.AddPartitionsToTxnTransaction(
+                    transactional_id=transactional_id,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    verify_only=True,
+                    topics=[ap.AddPartitionsToTxnTopic(t, ps) for t, ps in by_topic.items()],
+                )
+            ]
+        )
+        try:
+            answer = await connection.request(request, 24, 4)
+        except BaseException:
+            self._connections.pop(leader, None)
+            await connection.close()
+            raise
+        if answer.error_code:
+            return dict.fromkeys(partitions, _CODES.get(answer.error_code, ErrorCode.UNKNOWN_SERVER_ERROR))
+        return {
+            (topic.name, p.partition_index): _CODES.get(
+                p.partition_error_code, ErrorCode.UNKNOWN_SERVER_ERROR
+            )
+            for result in answer.results_by_transaction
+            for topic in result.topic_results
+            for p in topic.results_by_partition
+        }
+
+    def _drop(self, leader: int) -> None:
+        """Forget the connection to ``leader`` after a failure (closed in the background)."""
+        connection = self._connections.pop(leader, None)
+        if connection is not None:
+            task = asyncio.get_running_loop().create_task(connection.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def close(self) -> None:
         connections = list(self._connections.values())

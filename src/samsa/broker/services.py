@@ -16,7 +16,7 @@ Event-loop thread only.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from .metadata_store import MetadataStore
     from .quotas import QuotaManager
     from .replica_manager import ReplicaManager
+
+    TransactionVerifier = Callable[
+        [str, int, int, list[tuple[str, int]]], Awaitable[dict[tuple[str, int], ErrorCode]]
+    ]
 
 __all__ = ["BrokerServices", "Lazy", "LazyGroupCoordinator", "ZkSupport"]
 
@@ -152,6 +156,9 @@ class BrokerServices:
     authorizer: AclAuthorizer | None = None  # None: authorizer.class.name unset, every request is allowed
     # the SCRAM credentials SASL listeners authenticate against (None: a broker built without them, e.g. in tests)
     scram_credentials: ScramCredentialCache | None = None
+    # KIP-890: (transactional id, producer id, epoch, partitions) -> per partition NONE when it is in the producer's
+    # open transaction, as its coordinator says; None: transaction.partition.verification.enable=false
+    verify_transaction: TransactionVerifier | None = None
 
     @property
     def group_coordinator(self) -> GroupCoordinator:

@@ -20,6 +20,13 @@ This is the hot path: per partition, one header read (``read_v2_header``, one un
 log's validation, producer state and offset assignment), one append and one response entry, built once, nothing
 per record (except on a compacted topic, whose log refuses records without a key: INVALID_RECORD with record
 errors). The replica manager is called once per request (``ReplicaManager.produce``).
+
+Transactions (KIP-890 part 1, ``transaction.partition.verification.enable``, off by default here, on in Kafka): in a request that names its
+transactional id, a transactional batch whose producer has no open transaction on the partition yet (its first
+batch of a transaction there) is appended only once the transaction's coordinator says the partition is in that
+open transaction (``BrokerServices.verify_transaction``); otherwise the partition is answered with the
+coordinator's error (INVALID_TXN_STATE for a partition never added, NOT_ENOUGH_REPLICAS while the coordinator is
+away) and nothing is written. A request without a transactional id is not verified, as in Kafka.
 """
 
 from __future__ import annotations
@@ -102,6 +109,9 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             else:
                 refusals.append(None)
                 appends.append((TopicPartition(topic.name, data.index), *checked))
+    verify = ctx.services.verify_transaction
+    if verify is not None and request.transactional_id and any(_transactional(h) for _, _, h in appends):
+        appends = await _verified(ctx, request.transactional_id, refusals, appends)
     results, acks_done = ctx.services.replica_manager.produce(appends, acks, request.timeout_ms)
     if ctx.services.metrics is not None:
         _measure(ctx.services.metrics, request, refusals, appends, results)
@@ -123,6 +133,59 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
             raise ConnectionClosedByHandler(f"acks=0 produce failed: {_first_error(responses)}")
         return None
     return ProduceResponse(responses=responses)
+
+
+_TRANSACTIONAL = 0x10
+_CONTROL = 0x20
+
+
+def _transactional(header: V2Header | None) -> bool:
+    return header is not None and header.attributes & (_TRANSACTIONAL | _CONTROL) == _TRANSACTIONAL
+
+
+async def _verified(
+    ctx: RequestContext,
+    transactional_id: str,
+    refusals: list[ProduceResult | None],
+    appends: list[tuple[TopicPartition, memoryview, V2Header | None]],
+) -> list[tuple[TopicPartition, memoryview, V2Header | None]]:
+    """The appends whose transaction the coordinator confirms (module doc); the others become refusals in place."""
+    partitions = ctx.services.replica_manager.partitions
+    unverified: list[tuple[str, int]] = []
+    producer: tuple[int, int] = (-1, -1)
+    for tp, _, header in appends:
+        if header is None or not _transactional(header):
+            continue
+        partition = partitions.get(tp)
+        entry = partition.log.producer_state.producers.get(header.producer_id) if partition else None
+        if (
+            entry is None
+            or entry.producer_epoch != header.producer_epoch
+            or entry.current_txn_first_offset < 0
+        ):
+            unverified.append((tp.topic, tp.partition))
+            producer = (header.producer_id, header.producer_epoch)
+    if not unverified:
+        return appends
+    verify = ctx.services.verify_transaction
+    assert verify is not None
+    answers = await verify(transactional_id, producer[0], producer[1], unverified)
+    failed = {tp: error for tp, error in answers.items() if error}
+    if not failed:
+        return appends
+    kept = []
+    slots = iter(i for i, refusal in enumerate(refusals) if refusal is None)
+    for append in appends:
+        slot = next(slots)
+        tp = append[0]
+        error = failed.get((tp.topic, tp.partition))
+        if error is None:
+            kept.append(append)
+        else:
+            refusals[slot] = ProduceResult(
+                error, message=f"{tp} is not in the open transaction of {transactional_id!r} ({error.name})"
+            )
+    return kept
 
 
 def _measure(
