@@ -161,32 +161,65 @@ class LocalMarkerSender:
         return answers
 
 
-class RemoteMarkerClient:
-    """WriteTxnMarkers to other brokers over their inter-broker listener (``address_of``), one connection per
-    broker, kept open; a failed connection is dropped and made again at the next attempt."""
+class BrokerConnections:
+    """Connections to other brokers over their inter-broker listener (``address_of``), one per broker, kept open;
+    one that fails (or is ``drop``ped after a timeout) is closed and made again at the next request."""
 
-    def __init__(self, address_of: Callable[[int], tuple[str, int] | None], client_id: str) -> None:
+    def __init__(self, address_of: Callable[[int], tuple[str, int] | None] | None, client_id: str) -> None:
         self._address_of = address_of
         self._client_id = client_id
         self._connections: dict[int, Any] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
-    async def __call__(self, leader: int, entry: TxnMarkerEntry) -> dict[TopicPartition, ErrorCode]:
+    async def request(
+        self, broker: int, message: Any, api_key: int, version: int | None = None
+    ) -> Any | None:
+        """``message``'s answer from ``broker``; None when its address is unknown. Raises what the connection
+        raises (KafkaError, OSError, timeouts), the connection dropped then."""
         from samsa.client.connection import BrokerConnection
+
+        connection = self._connections.get(broker)
+        if connection is None or connection.closed:
+            address = self._address_of(broker) if self._address_of is not None else None
+            if address is None:
+                return None
+            connection = BrokerConnection(*address, client_id=self._client_id, request_timeout_ms=30_000)
+            await connection.open()
+            self._connections[broker] = connection
+        try:
+            return await connection.request(message, api_key, version)
+        except BaseException:
+            self.drop(broker)
+            raise
+
+    def drop(self, broker: int) -> None:
+        """Forget the connection to ``broker`` (closed in the background)."""
+        connection = self._connections.pop(broker, None)
+        if connection is not None:
+            task = asyncio.get_running_loop().create_task(connection.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    async def close(self) -> None:
+        connections = list(self._connections.values())
+        self._connections.clear()
+        for connection in connections:
+            await connection.close()
+
+
+class RemoteMarkerClient:
+    """WriteTxnMarkers to other brokers (``BrokerConnections``)."""
+
+    def __init__(self, address_of: Callable[[int], tuple[str, int] | None], client_id: str) -> None:
+        self._brokers = BrokerConnections(address_of, client_id)
+
+    async def __call__(self, leader: int, entry: TxnMarkerEntry) -> dict[TopicPartition, ErrorCode]:
         from samsa.protocol.messages.write_txn_markers import (
             WritableTxnMarker,
             WritableTxnMarkerTopic,
             WriteTxnMarkersRequest,
         )
 
-        connection = self._connections.get(leader)
-        if connection is None or connection.closed:
-            address = self._address_of(leader)
-            if address is None:
-                return dict.fromkeys(entry.partitions, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            connection = BrokerConnection(*address, client_id=self._client_id, request_timeout_ms=30_000)
-            await connection.open()
-            self._connections[leader] = connection
         by_topic: dict[str, list[int]] = {}
         for tp in entry.partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
@@ -197,12 +230,9 @@ class RemoteMarkerClient:
             topics=[WritableTxnMarkerTopic(t, ps) for t, ps in by_topic.items()],
             coordinator_epoch=entry.coordinator_epoch,
         )
-        try:
-            answer = await connection.request(WriteTxnMarkersRequest([marker]), 27)
-        except BaseException:
-            self._connections.pop(leader, None)
-            await connection.close()
-            raise
+        answer = await self._brokers.request(leader, WriteTxnMarkersRequest([marker]), 27)
+        if answer is None:
+            return dict.fromkeys(entry.partitions, ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return {
             TopicPartition(t.name, p.partition_index): _CODES.get(
                 p.error_code, ErrorCode.UNKNOWN_SERVER_ERROR
@@ -213,10 +243,7 @@ class RemoteMarkerClient:
         }
 
     async def close(self) -> None:
-        connections = list(self._connections.values())
-        self._connections.clear()
-        for connection in connections:
-            await connection.close()
+        await self._brokers.close()
 
 
 VERIFY_TIMEOUT_S = (
@@ -250,11 +277,8 @@ class TransactionVerifier:
     ) -> None:
         self._coordinator = coordinator
         self._leader_of = leader_of
-        self._address_of = address_of
         self._node_id = node_id
-        self._client_id = client_id
-        self._connections: dict[int, Any] = {}
-        self._closing: set[asyncio.Task[None]] = set()
+        self._brokers = BrokerConnections(address_of, client_id)
 
     async def __call__(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]
@@ -272,7 +296,7 @@ class TransactionVerifier:
                     VERIFY_TIMEOUT_S,
                 )
             except (OSError, asyncio.TimeoutError, KafkaError) as exc:
-                self._drop(leader)
+                self._brokers.drop(leader)
                 _log.info("verifying a transaction with broker %d failed (%s)", leader, exc)
                 answers = dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         return {
@@ -288,17 +312,8 @@ class TransactionVerifier:
         producer_epoch: int,
         partitions: list[tuple[str, int]],
     ) -> dict[tuple[str, int], ErrorCode]:
-        from samsa.client.connection import BrokerConnection
         from samsa.protocol.messages import add_partitions_to_txn as ap
 
-        connection = self._connections.get(leader)
-        if connection is None or connection.closed:
-            address = self._address_of(leader) if self._address_of is not None else None
-            if address is None:
-                return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            connection = BrokerConnection(*address, client_id=self._client_id, request_timeout_ms=30_000)
-            await connection.open()
-            self._connections[leader] = connection
         by_topic: dict[str, list[int]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
@@ -313,12 +328,9 @@ class TransactionVerifier:
                 )
             ]
         )
-        try:
-            answer = await connection.request(request, 24, 4)
-        except BaseException:
-            self._connections.pop(leader, None)
-            await connection.close()
-            raise
+        answer = await self._brokers.request(leader, request, 24, 4)
+        if answer is None:
+            return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if answer.error_code:
             return dict.fromkeys(partitions, _CODES.get(answer.error_code, ErrorCode.UNKNOWN_SERVER_ERROR))
         return {
@@ -330,16 +342,5 @@ class TransactionVerifier:
             for p in topic.results_by_partition
         }
 
-    def _drop(self, leader: int) -> None:
-        """Forget the connection to ``leader`` after a failure (closed in the background)."""
-        connection = self._connections.pop(leader, None)
-        if connection is not None:
-            task = asyncio.get_running_loop().create_task(connection.close())
-            self._closing.add(task)
-            task.add_done_callback(self._closing.discard)
-
     async def close(self) -> None:
-        connections = list(self._connections.values())
-        self._connections.clear()
-        for connection in connections:
-            await connection.close()
+        await self._brokers.close()

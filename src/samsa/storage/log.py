@@ -113,7 +113,7 @@ from .errors import (
 )
 from .file_slice import FetchDataInfo, LogOffsetMetadata
 from .leader_epoch import LeaderEpochFileCache
-from .log_loader import LoadReport, load, rebuild_producer_state, rebuild_txn_indexes
+from .log_loader import LoadReport, load, rebuild_producer_state, rebuild_txn_indexes, segment_aborts
 from .producer_state import CompletedTxn, ProducerStateManager
 from .segment import (
     CLEANED_SUFFIX,
@@ -847,22 +847,15 @@ class Log:
     def _verify_txn_index(self, segment: LogSegment) -> None:
         """A segment loaded without a ``.txnindex``: if its log holds an ABORT marker the file was lost, and it is
         rebuilt (with every later segment's), said at WARN; else it needs none."""
-        from samsa.records.control import ControlRecordType, batch_control_type
-
-        for position, header in segment.log.headers():
-            if not (header.magic >= 2 and header.is_control and header.producer_id >= 0):
-                continue
-            if batch_control_type(segment.log.batch_at(position)) is ControlRecordType.ABORT:
-                _log.warning(
-                    "%s: %s is missing but the segment holds aborted transactions: rebuilt from the log",
-                    self,
-                    segment.txn_index.path.name,
-                )
-                rebuild_txn_indexes(
-                    self.directory, self.segments, segment.base_offset, self._log_start_offset
-                )
-                return
-        segment.txn_index.verified = True
+        if not segment_aborts(segment, {}):
+            segment.txn_index.verified = True
+            return
+        _log.warning(
+            "%s: %s is missing but the segment holds aborted transactions: rebuilt from the log",
+            self,
+            segment.txn_index.path.name,
+        )
+        rebuild_txn_indexes(self.directory, self.segments, segment.base_offset, self._log_start_offset)
 
     def fetch_upper_bound(self, fetch_offset: int, stable: int) -> int:
         """The offset a read from ``fetch_offset`` cannot pass: the next segment's base (a read stays in one

@@ -654,7 +654,7 @@ def rebuild_txn_indexes(
         replay_from = log_start_offset
     for segment in segments.values(replay_from):
         try:
-            aborted = _replay_transactions(segment, open_txns)
+            aborted = segment_aborts(segment, open_txns)
             if segment.base_offset >= from_base:
                 segment.txn_index.rewrite(aborted)
         except (CorruptRecordError, OSError) as exc:
@@ -662,7 +662,7 @@ def rebuild_txn_indexes(
             segment.txn_index.delete()
 
 
-def _replay_transactions(segment: LogSegment, open_txns: dict[int, int]) -> list[AbortedTxn]:
+def segment_aborts(segment: LogSegment, open_txns: dict[int, int]) -> list[AbortedTxn]:
     """Follow the transactions of ``segment``'s batches (``open_txns``: producer id -> first offset, updated);
     returns the aborts its markers wrote, as the segment's ``.txnindex`` holds them."""
     from samsa.records.control import ControlRecordType, batch_control_type
