@@ -64,6 +64,12 @@ def _producer(cluster: LocalCluster, tid: str) -> Producer:
             "transaction.timeout.ms": 60_000,
             "linger.ms": 5,
             "message.timeout.ms": 60_000,
+            # librdkafka >= 2.10 forgets a broker that leaves the metadata but keeps it cached as the group
+            # coordinator, and send_offsets_to_transaction then waits (past its timeout) for some other broker
+            # connection to change state (librdkafka issue 5511, open); Apache Kafka drops a dead broker from its metadata too.
+            # Idle connections closed and metadata asked for every second give it those state changes.
+            "connections.max.idle.ms": 2_000,
+            "topic.metadata.refresh.interval.ms": 1_000,
         }
     )
     producer.init_transactions(60)

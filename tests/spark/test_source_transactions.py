@@ -72,7 +72,7 @@ def test_read_committed_batch_and_stream(spark: SparkSession, broker: Broker, tm
         _values(spark, broker, **{"kafka.isolation.level": "serializable"})
 
     opened.commit_transaction(15)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # the markers follow EndTxn's answer
         if len(_values(spark, broker, **{"kafka.isolation.level": "read_committed"})) == len(committed) + 1:
             break

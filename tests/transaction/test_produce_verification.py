@@ -1,8 +1,8 @@
 """KIP-890 part 1 on one ``samsa serve``: a transactional batch for a partition its transaction never added is
 refused with INVALID_TXN_STATE and nothing is written (no open transaction appears to hold the LSO back); once
 AddPartitionsToTxn added the partition the same batch is taken; a request without a transactional id is not
-verified (as in Kafka). The check is on with ``transaction.partition.verification.enable=true`` (Kafka's
-default; Samsa's is false for now, issue 30's closing note)."""
+verified (as in Kafka). The check is on by default, as in Kafka; ``transaction.partition.verification.enable=false``
+turns it off."""
 
 from __future__ import annotations
 
@@ -28,10 +28,7 @@ pytestmark = pytest.mark.clients
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
-        data_dir=tmp_path_factory.mktemp("samsa-verify"),
-        overrides={"transaction.partition.verification.enable": "true"},
-    )
+    proc = BrokerProcess(data_dir=tmp_path_factory.mktemp("samsa-verify"))
     proc.start()
     try:
         yield proc
@@ -103,8 +100,10 @@ def test_a_partition_not_added_is_refused_and_nothing_written(broker: BrokerProc
         assert _produce(conn, topic, None, stray_pid, stray_epoch) == ErrorCode.NONE  # no id: not verified
 
 
-def test_verification_is_off_by_default(tmp_path: Path) -> None:
-    proc = BrokerProcess(data_dir=tmp_path / "data")
+def test_verification_can_be_turned_off(tmp_path: Path) -> None:
+    proc = BrokerProcess(
+        data_dir=tmp_path / "data", overrides={"transaction.partition.verification.enable": "false"}
+    )
     proc.start()
     try:
         topic = _topic(proc)

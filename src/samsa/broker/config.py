@@ -304,7 +304,7 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("transaction.state.log.replication.factor", INT, 3, minimum=1),
     # Kafka's default is true; Samsa's is false until a coordinator killed mid-transaction on a cluster no longer
     # stalls a producer whose first batch waits on verification (issue 30's closing note)
-    ConfigKey("transaction.partition.verification.enable", B, False),
+    ConfigKey("transaction.partition.verification.enable", B, True),
     ConfigKey("transaction.state.log.min.isr", INT, 2, minimum=1),
     ConfigKey("transaction.state.log.segment.bytes", INT, 104857600, minimum=1),
     ConfigKey("transaction.max.timeout.ms", INT, 900000, minimum=1),

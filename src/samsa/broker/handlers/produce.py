@@ -21,8 +21,8 @@ log's validation, producer state and offset assignment), one append and one resp
 per record (except on a compacted topic, whose log refuses records without a key: INVALID_RECORD with record
 errors). The replica manager is called once per request (``ReplicaManager.produce``).
 
-Transactions (KIP-890 part 1, ``transaction.partition.verification.enable``, off by default here, on in Kafka): in a request that names its
-transactional id, a transactional batch whose producer has no open transaction on the partition yet (its first
+Transactions (KIP-890 part 1, ``transaction.partition.verification.enable``, on by default as in Kafka): in a
+request that names its transactional id, a transactional batch whose producer has no open transaction on the partition yet (its first
 batch of a transaction there) is appended only once the transaction's coordinator says the partition is in that
 open transaction (``BrokerServices.verify_transaction``); otherwise the partition is answered with the
 coordinator's error (INVALID_TXN_STATE for a partition never added, NOT_ENOUGH_REPLICAS while the coordinator is
