@@ -54,13 +54,16 @@ from .znodes import (
 )
 
 __all__ = [
+    "CONNECT_ATTEMPT_S",
     "BrokerAlreadyRegisteredError",
     "ControllerEpoch",
     "ControllerMovedError",
+    "ReconnectLogFilter",
     "TopicZnodeExistsError",
     "ZkClient",
     "ZkError",
     "ZkSessionInterruptedError",
+    "attempts_per_host",
     "is_session_interruption",
     "reconnect_policy",
 ]
@@ -96,6 +99,49 @@ def is_session_interruption(exc: BaseException) -> bool:
 RECONNECT_DELAY_S = 0.1
 RECONNECT_MAX_DELAY_S = 1.0
 RECONNECT_JITTER = 0.2
+
+# How long one connection attempt waits for ZooKeeper's answer to its ConnectRequest. Kazoo (like ZooKeeper's
+# Java client) waits the session timeout divided by the number of hosts: 6 s with one host and a 6 s session. A
+# restarted ZooKeeper binds its port, and the kernel completes connections, before the server reads them; a
+# connection made in that window went unanswered for the whole 6 s, and the session expired meanwhile although the
+# server was serving again within a second. Kazoo takes no connect timeout of its own, so each host is listed
+# several times (``attempts_per_host``): an attempt gives up after about this long and the next finds the server.
+CONNECT_ATTEMPT_S = 1.0
+
+
+def attempts_per_host(session_timeout_s: float, hosts: int) -> int:
+    """How many times each host is listed so one connection attempt waits about ``CONNECT_ATTEMPT_S``."""
+    return max(1, round(session_timeout_s / max(hosts, 1) / CONNECT_ATTEMPT_S))
+
+
+class ReconnectLogFilter(logging.Filter):
+    """Kazoo logs two lines per connection attempt; with each host listed several times that is a dozen lines a
+    second while ZooKeeper is away. This lets one line of each kind through per ``interval_s`` (the others are
+    counted in the next one let through)."""
+
+    def __init__(self, interval_s: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._interval_s = interval_s
+        self._clock = clock
+        self._last: dict[str, float] = {}
+        self._dropped: dict[str, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(("Connecting to", "Connection dropped", "Connection time-out")):
+            return True
+        key = str(record.msg)
+        now = self._clock()
+        if now - self._last.get(key, -self._interval_s) < self._interval_s:
+            self._dropped[key] = self._dropped.get(key, 0) + 1
+            return False
+        self._last[key] = now
+        dropped = self._dropped.pop(key, 0)
+        if dropped:
+            record.msg = f"{record.msg} (and {dropped} like it since the last)"
+        return True
+
+
+_RECONNECT_LOG_FILTER = ReconnectLogFilter()
 
 
 def reconnect_policy() -> KazooRetry:
@@ -136,6 +182,10 @@ class ZkClient:
         self.kazoo = KazooClient(
             hosts=connect, timeout=session_timeout_ms / 1000, connection_retry=reconnect_policy()
         )
+        hosts = list(self.kazoo.hosts)
+        self.kazoo.hosts = hosts * attempts_per_host(session_timeout_ms / 1000, len(hosts))
+        if _RECONNECT_LOG_FILTER not in self.kazoo.logger.filters:
+            self.kazoo.logger.addFilter(_RECONNECT_LOG_FILTER)
         self._now_ms = now_ms or (lambda: int(time.time() * 1000))
 
     def start(self, timeout_s: float = 15.0) -> None:
