@@ -3,8 +3,11 @@
 For ``duration`` seconds a seeded random schedule of faults hits a 3-broker cluster (ZooKeeper included) while
 idempotent acks=all producers write and a consumer group reads and commits. One fault at a time, each healed
 before the next (a stopped broker registered again), so with replication factor 3 and ``min.insync.replicas=2``
-every acknowledged record must survive. Faults: ``kill -9`` of a broker, SIGSTOP/SIGCONT of a broker (sometimes past its session), a clean
-restart (SIGTERM: controlled shutdown), ``kill -9`` of the controller, a ZooKeeper restart.
+every acknowledged record must survive. Faults: ``kill -9`` of a broker, SIGSTOP/SIGCONT of a broker (sometimes
+past its session), a clean restart (SIGTERM: controlled shutdown), ``kill -9`` of the controller, a ZooKeeper
+restart; and faults that overlap or outlast the session: the controller killed and then its successor before the
+first is back, ZooKeeper away 7-9 s (past the 6 s sessions), a broker paused past its session while another is
+killed.
 
 The checker reads every partition from the start and counts, as Jepsen does:
 
@@ -12,6 +15,8 @@ The checker reads every partition from the start and counts, as Jepsen does:
 - ``duplicates``: records in the log more than once (idempotent producers: none allowed), leaving out copies a
   writer sent again under a new producer epoch, which are counted apart (``resends.py``: librdkafka #4953);
 - ``reordered``: records of one producer out of their send order within a partition;
+- ``offsets changed``: acknowledged records not found at the offset their acknowledgement gave (a record moved,
+  or an offset given twice, passes the value checks above);
 - ``diverged``: partitions whose replicas do not hold the same bytes once the cluster is healed;
 - ``vanished``: records a consumer received that are no longer in the log.
 
@@ -55,7 +60,19 @@ from samsa.cluster.zookeeper import ZooKeeperServer
 TOPIC = "nemesis"
 PARTITIONS = 6
 PRODUCERS = 2
-FAULTS = ("kill", "pause", "long-pause", "restart", "controller-kill", "zookeeper-restart")
+FAULTS = (
+    "kill",
+    "pause",
+    "long-pause",
+    "restart",
+    "controller-kill",
+    "zookeeper-restart",
+    # overlapping and longer faults (issue 28): the controller killed and, before it is back, the next one too;
+    # ZooKeeper away past the brokers' session; a broker paused past its session while another is killed
+    "controller-kill-twice",
+    "zookeeper-outage",
+    "pause-and-kill",
+)
 LEADER_FAULTS = ("kill", "long-pause", "restart", "controller-kill")  # those that take leaderships away
 
 
@@ -103,6 +120,7 @@ class Report:
         0  # copies written again under a new producer epoch (librdkafka #4953): reported, not anomalies
     )
     reordered: int = 0
+    offsets_changed: int = 0  # acknowledged records not at the offset their acknowledgement gave
     diverged: int = 0
     vanished: int = 0
     stuck: bool = False  # the consumers had not received every acknowledged record 2 minutes after the end
@@ -114,7 +132,14 @@ class Report:
 
     @property
     def anomalies(self) -> int:
-        return self.lost + self.duplicates + self.reordered + self.diverged + self.vanished
+        return (
+            self.lost
+            + self.duplicates
+            + self.reordered
+            + self.offsets_changed
+            + self.diverged
+            + self.vanished
+        )
 
     def __str__(self) -> str:
         lines = [f"nemesis seed {self.seed}: {len(self.faults)} faults"]
@@ -125,6 +150,7 @@ class Report:
         )
         lines.append(
             f"lost {self.lost}, duplicates {self.duplicates}, reordered {self.reordered}, "
+            f"offsets changed {self.offsets_changed}, "
             f"written again under a new producer epoch {self.resent}, "
             f"diverged {self.diverged}, vanished {self.vanished}"
             + (", consumers stuck (did not catch up)" if self.stuck else "")
@@ -173,6 +199,7 @@ class _Writer(threading.Thread):
         super().__init__(daemon=True, name=f"nemesis-writer-{writer_id}")
         self.writer_id = writer_id
         self.acked: list[tuple[int, str]] = []  # (partition, value)
+        self.acked_offsets: list[tuple[int, int, str]] = []  # (partition, offset, value) as acknowledged
         self.ack_times: dict[
             int, list[float]
         ] = {}  # partition -> when each acknowledgement arrived (monotonic)
@@ -195,6 +222,7 @@ class _Writer(threading.Thread):
     def _report(self, error: Any, message: Any) -> None:
         if error is None:
             self.acked.append((message.partition(), message.value().decode()))
+            self.acked_offsets.append((message.partition(), message.offset(), message.value().decode()))
             self.ack_times.setdefault(message.partition(), []).append(time.monotonic())
         else:
             self.failed += 1
@@ -257,14 +285,15 @@ def _wait_healed(fault: Fault, broker: int, epoch_before: int | None, zookeeper:
     """Until a broker the fault stopped is registered again with a session of its own. A restart after kill -9 is
     listening (and ``LocalCluster.start_broker`` returns) while it still waits for its old session to expire, and
     that session's znode still counts it registered: without this wait the next fault would overlap this one."""
-    if fault.kind in ("kill", "controller-kill", "restart"):
+    if fault.kind in ("kill", "controller-kill", "restart", "controller-kill-twice"):
         _wait(
             f"broker {broker} registered again",
             lambda: _broker_epoch(zookeeper, broker) not in (None, epoch_before),
             60,
         )
-    elif fault.kind == "long-pause":
-        _wait(f"broker {broker} registered", lambda: _broker_epoch(zookeeper, broker) is not None, 60)
+    elif fault.kind in ("long-pause", "pause-and-kill", "zookeeper-outage"):
+        for each in (1, 2, 3) if fault.kind == "zookeeper-outage" else (broker,):
+            _wait(f"broker {each} registered", lambda b=each: _broker_epoch(zookeeper, b) is not None, 60)
 
 
 def _first_ack(writers: list[_Writer]) -> Callable[[int, float], float | None]:
@@ -319,6 +348,44 @@ def _apply(
         zookeeper.stop()
         time.sleep(rng.uniform(1, 3))
         zookeeper.start()
+    elif fault.kind == "zookeeper-outage":  # past the 6 s session: the brokers find theirs expired
+        zookeeper.stop()
+        time.sleep(rng.uniform(7, 9))
+        zookeeper.start()
+    elif fault.kind == "controller-kill-twice":
+        cluster.kill(broker)
+        time.sleep(rng.uniform(2, 4))
+        second = int(
+            _wait(
+                "a new controller",
+                lambda: (found := _controller(zookeeper)) not in (None, broker) and found,
+                30,
+            )
+        )
+        second_before = _broker_epoch(zookeeper, second)
+        cluster.kill(second)
+        time.sleep(rng.uniform(1, 2))
+        cluster.start_broker(broker)
+        cluster.start_broker(second)
+        _wait(
+            f"broker {second} registered again",
+            lambda: _broker_epoch(zookeeper, second) not in (None, second_before),
+            60,
+        )
+    elif fault.kind == "pause-and-kill":
+        other = broker % 3 + 1
+        other_before = _broker_epoch(zookeeper, other)
+        cluster.pause(broker)
+        time.sleep(rng.uniform(1, 3))
+        cluster.kill(other)
+        time.sleep(rng.uniform(5, 7))  # the paused one past its session too
+        cluster.resume(broker)
+        cluster.start_broker(other)
+        _wait(
+            f"broker {other} registered again",
+            lambda: _broker_epoch(zookeeper, other) not in (None, other_before),
+            60,
+        )
 
 
 def _log_bytes(cluster: LocalCluster, broker: int, partition: int) -> bytes:
@@ -346,7 +413,9 @@ def _batches_holding(cluster: LocalCluster, partition: int, wanted: set[str]) ->
     return lines
 
 
-def _read_everything(bootstrap: str) -> dict[int, list[str]]:
+def _read_everything(bootstrap: str) -> dict[int, dict[int, str]]:
+    """Every partition from its start to its high watermark: offset -> value. Done by offsets, not counts, so a
+    partition whose offsets have gaps (compaction, control batches) is read to its end all the same."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "nemesis-checker", "enable.auto.commit": False}
     )
@@ -355,12 +424,19 @@ def _read_everything(bootstrap: str) -> dict[int, list[str]]:
         _, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=30)
         ends[p] = high
     consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
-    log: dict[int, list[str]] = {p: [] for p in range(PARTITIONS)}
+    log: dict[int, dict[int, str]] = {p: {} for p in range(PARTITIONS)}
+    next_offset = dict.fromkeys(range(PARTITIONS), 0)
     deadline = time.monotonic() + 120
-    while any(len(log[p]) < ends[p] for p in log) and time.monotonic() < deadline:
+    while any(next_offset[p] < ends[p] for p in log) and time.monotonic() < deadline:
         message = consumer.poll(0.5)
         if message is not None and not message.error():
-            log[message.partition()].append(message.value().decode())
+            log[message.partition()][message.offset()] = message.value().decode()
+            next_offset[message.partition()] = message.offset() + 1
+        elif message is None:  # idle: a partition whose last offsets are not records (markers) is at its end
+            for p in log:
+                position = consumer.position([TopicPartition(TOPIC, p)])[0].offset
+                if position >= 0:
+                    next_offset[p] = max(next_offset[p], position)
     consumer.close()
     return log
 
@@ -458,8 +534,9 @@ def _inflict(
     probes: list[FailoverProbe] = []
     for fault in faults:
         time.sleep(max(0.0, started + fault.at - time.monotonic()))
-        broker = (_controller(zookeeper) or fault.broker) if fault.kind == "controller-kill" else fault.broker
-        epoch_before = None if fault.kind == "zookeeper-restart" else _broker_epoch(zookeeper, broker)
+        by_controller = fault.kind in ("controller-kill", "controller-kill-twice")
+        broker = (_controller(zookeeper) or fault.broker) if by_controller else fault.broker
+        epoch_before = None if fault.kind.startswith("zookeeper") else _broker_epoch(zookeeper, broker)
         probe = _probe(fault, broker, cluster, writers)
         if probe is not None:
             probes.append(probe)
@@ -492,9 +569,18 @@ def _check(report: Report, cluster: LocalCluster, writers: list[_Writer], worker
         report.details += [
             f"w{writer.writer_id}: {n} sends failed with {e}" for e, n in writer.errors.most_common(3)
         ]
-    log = _read_everything(cluster.bootstrap_servers)
+    by_offset = _read_everything(cluster.bootstrap_servers)
+    log = {p: [v for _, v in sorted(read.items())] for p, read in by_offset.items()}
     report.read = sum(len(values) for values in log.values())
     where = {(p, v) for p, values in log.items() for v in values}
+    moved = [
+        (p, o, v, by_offset[p].get(o))
+        for writer in writers
+        for p, o, v in writer.acked_offsets
+        if by_offset[p].get(o) != v
+    ]
+    report.offsets_changed = len(moved)
+    report.details += [f"acknowledged {v} at {p}/{o}, found {f!r} there" for p, o, v, f in moved[:10]]
     lost = [(p, v) for p, v in acked if (p, v) not in where]
     report.lost = len(lost)
     report.details += [f"lost {v} (partition {p})" for p, v in lost[:10]]

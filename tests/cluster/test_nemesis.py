@@ -20,7 +20,17 @@ def test_the_schedule_is_seeded_and_covers_every_kind_of_fault() -> None:
     faults = schedule(SEED, 60)
     assert faults == schedule(SEED, 60) and faults != schedule(SEED + 1, 60)
     kinds = {f.kind for f in schedule(SEED, 600)}
-    assert kinds == {"kill", "pause", "long-pause", "restart", "controller-kill", "zookeeper-restart"}
+    assert kinds == {
+        "kill",
+        "pause",
+        "long-pause",
+        "restart",
+        "controller-kill",
+        "zookeeper-restart",
+        "controller-kill-twice",
+        "zookeeper-outage",
+        "pause-and-kill",
+    }
 
 
 def test_no_anomaly_under_a_seeded_nemesis(tmp_path: Path) -> None:
