@@ -80,10 +80,12 @@ class BrokerConnection:
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
+        tls = self.security is not None and self.security.uses_tls
+        protocol_type = _TlsFrameProtocol if tls else FrameProtocol
         try:
             transport, protocol = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: FrameProtocol(DEFAULT_MAX_FRAME_SIZE, loop),
+                    lambda: protocol_type(DEFAULT_MAX_FRAME_SIZE, loop),
                     self.host,
                     self.port,
                     **self._tls_arguments(),
@@ -266,6 +268,14 @@ class BrokerConnection:
             self._writer.close()
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
+
+
+class _TlsFrameProtocol(FrameProtocol):
+    """A TLS transport cannot stay half-open after the broker's close_notify (asyncio warns when asked to)."""
+
+    def eof_received(self) -> bool | None:
+        super().eof_received()
+        return None
 
 
 class _SaslExchange:
