@@ -44,8 +44,7 @@ def secured_broker(factory: Callable[..., Broker], tls: Tls, **extra: str) -> tu
             **extra,
         }
     )
-    addresses = {name: f"{host}:{port}" for name, host, port in broker.core.bound_addresses}
-    return broker, addresses
+    return broker, {name: broker.listener_bootstrap(name) for name in ("SASL_PLAINTEXT", "SASL_SSL")}
 
 
 @pytest.fixture(scope="module")
