@@ -7,9 +7,12 @@ changed (the restarted broker included)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
@@ -188,3 +191,55 @@ def test_controller_killed_under_acks_all_load_over_sasl_ssl(
     wrong.produce(TOPIC, b"x", on_delivery=lambda err, _m: refused.append(err))
     wrong.flush(10)
     assert refused and refused[0] is not None
+
+
+def test_cluster_up_security_prints_how_to_connect_and_its_files_work(tmp_path: Path) -> None:
+    """`samsa cluster up --security`: the printed bootstrap, client.properties for samsa's tools (and Kafka's),
+    librdkafka.properties for kcat; alice is refused until an ACL lets her write."""
+    directory = tmp_path / "cluster"
+    up = samsa_cli("cluster", "up", "--security", "--brokers", "1", "--port", "0", "--dir", str(directory))
+    try:
+        assert up.returncode == 0, up.stderr
+        lines = up.stdout.splitlines()
+        bootstrap = next(x for x in lines if x.startswith("bootstrap servers: ")).removeprefix(
+            "bootstrap servers: "
+        )
+        password = next(x for x in lines if "alice's PLAIN password: " in x).split(": ", 1)[1].split(";")[0]
+        home = directory / "security"
+        config = str(home / "client.properties")
+        assert f"--command-config {config}" in up.stdout
+        created = samsa_cli("topics", "--bootstrap-server", bootstrap, "--command-config", config,
+                            "--create", "--topic", "t")  # fmt: skip
+        assert created.returncode == 0, created.stderr
+        listed = subprocess.run(
+            ["kcat", "-F", str(home / "librdkafka.properties"), "-b", bootstrap, "-L", "-t", "t"],
+            capture_output=True, text=True, timeout=30, check=False,
+        )  # fmt: skip
+        assert listed.returncode == 0 and 'topic "t" with 1 partitions' in listed.stdout, listed.stderr
+
+        alice = {
+            "bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+            "sasl.username": "alice", "sasl.password": password, "ssl.ca.location": str(home / "ca.pem"),
+            "message.timeout.ms": "10000",
+        }  # fmt: skip
+        assert _produce(alice) == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        granted = samsa_cli("acls", "--bootstrap-server", bootstrap, "--command-config", config, "--add",
+                            "--allow-principal", "User:alice", "--producer", "--topic", "t")  # fmt: skip
+        assert granted.returncode == 0, granted.stderr
+        assert wait_for("alice allowed", lambda: _produce(alice) == 0 or None, timeout=20) is not None
+    finally:
+        samsa_cli("cluster", "down", "--dir", str(directory))
+
+
+def _produce(config: dict[str, str]) -> int:
+    errors: list[KafkaError | None] = []
+    producer = Producer(config)
+    producer.produce("t", b"v", on_delivery=lambda err, _m: errors.append(err))
+    producer.flush(15)
+    return errors[0].code() if errors and errors[0] is not None else 0
+
+
+def samsa_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "samsa.cli", *args], capture_output=True, text=True, timeout=120, check=False
+    )
