@@ -69,6 +69,7 @@ class BrokerConnection:
         self._failure: KafkaError | None = None
         self.security = security
         self._reauth_at = 0.0  # time.monotonic() after which the SASL session is renewed; 0: never
+        self._reauth_lock = asyncio.Lock()  # no request goes out between a renewal's SASL frames
 
     @property
     def address(self) -> str:
@@ -174,9 +175,10 @@ class BrokerConnection:
         """Send ``message`` and await its response (None for a Produce with acks=0)."""
         if version is None:
             version = self.pick_version(api_key)
-        if self._reauth_at and time.monotonic() > self._reauth_at:
-            self._reauth_at = 0.0
-            await self._authenticate()
+        if self._reauth_lock.locked() or (self._reauth_at and time.monotonic() > self._reauth_at):
+            async with self._reauth_lock:
+                if self._reauth_at and time.monotonic() > self._reauth_at:
+                    await self._authenticate()
         return await self._request(message, api_key, version, timeout_ms)
 
     async def _request(self, message: Any, api_key: int, version: int, timeout_ms: int | None = None) -> Any:
