@@ -119,7 +119,9 @@ class BrokerConnection:
         from samsa.protocol.messages.sasl_handshake import SaslHandshakeRequest
 
         security = self.security
-        assert security is not None and security.username is not None and security.password is not None
+        assert security is not None
+        if security.username is None or security.password is None:
+            raise KafkaError(f"{security.protocol} to {self.address} needs a SASL username and password")
         mechanism = security.sasl_mechanism
         handshake = await self._request(SaslHandshakeRequest(mechanism=mechanism), ApiKey.SASL_HANDSHAKE, 1)
         if handshake.error_code:
