@@ -11,6 +11,19 @@ Sync code (the broker's event loop runs in a daemon thread)::
     with samsa.Broker() as broker:
         Producer({"bootstrap.servers": broker.bootstrap_servers})
 
+Security is Kafka's broker configuration, passed as ``config``: a SASL_SSL listener beside a PLAINTEXT one, say::
+
+    Broker(config={
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config":
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-pw";',
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": "broker.pem",
+    })
+
+``bootstrap_servers`` is the first listener's address, ``listener_bootstrap("SASL_SSL")`` another's.
+
 One class, two context managers: ``async with`` runs the broker on the caller's event loop (``await
 broker.start()`` / ``await broker.stop()`` by hand), ``with`` runs it on its own loop in a daemon thread
 (``broker.start_in_thread()`` / ``broker.stop_thread()`` by hand). Either way the stop is clean: logs are flushed,
@@ -235,6 +248,15 @@ class Broker:
         if host in ("", "0.0.0.0", "::"):
             host = "127.0.0.1"
         return f"{host}:{port}"
+
+    def listener_bootstrap(self, listener: str) -> str:
+        """``host:port`` of the listener named ``listener`` (as ``listeners`` names it: ``SASL_SSL``...)."""
+        for name, host, port in self.core.bound_addresses:
+            if name == listener:
+                return f"{'127.0.0.1' if host in ('', '0.0.0.0', '::') else host}:{port}"
+        raise KeyError(
+            f"no listener {listener!r}; the broker has {[a[0] for a in self.core.bound_addresses]}"
+        )
 
     @property
     def log_dir(self) -> Path:

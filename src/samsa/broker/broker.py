@@ -286,6 +286,7 @@ class KafkaServer:
             zk.broker_address,
             self.node_id,
             f"samsa-verify-{self.node_id}",
+            zk.inter_broker_security,
         )
 
     def partitions_changed(self) -> None:
@@ -371,7 +372,9 @@ class KafkaServer:
                 info = zk.metadata.partition(tp)
                 return info.leader if info is not None and info.leader >= 0 else None
 
-            remote = RemoteMarkerClient(zk.broker_address, f"samsa-txn-markers-{self.node_id}")
+            remote = RemoteMarkerClient(
+                zk.broker_address, f"samsa-txn-markers-{self.node_id}", zk.inter_broker_security
+            )
             self._marker_clients.append(remote)
             markers = LocalMarkerSender(self.replica_manager, offsets_marker, leader_of, remote)
         coordinator = TransactionCoordinator(state_log, markers, next_producer_id, self.clock, config)

@@ -22,6 +22,8 @@ from samsa.server_defaults import INT_MAX, LONG_MAX, SERVER_DEFAULTS
 if TYPE_CHECKING:
     import ssl
 
+    from samsa.client.security import ClientSecurity
+
     from .sasl import SaslSettings
 
 _SERVER_DEFAULT: Any = object()
@@ -222,6 +224,19 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
         None,
         doc="the listener brokers reach each other on (default: the first)",
     ),
+    ConfigKey(
+        "security.inter.broker.protocol",
+        S,
+        "PLAINTEXT",
+        doc="without inter.broker.listener.name, when set: the listener of that name is the inter-broker one",
+    ),
+    ConfigKey(
+        "sasl.mechanism.inter.broker.protocol",
+        S,
+        "GSSAPI",
+        doc="the mechanism brokers authenticate to each other with; unset (GSSAPI, not served): PLAIN when the "
+        "listener enables it, else its first mechanism",
+    ),
     ConfigKey("replica.lag.time.max.ms", L, 30000, minimum=1),
     ConfigKey("replica.fetch.max.bytes", INT, minimum=0),
     ConfigKey("replica.fetch.response.max.bytes", INT, minimum=0),
@@ -400,6 +415,8 @@ class KafkaConfig:
             self.tls_context(listener_name)  # a bad keystore or truststore stops the start here
         for listener_name in self.sasl_listeners:
             self.sasl_settings(listener_name)
+        if self._values.get("zookeeper.connect"):
+            self.inter_broker_security()  # a cluster broker's own login must be there before it starts
 
     @property
     def security_protocol_map(self) -> dict[str, str]:
@@ -497,6 +514,62 @@ class KafkaConfig:
             for name, _, _ in self.listener_addresses
             if protocols.get(name) in ("SASL_PLAINTEXT", "SASL_SSL")
         ]
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The listener name brokers reach each other on: ``inter.broker.listener.name``, else the listener named
+        by an explicit ``security.inter.broker.protocol``, else the first listener."""
+        named = self._values["inter.broker.listener.name"]
+        if named:
+            return str(named)
+        if "security.inter.broker.protocol" in self._explicit:
+            return str(self._values["security.inter.broker.protocol"])
+        return self.listener_addresses[0][0]
+
+    def inter_broker_security(self) -> ClientSecurity | None:
+        """How this broker connects to the others' inter-broker listener (controller requests, follower
+        fetches, ISR changes, transaction markers): None on PLAINTEXT; else TLS trusting the listener's
+        truststore (and presenting its keystore file, for mTLS), and SASL as the ``username``/``password`` of
+        the listener's JAAS configuration for the inter-broker mechanism, as Kafka's brokers log in."""
+        from samsa.client.security import ClientSecurity, jaas_options
+
+        listener = self.inter_broker_listener
+        protocol = self.security_protocol_map.get(listener, "PLAINTEXT")
+        if protocol == "PLAINTEXT":
+            return None
+
+        def setting(name: str) -> Any:
+            return self.listener_setting(listener, name)
+
+        mechanism = str(self._values["sasl.mechanism.inter.broker.protocol"]).upper()
+        username = password = None
+        if protocol.startswith("SASL_"):
+            enabled = [str(m).upper() for m in setting("sasl.enabled.mechanisms") or []]
+            if mechanism not in enabled:
+                mechanism = "PLAIN" if "PLAIN" in enabled else (enabled[0] if enabled else "PLAIN")
+            jaas = setting(f"{mechanism.lower()}.sasl.jaas.config") or setting("sasl.jaas.config") or ""
+            options = jaas_options(str(jaas))
+            username, password = options.get("username"), options.get("password")
+            if username is None or password is None:
+                raise ConfigError(
+                    f"inter-broker listener {listener}: {mechanism} needs the broker's own login, "
+                    f'username="..." password="..." in listener.name.{listener.lower()}.'
+                    f"{mechanism.lower()}.sasl.jaas.config"
+                )
+        algorithm = str(setting("ssl.endpoint.identification.algorithm") or "")
+        keystore = setting("ssl.keystore.location") if setting("ssl.client.auth") != "none" else None
+        return ClientSecurity(
+            protocol=protocol,
+            sasl_mechanism=mechanism,
+            username=username,
+            password=password,
+            ca_file=setting("ssl.truststore.location"),
+            ca_data=setting("ssl.truststore.certificates"),
+            cert_file=keystore,
+            key_file=keystore,
+            key_password=setting("ssl.key.password"),
+            check_hostname=algorithm.lower() == "https",
+        )
 
     def sasl_settings(self, listener: str) -> SaslSettings:
         """A SASL listener's mechanisms and users (``samsa.broker.sasl``); ConfigError naming what is wrong."""

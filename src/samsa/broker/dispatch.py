@@ -9,6 +9,10 @@ error code in every entry (KAFKA_STORAGE_ERROR; NOT_COORDINATOR for group APIs, 
 FindCoordinator and InitProducerId), never by dropping the connection. A fetch response's record data stays in the
 segment files: the encoder leaves a region there and the network layer sends it with ``sendfile``.
 
+The request log is Kafka's: logger ``kafka.request.logger`` (``samsa serve --request-log`` turns it on) writes one
+DEBUG line per served request with its API, version, correlation and client ids, connection, time taken, the
+principal it ran as, the listener and the SASL mechanism; off, it costs one level check per request.
+
 Event-loop thread only.
 """
 
@@ -48,6 +52,7 @@ if TYPE_CHECKING:
     from .services import BrokerServices
 
 log = logging.getLogger(__name__)
+REQUEST_LOG = logging.getLogger("kafka.request.logger")  # Kafka's logger name, so its users find it
 
 Interceptor = Callable[[RequestHeader, Any], Awaitable[Any]]
 """``(header, request) -> response or None``: None lets the request's handler answer it."""
@@ -87,9 +92,10 @@ class RequestDispatcher:
         self.interceptor: Interceptor | None = None
 
     async def handle(self, connection: ConnectionInfo, frame: memoryview) -> Sequence[ResponsePart] | None:
+        logged = REQUEST_LOG.isEnabledFor(logging.DEBUG)
         begun = (
-            time.perf_counter() if self.services.metrics is not None else 0.0
-        )  # nothing timed without metrics
+            time.perf_counter() if self.services.metrics is not None or logged else 0.0
+        )  # nothing timed without metrics or the request log
         if connection.sasl_unwrapped:  # after a v0 SaslHandshake: a bare SASL token, not a request
             from .handlers.sasl_authenticate import unwrapped
 
@@ -145,6 +151,8 @@ class RequestDispatcher:
                 response = await module.handle(RequestContext(header, connection, self.services), request)
             except (StorageError, OSError) as exc:
                 response = _storage_failure(header, request, connection, exc)
+        if logged:
+            _log_request(header, connection, time.perf_counter() - begun)
         if response is None:
             return None
         if started:
@@ -155,6 +163,24 @@ class RequestDispatcher:
         return encode(
             header.correlation_id, header.request_api_key, version, fit_to_version(response, version)
         )
+
+
+def _log_request(header: RequestHeader, connection: ConnectionInfo, seconds: float) -> None:
+    REQUEST_LOG.debug(
+        "Completed request:%s v%d correlationId=%d clientId=%r from connection %s (%s:%d);totalTime:%.3f,"
+        "principal:%s,listener:%s,saslMechanism:%s",
+        APIS[header.request_api_key][0],
+        header.request_api_version,
+        header.correlation_id,
+        header.client_id,
+        connection.connection_id,
+        connection.client_host,
+        connection.client_port,
+        seconds * 1000,
+        connection.principal,
+        connection.listener,
+        connection.sasl_mechanism or "-",
+    )
 
 
 def _check_session(connection: ConnectionInfo, client_id: str | None) -> None:

@@ -27,6 +27,7 @@ from samsa.transaction.log_format import TRANSACTION_STATE_TOPIC
 from .replica_manager import TxnMarkerEntry
 
 if TYPE_CHECKING:
+    from samsa.client.security import ClientSecurity
     from samsa.storage.log_manager import LogManager
     from samsa.transaction.state import TopicPartitionKey
 
@@ -165,9 +166,15 @@ class BrokerConnections:
     """Connections to other brokers over their inter-broker listener (``address_of``), one per broker, kept open;
     one that fails (or is ``drop``ped after a timeout) is closed and made again at the next request."""
 
-    def __init__(self, address_of: Callable[[int], tuple[str, int] | None] | None, client_id: str) -> None:
+    def __init__(
+        self,
+        address_of: Callable[[int], tuple[str, int] | None] | None,
+        client_id: str,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self._address_of = address_of
         self._client_id = client_id
+        self._security = security  # the inter-broker listener's TLS and SASL (None: PLAINTEXT)
         self._connections: dict[int, Any] = {}
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -183,7 +190,9 @@ class BrokerConnections:
             address = self._address_of(broker) if self._address_of is not None else None
             if address is None:
                 return None
-            connection = BrokerConnection(*address, client_id=self._client_id, request_timeout_ms=30_000)
+            connection = BrokerConnection(
+                *address, client_id=self._client_id, request_timeout_ms=30_000, security=self._security
+            )
             await connection.open()
             self._connections[broker] = connection
         try:
@@ -210,8 +219,13 @@ class BrokerConnections:
 class RemoteMarkerClient:
     """WriteTxnMarkers to other brokers (``BrokerConnections``)."""
 
-    def __init__(self, address_of: Callable[[int], tuple[str, int] | None], client_id: str) -> None:
-        self._brokers = BrokerConnections(address_of, client_id)
+    def __init__(
+        self,
+        address_of: Callable[[int], tuple[str, int] | None],
+        client_id: str,
+        security: ClientSecurity | None = None,
+    ) -> None:
+        self._brokers = BrokerConnections(address_of, client_id, security)
 
     async def __call__(self, leader: int, entry: TxnMarkerEntry) -> dict[TopicPartition, ErrorCode]:
         from samsa.protocol.messages.write_txn_markers import (
@@ -274,11 +288,12 @@ class TransactionVerifier:
         address_of: Callable[[int], tuple[str, int] | None] | None = None,
         node_id: int = -1,
         client_id: str = "samsa-txn-verify",
+        security: ClientSecurity | None = None,
     ) -> None:
         self._coordinator = coordinator
         self._leader_of = leader_of
         self._node_id = node_id
-        self._brokers = BrokerConnections(address_of, client_id)
+        self._brokers = BrokerConnections(address_of, client_id, security)
 
     async def __call__(
         self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: list[tuple[str, int]]

@@ -17,9 +17,11 @@ EXIT_UNCLEAN_SHUTDOWN = 3
 2 a bad configuration."""
 
 
-def run_forever(config: KafkaConfig, *, use_uvloop: bool = False, log_format: str = "text") -> int:
+def run_forever(
+    config: KafkaConfig, *, use_uvloop: bool = False, log_format: str = "text", request_log: bool = False
+) -> int:
     """Serve until SIGTERM or SIGINT; return the process exit code (0 after a clean shutdown). ``log_format``:
-    ``text`` (Kafka's lines) or ``json`` (``log_format``)."""
+    ``text`` (Kafka's lines) or ``json`` (``log_format``); ``request_log``: a line per request (``dispatch``)."""
     if log_format == "json":
         from .log_format import configure_logging
 
@@ -28,6 +30,8 @@ def run_forever(config: KafkaConfig, *, use_uvloop: bool = False, log_format: st
         logging.basicConfig(
             level=logging.INFO, format="[%(asctime)s] %(levelname)s %(name)s: %(message)s", stream=sys.stderr
         )
+    if request_log:
+        logging.getLogger("kafka.request.logger").setLevel(logging.DEBUG)
     for key in sorted(config.unknown_keys):
         log.warning("the configuration '%s' was supplied but isn't a known config", key)
     warn_unavailable_modes(config)

@@ -143,11 +143,13 @@ class ZkBroker:
             int(config.get("zookeeper.connection.timeout.ms") or session_timeout_ms) / 1000
         )
         self.zk = ZkClient(str(config.get("zookeeper.connect")), session_timeout_ms=session_timeout_ms)
-        self.inter_broker_listener = str(
-            config.get("inter.broker.listener.name") or config.listener_addresses[0][0]
-        )
+        self.inter_broker_listener = config.inter_broker_listener
+        # how this broker reaches the others (controller channels, fetchers, ISR changes, controlled shutdown)
+        self.inter_broker_security = config.inter_broker_security()
         self.metadata = MetadataCache()
-        self.controller = Controller(self.zk, self.node_id, self.inter_broker_listener)
+        self.controller = Controller(
+            self.zk, self.node_id, self.inter_broker_listener, self.inter_broker_security
+        )
         self.controller.elections.config = ElectionConfig(
             auto_leader_rebalance_enable=bool(config.get("auto.leader.rebalance.enable")),
             leader_imbalance_per_broker_percentage=int(config.get("leader.imbalance.per.broker.percentage")),
@@ -178,8 +180,15 @@ class ZkBroker:
         self._prefetch: asyncio.Task[None] | None = None
         self._producer_block_lock = asyncio.Lock()
         self.highest_controller_epoch = -1
+        security = self.inter_broker_security
         self.fetchers = ReplicaFetcherManager(
-            self.replica_manager, self.node_id, _fetcher_config(config), clock=clock
+            self.replica_manager,
+            self.node_id,
+            _fetcher_config(config),
+            clock=clock,
+            connect=lambda host, port, client_id, timeout_ms: BrokerConnection(
+                host, port, client_id=client_id, request_timeout_ms=timeout_ms, security=security
+            ),
         )
         self.isr_channel = IsrChannel(
             self.node_id,
@@ -187,6 +196,9 @@ class ZkBroker:
             self._controller_address,
             self.metadata.topic_ids.get,
             self.replica_manager.isr_change_answered,
+            connect=lambda host, port, client_id: BrokerConnection(
+                host, port, client_id=client_id, request_timeout_ms=30_000, security=security
+            ),
         )
         self._attach(self.replica_manager, config)
 
@@ -545,6 +557,7 @@ class ZkBroker:
             port,
             client_id=f"broker-{self.node_id}-controlled-shutdown",
             request_timeout_ms=int(self.config.get("controller.socket.timeout.ms")),
+            security=self.inter_broker_security,
         )
         request = ControlledShutdownRequest(broker_id=self.node_id, broker_epoch=self.broker_epoch)
         try:

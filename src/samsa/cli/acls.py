@@ -28,6 +28,8 @@ from samsa.security.acl import (
     ResourceType,
 )
 
+from .command_config import command_config_option, tool_client
+
 CLUSTER_NAME = "kafka-cluster"
 
 
@@ -171,6 +173,7 @@ async def remove(
 @click.option(
     "--bootstrap-server", required=True, help="The server(s) to connect to: HOST1:PORT1,HOST2:PORT2."
 )
+@command_config_option("--command-config", "admin client")
 @click.option("--add", "add_", is_flag=True, help="Add ACLs.")
 @click.option("--remove", "remove_", is_flag=True, help="Remove ACLs.")
 @click.option("--list", "list_", is_flag=True, help="List ACLs (of the given resources, else all).")
@@ -276,7 +279,7 @@ async def _run(
 ) -> list[str]:
     assert callable(entries_of)
     lines: list[str] = []
-    async with KafkaClient(bootstrap) as client:
+    async with tool_client(bootstrap) as client:
         if action == "list":
             found: list[AclBinding] = []
             listed: list[ResourcePattern | None] = list(targets) or [None]

@@ -1,6 +1,7 @@
 """``samsa cluster up|add|down|status``: a ZooKeeper and N brokers on this machine (:mod:`samsa.cluster.launcher`).
 
 samsa cluster up --brokers 3          # prints the bootstrap servers; the processes keep running
+samsa cluster up --security           # SASL_SSL with a new CA, ACLs on; writes client.properties
 samsa cluster add                     # one more broker (partitions move to it with reassign-partitions)
 samsa cluster status                  # brokers, controller, partitions without a full ISR, moves, deletions
 samsa cluster start --broker 2        # start a broker that stopped (crashed), on its log dir and port
@@ -17,6 +18,7 @@ import click
 
 if TYPE_CHECKING:
     from samsa.cluster.launcher import BrokerProcess
+    from samsa.cluster.local_security import SecureSetup
 
 DEFAULT_DIR = Path("/tmp/samsa-cluster")
 
@@ -49,9 +51,20 @@ def cluster() -> None:
 @click.option(
     "--override", "overrides", multiple=True, metavar="KEY=VALUE", help="a broker property (repeatable)"
 )
+@click.option(
+    "--security",
+    is_flag=True,
+    help="SASL_SSL between everyone (a new CA, PLAIN and SCRAM, ACLs with User:admin the super user); writes "
+    "the client properties to connect with",
+)
 @dir_option
 def up(
-    brokers: int, zookeeper: str | None, base_port: int, overrides: tuple[str, ...], directory: Path
+    brokers: int,
+    zookeeper: str | None,
+    base_port: int,
+    overrides: tuple[str, ...],
+    security: bool,
+    directory: Path,
 ) -> None:
     """Start ZooKeeper (unless --zookeeper) and the brokers; print the bootstrap servers."""
     from samsa.cluster.launcher import STATE_FILE, ClusterError, LocalCluster
@@ -61,16 +74,23 @@ def up(
             f"a cluster is already up in {directory}: `samsa cluster start --broker N --dir {directory}` starts "
             f"a broker that stopped, `samsa cluster down --dir {directory}` stops them all"
         )
-    config = {}
+    config: dict[str, str] = {}
+    setup = _secure_setup(directory) if security else None
+    if setup is not None:
+        config.update(setup.broker_config)
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--override")
         config[key.strip()] = value
     try:
-        local = LocalCluster(directory, zookeeper=zookeeper, broker_config=config).up(
-            brokers, base_port=base_port
-        )
+        local = LocalCluster(
+            directory,
+            zookeeper=zookeeper,
+            broker_config=config,
+            listener="SASL_SSL" if setup is not None else "PLAINTEXT",
+            client_config=setup.client_config if setup is not None else None,
+        ).up(brokers, base_port=base_port)
     except ClusterError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"ZooKeeper: {local.zookeeper_connect}")
@@ -79,6 +99,35 @@ def up(
             f"broker {broker.broker_id}: {broker.address} (pid {broker.pid}, logs in {directory}/broker-{broker.broker_id})"
         )
     click.echo(f"bootstrap servers: {local.bootstrap_servers}")
+    if setup is not None:
+        _how_to_connect(setup, local.bootstrap_servers)
+
+
+def _secure_setup(directory: Path) -> SecureSetup:
+    from samsa.cluster.local_security import secure_setup
+
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:  # pragma: no cover - the security extra not installed
+        raise click.ClickException(
+            "--security needs the cryptography package: pip install cryptography"
+        ) from None
+    return secure_setup(directory)
+
+
+def _how_to_connect(setup: SecureSetup, bootstrap: str) -> None:
+    click.echo(f"security: SASL_SSL, CA {setup.ca_file}; users admin (super user) and alice (no ACL yet)")
+    click.echo(f"  Kafka's tools and samsa's: --command-config {setup.client_properties}")
+    click.echo(
+        f"    samsa topics --bootstrap-server {bootstrap} --command-config {setup.client_properties} --list"
+    )
+    click.echo(f"  librdkafka (kcat -F, confluent-kafka): {setup.librdkafka_properties}")
+    click.echo(f"    kcat -F {setup.librdkafka_properties} -b {bootstrap} -L")
+    click.echo(f"  alice's PLAIN password: {setup.passwords['alice']}; let her read a topic with")
+    click.echo(
+        f"    samsa acls --bootstrap-server {bootstrap} --command-config {setup.client_properties} --add "
+        "--allow-principal User:alice --operation Read --topic <topic>"
+    )
 
 
 @cluster.command()

@@ -45,6 +45,7 @@ import click
 from samsa.client import BrokerError, ConfigEntry, KafkaClient, KafkaError
 from samsa.protocol import ApiKey
 
+from .command_config import command_config_option, tool_client
 from .quota_configs import (
     QuotaArgumentError,
     alter_quotas,
@@ -248,6 +249,7 @@ def changes_asked(
 @click.option(
     "--bootstrap-server", required=True, help="The Kafka server(s) to connect to, host:port[,host:port]."
 )
+@command_config_option("--command-config", "admin client")
 @click.option(
     "--describe", is_flag=True, help="List the configs of the entity (its dynamic ones; all with --all)."
 )
@@ -360,7 +362,7 @@ def run_with_client(bootstrap_server: str, action: Callable[[KafkaClient], Await
     stderr, exit 1."""
 
     async def run() -> None:
-        async with KafkaClient(bootstrap_server, client_id="samsa-configs") as client:
+        async with tool_client(bootstrap_server, client_id="samsa-configs") as client:
             await action(client)
 
     try:

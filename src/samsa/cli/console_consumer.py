@@ -25,10 +25,18 @@ from typing import BinaryIO, NoReturn
 
 import click
 
-from samsa.client import BrokerError, KafkaClient, KafkaError, TopicPartition
+from samsa.client import (
+    BrokerError,
+    ClientSecurity,
+    KafkaClient,
+    KafkaError,
+    SecurityConfigError,
+    TopicPartition,
+)
 from samsa.client.records import ConsumerRecord, iter_consumer_records, next_fetch_offset
 from samsa.protocol import ErrorCode
 
+from .command_config import CommandConfigError, read_command_config
 from .console_producer import parse_properties
 from .topics import log_line
 
@@ -215,6 +223,13 @@ class ConsoleConsumer:
     "--consumer-property", "consumer_properties", multiple=True, help="A consumer property key=value."
 )
 @click.option(
+    "--consumer.config",
+    "consumer_config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A consumer properties file (security.protocol, sasl.*, ssl.*, isolation.level); "
+    "--consumer-property wins over it.",
+)
+@click.option(
     "--isolation-level",
     type=click.Choice(["read_uncommitted", "read_committed"]),
     default="read_uncommitted",
@@ -230,6 +245,7 @@ def console_consumer(
     timeout_ms: int | None,
     properties: tuple[str, ...],
     consumer_properties: tuple[str, ...],
+    consumer_config: str | None,
     isolation_level: str,
 ) -> None:
     """Print the records of a topic to stdout (like kafka-console-consumer.sh)."""
@@ -237,7 +253,13 @@ def console_consumer(
         usage_error(
             f"The timeout must be 0 or more ms (leave --timeout-ms out to wait forever), not {timeout_ms}"
         )
-    consumer_props = parse_properties(consumer_properties, "--consumer-property")
+    try:
+        consumer_props = read_command_config(consumer_config) if consumer_config is not None else {}
+        consumer_props.update(parse_properties(consumer_properties, "--consumer-property"))
+        security = ClientSecurity.from_properties(consumer_props)
+        security.ssl_context()
+    except (CommandConfigError, SecurityConfigError) as exc:
+        usage_error(str(exc))
     isolation = consumer_props.get("isolation.level", isolation_level)
     options = ConsumeOptions(
         topic,
@@ -250,7 +272,7 @@ def console_consumer(
     )
     formatter = MessageFormatter.from_properties(parse_properties(properties))
     try:
-        asyncio.run(_consume(bootstrap_server, options, formatter, sys.stdout.buffer))
+        asyncio.run(_consume(bootstrap_server, options, formatter, sys.stdout.buffer, security))
     except KeyboardInterrupt:
         pass
     except KafkaError as exc:
@@ -273,11 +295,15 @@ def _start(partition: int | None, offset: str | None, from_beginning: bool) -> s
 
 
 async def _consume(
-    bootstrap_server: str, options: ConsumeOptions, formatter: MessageFormatter, out: BinaryIO
+    bootstrap_server: str,
+    options: ConsumeOptions,
+    formatter: MessageFormatter,
+    out: BinaryIO,
+    security: ClientSecurity | None = None,
 ) -> int:
     """Consume until done or until ``--timeout-ms`` passes without a record (a normal end, as in Kafka's tool:
     only the count is printed); the records printed."""
-    async with KafkaClient(bootstrap_server, client_id=CLIENT_ID) as client:
+    async with KafkaClient(bootstrap_server, client_id=CLIENT_ID, security=security) as client:
         consumer = ConsoleConsumer(client, options, formatter, out)
         try:
             await consumer.run()

@@ -30,7 +30,14 @@ from typing import BinaryIO
 
 import click
 
-from samsa.client import BrokerError, KafkaClient, KafkaError, TopicPartition
+from samsa.client import (
+    BrokerError,
+    ClientSecurity,
+    KafkaClient,
+    KafkaError,
+    SecurityConfigError,
+    TopicPartition,
+)
 from samsa.client.partitioner import partition_for_key
 from samsa.client.records import ProducerRecord, build_batch, compression_type
 from samsa.records import RECORD_BATCH_OVERHEAD
@@ -304,7 +311,10 @@ async def produce_lines(
     """Send the lines of ``stream`` until its end; the number of records that failed."""
     timeout_ms = positive(props, "request.timeout.ms", 30000, least=0)
     check_topic_name(topic)
-    async with KafkaClient(bootstrap, client_id="console-producer", request_timeout_ms=timeout_ms) as client:
+    security = ClientSecurity.from_properties(props)  # checked by the command before
+    async with KafkaClient(
+        bootstrap, client_id="console-producer", request_timeout_ms=timeout_ms, security=security
+    ) as client:
         sender = make_sender(client, topic, props)
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         start_reader(stream, asyncio.get_running_loop(), queue)
@@ -401,6 +411,10 @@ def console_producer(
         props["max.block.ms"] = str(max_block_ms)
     if batch_size is not None:
         props["batch.size"] = str(batch_size)
+    try:
+        ClientSecurity.from_properties(props).ssl_context()
+    except SecurityConfigError as exc:
+        raise click.UsageError(str(exc)) from None
     reader = LineReader.from_properties(parse_properties(properties))
     stream: BinaryIO = sys.stdin.buffer
     if stream.isatty():

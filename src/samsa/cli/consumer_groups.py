@@ -39,6 +39,8 @@ import click
 from samsa.client import BrokerError, KafkaClient, KafkaError, TopicPartition
 from samsa.client import groups as admin
 
+from .command_config import command_config_option, tool_client
+
 INACTIVE_STATES = ("Empty", "Dead")
 NO_EXECUTE_WARNING = (
     "WARN: No action will be performed as the --execute option is missing. In a future major release, the default "
@@ -506,6 +508,7 @@ class DescribeView:
 @click.option(
     "--bootstrap-server", required=True, help="The server(s) to connect to: HOST1:PORT1,HOST2:PORT2."
 )
+@command_config_option("--command-config", "admin client")
 @click.option("--list", "list_", is_flag=True, help="List all consumer groups.")
 @click.option(
     "--describe", is_flag=True, help="Describe consumer groups: offsets, log end offsets, lag, owners."
@@ -691,7 +694,7 @@ async def _run(
 ) -> list[str]:
     view = options.view
     client_id = "samsa-consumer-groups"
-    async with KafkaClient(
+    async with tool_client(
         bootstrap,
         client_id=client_id,
         request_timeout_ms=options.timeout_ms,

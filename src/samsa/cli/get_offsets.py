@@ -17,6 +17,7 @@ import click
 from samsa.client import BrokerError, KafkaClient, KafkaError, TopicPartition
 from samsa.client.types import ClusterMetadata
 
+from .command_config import command_config_option, tool_client
 from .topics import ArgumentError, include_list, is_internal
 
 NAMED_TIMES = {"latest": -1, "earliest": -2, "max-timestamp": -3, "earliest-local": -4, "latest-tiered": -5}
@@ -117,6 +118,7 @@ async def fetch_offsets(
 @click.option(
     "--bootstrap-server", required=True, help="The server(s) to connect to: HOST1:PORT1,HOST2:PORT2."
 )
+@command_config_option("--command-config", "consumer")
 @click.option("--topic", help="The topic(s) to get offsets for: a regular expression (default: all).")
 @click.option("--partitions", help="Comma separated partition ids (default: all).")
 @click.option(
@@ -153,7 +155,7 @@ def get_offsets(
             partition_ok, topic_ok = rule_list_filter(topic_partitions)
         else:
             partition_ok, topic_ok = topic_and_partitions_filter(topic, partitions)
-        async with KafkaClient(bootstrap_server, client_id="GetOffsetShell", isolation_level=level) as client:
+        async with tool_client(bootstrap_server, client_id="GetOffsetShell", isolation_level=level) as client:
             tps = matching_partitions(
                 await client.metadata(), partition_ok, topic_ok, exclude_internal_topics
             )

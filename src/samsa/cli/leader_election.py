@@ -20,8 +20,10 @@ from pathlib import Path
 
 import click
 
-from samsa.client import BrokerError, KafkaClient, KafkaError, TopicPartition
+from samsa.client import BrokerError, KafkaError, TopicPartition
 from samsa.protocol import ErrorCode
+
+from .command_config import command_config_option, tool_client
 
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
 
@@ -44,6 +46,7 @@ def describe(tps: list[TopicPartition]) -> str:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", required=True, help="The server(s) to connect to.")
+@command_config_option("--admin.config", "admin client")
 @click.option(
     "--election-type",
     required=True,
@@ -76,7 +79,7 @@ def leader_election(
     kind = election_type.lower()
 
     async def run() -> dict[TopicPartition, int]:
-        async with KafkaClient(bootstrap_server, client_id="leader-election-tool") as client:
+        async with tool_client(bootstrap_server, client_id="leader-election-tool") as client:
             return await client.elect_leaders(ELECTION_TYPES[kind], partitions, timeout_ms=timeout_ms)
 
     try:

@@ -21,7 +21,9 @@ from typing import Any, TypeVar
 
 import click
 
-from samsa.client import BrokerError, KafkaClient, KafkaError, LogDir, TopicPartition
+from samsa.client import BrokerError, KafkaError, LogDir, TopicPartition
+
+from .command_config import command_config_option, tool_client
 
 K = TypeVar("K")
 INT_MASK = 0xFFFFFFFF
@@ -100,6 +102,7 @@ def split_list(text: str) -> list[str]:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", required=True, help="The server(s) to use for bootstrapping.")
+@command_config_option("--command-config", "admin client")
 @click.option("--describe", is_flag=True, help="Describe the log directories of the brokers.")
 @click.option("--topic-list", default="", help='Topics to report, "topic1,topic2" (default: all).')
 @click.option("--broker-list", default="", help='Brokers to query, "0,1,2" (default: all).')
@@ -116,7 +119,7 @@ def log_dirs(bootstrap_server: str, describe: bool, topic_list: str, broker_list
         sys.exit(1)
 
     async def run() -> None:
-        async with KafkaClient(bootstrap_server, client_id="log-dirs-tool") as client:
+        async with tool_client(bootstrap_server, client_id="log-dirs-tool") as client:
             cluster = set((await client.metadata([])).brokers)
             missing = wanted - cluster
             if missing:

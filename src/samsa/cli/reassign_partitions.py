@@ -35,6 +35,8 @@ from samsa.client.types import ClusterMetadata
 from samsa.cluster.assignment import AssignmentError, assign_replicas
 from samsa.topic_partition import TopicPartition
 
+from .command_config import command_config_option, tool_client
+
 LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
 LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
@@ -307,6 +309,7 @@ async def list_moves(client: KafkaClient) -> None:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", required=True, help="The server(s) to connect to, host:port[,host:port].")
+@command_config_option("--command-config", "admin client")
 @click.option(
     "--generate", "action", flag_value="generate", help="Propose an assignment of topics to brokers."
 )
@@ -353,7 +356,7 @@ def reassign_partitions(
         fail(f"--{action} needs --reassignment-json-file")
 
     async def run() -> None:
-        async with KafkaClient(bootstrap_server, client_id="reassign-partitions") as client:
+        async with tool_client(bootstrap_server, client_id="reassign-partitions") as client:
             if action == "generate":
                 assert topics_to_move_json_file is not None and broker_list is not None
                 await generate(client, topics_to_move_json_file, broker_list, not disable_rack_aware)

@@ -53,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
         help="text: Kafka's log lines; json: one JSON object per line (time, level, logger, message, broker id, "
         "topic-partition)",
     )
+    parser.add_argument(
+        "--request-log",
+        action="store_true",
+        help="log every request with the principal it ran as (Kafka's kafka.request.logger at DEBUG)",
+    )
     return parser
 
 
@@ -61,6 +66,7 @@ class ServeArgs(NamedTuple):
     overrides: list[str]
     uvloop: bool
     log_format: str = "text"
+    request_log: bool = False
 
 
 def parse_plain(argv: Sequence[str]) -> ServeArgs | None:
@@ -97,7 +103,7 @@ def parse_args(argv: Sequence[str]) -> ServeArgs:
     if plain is not None:
         return plain
     args = _parser().parse_args(argv)
-    return ServeArgs(args.properties, args.overrides, args.uvloop, args.log_format)
+    return ServeArgs(args.properties, args.overrides, args.uvloop, args.log_format, args.request_log)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -127,7 +133,9 @@ def main(argv: Sequence[str]) -> int:
         return 1
     from samsa.broker.runner import run_forever
 
-    return run_forever(config, use_uvloop=args.uvloop, log_format=args.log_format)
+    return run_forever(
+        config, use_uvloop=args.uvloop, log_format=args.log_format, request_log=args.request_log
+    )
 
 
 def listener_in_use(config: KafkaConfig) -> str | None:

@@ -25,9 +25,8 @@ bad argument or a topic that does not exist prints its message on stderr, exit 1
 colon between replicas, the first the preferred leader) instead of ``--partitions``/``--replication-factor``; with
 ``--alter --partitions N`` it lists every partition's replicas and the new partitions are placed as it says (the
 entries of the existing ones are skipped, as Kafka's tool skips them).
-``--command-config`` reads the admin client's properties: ``request.timeout.ms`` and ``client.id`` are used; a
-security setting other than PLAINTEXT is refused (Samsa's tools and broker speak PLAINTEXT only); the rest are
-ignored. ``--version`` prints Samsa's version.
+``--command-config`` reads the admin client's properties (``command_config``): ``request.timeout.ms``,
+``client.id`` and the security settings (SSL, SASL) are used; the rest are ignored. ``--version`` prints Samsa's version.
 """
 
 from __future__ import annotations
@@ -43,10 +42,11 @@ from typing import NoReturn
 
 import click
 
-from samsa.client import BrokerError, KafkaClient, KafkaError, NewTopic
+from samsa.client import BrokerError, ClientSecurity, KafkaClient, KafkaError, NewTopic
 from samsa.client.types import ClusterMetadata, PartitionMetadata, TopicMetadata
 from samsa.topic_partition import TopicPartition
 
+from .command_config import CommandConfigError, read_command_config
 from .log_dirs import java_hash_order, java_string_hash
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -175,25 +175,6 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
             )
         assignment[partition] = brokers
     return assignment
-
-
-def read_command_config(path: str) -> dict[str, str]:
-    """``--command-config``: the admin client properties; a security protocol other than PLAINTEXT (or any SASL
-    or SSL setting) is an ArgumentError, since Samsa speaks PLAINTEXT only."""
-    from samsa.storage.properties import PropertiesError, load_properties
-
-    try:
-        props = load_properties(path)
-    except PropertiesError as exc:
-        raise ArgumentError(str(exc)) from None
-    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
-    secured = sorted(k for k in props if k.startswith(("sasl.", "ssl.")))
-    if protocol != "PLAINTEXT" or secured:
-        setting = f"security.protocol={protocol}" if protocol != "PLAINTEXT" else secured[0]
-        raise ArgumentError(f"{path}: {setting} is not supported: Samsa's tools connect over PLAINTEXT only")
-    if not props.get("request.timeout.ms", "1").strip().isdigit():
-        raise ArgumentError(f"{path}: request.timeout.ms must be a number of milliseconds")
-    return props
 
 
 def partition_filter(report: str | None, live: set[int], min_isr: int) -> Callable[[PartitionMetadata], bool]:
@@ -366,7 +347,10 @@ async def list_topics(client: KafkaClient, pattern: str | None, exclude_internal
     help="Each partition's replicas, comma between partitions, colon between replicas (1:2,2:3): with --create, "
     "or with --alter --partitions N for the new partitions.",
 )
-@click.option("--command-config", help="A properties file for the admin client (PLAINTEXT only).")
+@click.option(
+    "--command-config",
+    help="A properties file for the admin client: security.protocol, sasl.*, ssl.*, client.id.",
+)
 @click.version_option(
     None, "--version", package_name="samsa", message="%(version)s", help="Print Samsa's version and exit."
 )
@@ -415,14 +399,15 @@ def topics(
     try:
         assignment = parse_replica_assignment(replica_assignment) if replica_assignment is not None else None
         client_props = read_command_config(command_config) if command_config is not None else {}
-    except ArgumentError as exc:
+    except (ArgumentError, CommandConfigError) as exc:
         fail(str(exc))
+    security = ClientSecurity.from_properties(client_props)
     client_id = client_props.get("client.id", "samsa-topics")
     timeout_ms = int(client_props.get("request.timeout.ms", "30000").strip())
 
     async def run() -> None:
         async with KafkaClient(
-            bootstrap_server, client_id=client_id, request_timeout_ms=timeout_ms
+            bootstrap_server, client_id=client_id, request_timeout_ms=timeout_ms, security=security
         ) as client:
             if action == "create":
                 assert topic is not None

@@ -36,6 +36,8 @@ from samsa.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
 )
 
+from .command_config import command_config_option, tool_client
+
 LIST_HEADER = ("TransactionalId", "Coordinator", "ProducerId", "TransactionState")
 DESCRIBE_HEADER = (
     "CoordinatorId",
@@ -52,6 +54,7 @@ DESCRIBE_HEADER = (
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--bootstrap-server", required=True, help="The server(s) to use for bootstrapping.")
+@command_config_option("--command-config", "admin client")
 @click.pass_context
 def transactions(ctx: click.Context, bootstrap_server: str) -> None:
     """List and describe transactions, like kafka-transactions.sh."""
@@ -65,7 +68,7 @@ def list_command(bootstrap_server: str) -> None:
 
     async def run() -> list[tuple[str, ...]]:
         rows: list[tuple[str, ...]] = []
-        async with KafkaClient(bootstrap_server, client_id="transactions-tool") as client:
+        async with tool_client(bootstrap_server, client_id="transactions-tool") as client:
             cluster = await client.metadata([])
             for node_id in sorted(cluster.brokers):
                 answer = await client.send(ListTransactionsRequest(), api_key=66, node_id=node_id)
@@ -85,7 +88,7 @@ def describe_command(bootstrap_server: str, transactional_id: str) -> None:
     """The state of one transactional id, from its coordinator."""
 
     async def run() -> tuple[str, ...]:
-        async with KafkaClient(bootstrap_server, client_id="transactions-tool") as client:
+        async with tool_client(bootstrap_server, client_id="transactions-tool") as client:
             found = await client.send(
                 FindCoordinatorRequest(key_type=1, coordinator_keys=[transactional_id]), api_key=10, version=4
             )
@@ -172,7 +175,7 @@ def describe_producers_command(bootstrap_server: str, topic: str, partition: int
     """The active producers of a partition, from its leader."""
 
     async def run() -> list[ProducerState]:
-        async with KafkaClient(bootstrap_server, client_id="transactions-tool") as client:
+        async with tool_client(bootstrap_server, client_id="transactions-tool") as client:
             leader = await _leader(client, topic, partition)
             return (await _producers(client, topic, [partition], leader))[partition]
 
@@ -227,7 +230,7 @@ async def _find_hanging(
     limit_ms: int,
 ) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
-    async with KafkaClient(bootstrap_server, client_id="transactions-tool") as client:
+    async with tool_client(bootstrap_server, client_id="transactions-tool") as client:
         cluster = await client.metadata([topic] if topic else None)
         wanted: dict[tuple[str, int], list[int]] = {}  # (topic, leader) -> partitions
         for meta in cluster.topics.values():
@@ -312,7 +315,7 @@ def abort_command(
         )
 
     async def run() -> None:
-        async with KafkaClient(bootstrap_server, client_id="transactions-tool") as client:
+        async with tool_client(bootstrap_server, client_id="transactions-tool") as client:
             leader = await _leader(client, topic, partition)
             if start_offset is not None:
                 producers = (await _producers(client, topic, [partition], leader))[partition]

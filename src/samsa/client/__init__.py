@@ -7,6 +7,7 @@ batches to produce and decodes fetched bytes. This package never imports the bro
 
 from .client import KafkaClient
 from .errors import BrokerError, KafkaError
+from .security import ClientSecurity, SecurityConfigError
 from .sync import SyncClient
 from .types import (
     ClusterMetadata,
@@ -23,6 +24,7 @@ from .types import (
 
 __all__ = [
     "BrokerError",
+    "ClientSecurity",
     "ClusterMetadata",
     "ConfigEntry",
     "ConfigSynonym",
@@ -33,6 +35,7 @@ __all__ = [
     "LogDirPartition",
     "NewTopic",
     "PartitionMetadata",
+    "SecurityConfigError",
     "SyncClient",
     "TopicMetadata",
     "TopicPartition",

@@ -19,6 +19,7 @@ from samsa.protocol import ErrorCode
 
 from .connection import BrokerConnection
 from .errors import BrokerError, KafkaError
+from .security import ClientSecurity
 from .types import (
     ClusterMetadata,
     ConfigEntry,
@@ -79,8 +80,10 @@ class KafkaClient:
         client_id: str = "samsa",
         request_timeout_ms: int = 30000,
         isolation_level: int = 0,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.security = security  # TLS and SASL of every connection (``security``); None: PLAINTEXT
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.isolation_level = (
@@ -112,7 +115,11 @@ class KafkaClient:
 
     def _new_connection(self, host: str, port: int) -> BrokerConnection:
         return BrokerConnection(
-            host, port, client_id=self.client_id, request_timeout_ms=self.request_timeout_ms
+            host,
+            port,
+            client_id=self.client_id,
+            request_timeout_ms=self.request_timeout_ms,
+            security=self.security,
         )
 
     async def _any_connection(self) -> BrokerConnection:

@@ -5,6 +5,12 @@ matching response frame arrives. Responses are received straight into the buffer
 (``samsa.framing.FrameProtocol``): a fetched record set is a view of the bytes the kernel wrote, so a follower
 appends it with no user-space copy when its frame fits a receive buffer, one when it does not. Event-loop thread
 only; not thread-safe.
+
+On a secured listener (``security.ClientSecurity``) the connection is TLS from its first byte (SSL, SASL_SSL), and
+on a SASL one it authenticates right after ApiVersions: SaslHandshake v1, then SaslAuthenticate with the
+mechanism's tokens; a refusal is a ``BrokerError`` (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM) and the
+connection is closed. When the broker gives the session a lifetime (``connections.max.reauth.ms``, KIP-368) the
+connection authenticates again before the next request once most of it has passed.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+import time
 from typing import Any
 
 from samsa.framing import FrameProtocol
@@ -25,18 +32,30 @@ from samsa.protocol import (
 )
 from samsa.protocol.frames import DEFAULT_MAX_FRAME_SIZE
 from samsa.protocol.messages._registry import APIS
+from samsa.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from samsa.security.scram import ScramClient, ScramError
 
 from .errors import BrokerError, KafkaError
+from .security import ClientSecurity
 
 _CORRELATION = struct.Struct(">i")
 # Versions this client never asks for: Fetch v13+ names topics by id only.
 VERSION_CAPS: dict[int, int] = {ApiKey.FETCH: 12}
+REAUTH_AT = 0.85  # of the session lifetime the broker gave: authenticate again after it
 
 
 class BrokerConnection:
     """A connection to ``host:port``; ``open`` connects and negotiates, ``request`` sends one message."""
 
-    def __init__(self, host: str, port: int, *, client_id: str, request_timeout_ms: int) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        request_timeout_ms: int,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -48,6 +67,9 @@ class BrokerConnection:
         self._next_correlation = 0
         self._read_task: asyncio.Task[None] | None = None
         self._failure: KafkaError | None = None
+        self.security = security
+        self._reauth_at = 0.0  # time.monotonic() after which the SASL session is renewed; 0: never
+        self._reauth_lock = asyncio.Lock()  # no request goes out between a renewal's SASL frames
 
     @property
     def address(self) -> str:
@@ -59,10 +81,15 @@ class BrokerConnection:
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
+        tls = self.security is not None and self.security.uses_tls
+        protocol_type = _TlsFrameProtocol if tls else FrameProtocol
         try:
             transport, protocol = await asyncio.wait_for(
                 loop.create_connection(
-                    lambda: FrameProtocol(DEFAULT_MAX_FRAME_SIZE, loop), self.host, self.port
+                    lambda: protocol_type(DEFAULT_MAX_FRAME_SIZE, loop),
+                    self.host,
+                    self.port,
+                    **self._tls_arguments(),
                 ),
                 self.timeout,
             )
@@ -73,6 +100,46 @@ class BrokerConnection:
         self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         await self._negotiate()
+        if self.security is not None and self.security.uses_sasl:
+            try:
+                await self._authenticate()
+            except KafkaError:
+                await self.close()
+                raise
+
+    def _tls_arguments(self) -> dict[str, Any]:
+        context = self.security.ssl_context() if self.security is not None else None
+        if context is None:
+            return {}
+        return {"ssl": context, "server_hostname": self.host, "ssl_handshake_timeout": self.timeout}
+
+    async def _authenticate(self) -> None:
+        """SaslHandshake, then the mechanism's tokens (module doc)."""
+        from samsa.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+        from samsa.protocol.messages.sasl_handshake import SaslHandshakeRequest
+
+        security = self.security
+        assert security is not None
+        if security.username is None or security.password is None:
+            raise KafkaError(f"{security.protocol} to {self.address} needs a SASL username and password")
+        mechanism = security.sasl_mechanism
+        handshake = await self._request(SaslHandshakeRequest(mechanism=mechanism), ApiKey.SASL_HANDSHAKE, 1)
+        if handshake.error_code:
+            offered = ", ".join(handshake.mechanisms)
+            raise BrokerError.from_code(handshake.error_code, f"{mechanism}; {self.address} offers {offered}")
+        version = self.pick_version(ApiKey.SASL_AUTHENTICATE)
+        exchange = _SaslExchange(mechanism, security.username, security.password)
+        token: bytes | None = exchange.first()
+        lifetime_ms = 0
+        while token is not None:
+            answer = await self._request(
+                SaslAuthenticateRequest(auth_bytes=token), ApiKey.SASL_AUTHENTICATE, version
+            )
+            if answer.error_code:
+                raise BrokerError.from_code(answer.error_code, answer.error_message)
+            token = exchange.next(answer.auth_bytes)
+            lifetime_ms = answer.session_lifetime_ms
+        self._reauth_at = time.monotonic() + lifetime_ms * REAUTH_AT / 1000 if lifetime_ms > 0 else 0.0
 
     async def _negotiate(self) -> None:
         schema = api_schema(ApiKey.API_VERSIONS)
@@ -110,6 +177,10 @@ class BrokerConnection:
         """Send ``message`` and await its response (None for a Produce with acks=0)."""
         if version is None:
             version = self.pick_version(api_key)
+        if self._reauth_lock.locked() or (self._reauth_at and time.monotonic() > self._reauth_at):
+            async with self._reauth_lock:
+                if self._reauth_at and time.monotonic() > self._reauth_at:
+                    await self._authenticate()
         return await self._request(message, api_key, version, timeout_ms)
 
     async def _request(self, message: Any, api_key: int, version: int, timeout_ms: int | None = None) -> Any:
@@ -201,3 +272,39 @@ class BrokerConnection:
             self._writer.close()
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
+
+
+class _TlsFrameProtocol(FrameProtocol):
+    """A TLS transport cannot stay half-open after the broker's close_notify (asyncio warns when asked to)."""
+
+    def eof_received(self) -> bool | None:
+        super().eof_received()
+        return None
+
+
+class _SaslExchange:
+    """The client's tokens of one SASL mechanism: ``first()``, then ``next(server_token)`` until it is None."""
+
+    def __init__(self, mechanism: str, username: str, password: str) -> None:
+        self._plain = b"\0" + username.encode() + b"\0" + password.encode()
+        self._scram = (
+            ScramClient(SCRAM_MECHANISMS[mechanism], username, password)
+            if mechanism in SCRAM_MECHANISMS
+            else None
+        )
+        self._step = 0
+
+    def first(self) -> bytes:
+        return self._plain if self._scram is None else self._scram.first()
+
+    def next(self, server_token: bytes) -> bytes | None:
+        if self._scram is None:
+            return None
+        self._step += 1
+        try:
+            if self._step == 1:
+                return self._scram.final(server_token)
+            self._scram.verify(server_token)
+        except ScramError as exc:
+            raise KafkaError(f"SCRAM with the broker failed: {exc}") from exc
+        return None

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .client import KafkaClient
+from .security import ClientSecurity
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -41,12 +42,14 @@ class SyncClient:
         client_id: str = "samsa",
         request_timeout_ms: int = 30000,
         isolation_level: int = 0,
+        security: ClientSecurity | None = None,
     ) -> None:
         self._client = KafkaClient(
             bootstrap_servers,
             client_id=client_id,
             request_timeout_ms=request_timeout_ms,
             isolation_level=isolation_level,
+            security=security,
         )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="samsa-client", daemon=True)

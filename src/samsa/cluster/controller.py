@@ -51,6 +51,7 @@ from kazoo.retry import KazooRetry
 
 from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
+from samsa.client.security import ClientSecurity
 from samsa.protocol import ApiKey, ErrorCode
 from samsa.protocol.messages.alter_partition import (
     AlterPartitionRequest,
@@ -127,8 +128,15 @@ class BrokerChannel:
     """Requests from the controller to one broker, sent in order; each is retried (reconnecting) until it is
     answered or the channel is closed because the broker left. Event-loop thread only."""
 
-    def __init__(self, registration: BrokerRegistration, listener: str, client_id: str) -> None:
+    def __init__(
+        self,
+        registration: BrokerRegistration,
+        listener: str,
+        client_id: str,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.registration = registration
+        self._security = security  # the inter-broker listener's TLS and SASL (None: PLAINTEXT)
         endpoint = next(
             (e for e in registration.endpoints if e.listener == listener), registration.endpoints[0]
         )
@@ -171,7 +179,11 @@ class BrokerChannel:
                 try:
                     if self._connection is None or self._connection.closed:
                         self._connection = BrokerConnection(
-                            self.host, self.port, client_id=self._client_id, request_timeout_ms=30_000
+                            self.host,
+                            self.port,
+                            client_id=self._client_id,
+                            request_timeout_ms=30_000,
+                            security=self._security,
                         )
                         await self._connection.open()
                     connection = self._connection
@@ -215,10 +227,13 @@ class Controller:
     """This broker's controller module: takes part in the election and, while elected, runs the cluster (module
     doc). Event-loop thread only; ``start`` and ``stop`` from the broker."""
 
-    def __init__(self, zk: ZkClient, broker_id: int, listener: str) -> None:
+    def __init__(
+        self, zk: ZkClient, broker_id: int, listener: str, security: ClientSecurity | None = None
+    ) -> None:
         self.zk = zk
         self.broker_id = broker_id
         self.listener = listener
+        self.security = security  # how its channels reach the brokers' inter-broker listener
         self.fence: ControllerEpoch | None = None
         self.live: dict[int, tuple[BrokerRegistration, int]] = {}
         self.topics: dict[str, TopicAssignment] = {}
@@ -675,7 +690,7 @@ class Controller:
         for broker_id, (registration, _) in self.live.items():
             if broker_id not in self._channels:
                 self._channels[broker_id] = BrokerChannel(
-                    registration, self.listener, f"controller-{self.broker_id}"
+                    registration, self.listener, f"controller-{self.broker_id}", self.security
                 )
 
     def _send(

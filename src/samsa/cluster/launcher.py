@@ -12,6 +12,9 @@ stops them with SIGTERM (a clean stop), then ZooKeeper. Tests may ``kill`` (SIGK
 ``resume`` brokers, ``start_broker`` one again on the same log dir and port, and ``add_broker`` a new one;
 ``restart_broker`` stops a broker if it runs and starts it again.
 
+A secured cluster (``samsa cluster up --security``, ``local_security``) names its brokers' one listener
+(``listener``, SASL_SSL) and keeps the Kafka client properties its own checks connect with (``client_config``).
+
 A broker someone started by hand on its ``broker-<id>/server.properties`` (after a crash, say) is found by that
 path on a ``samsa serve`` command line in ``/proc/<pid>/cmdline`` (relative paths resolved against the process's
 working directory), so ``down`` and ``restart_broker`` stop it too (Linux).
@@ -33,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from samsa.client import KafkaClient, KafkaError
+from samsa.client import ClientSecurity, KafkaClient, KafkaError
 
 from .zk_client import ZkClient
 from .zookeeper import ZooKeeperError, ZooKeeperServer, free_port
@@ -65,6 +68,8 @@ class _State:
     zookeeper_pid: int = 0  # 0: a ZooKeeper this cluster did not start
     brokers: list[BrokerProcess] = field(default_factory=list)
     broker_config: dict[str, str] = field(default_factory=dict)  # the overrides every broker gets
+    listener: str = "PLAINTEXT"  # each broker's one listener: <listener>://127.0.0.1:<port>
+    client_config: dict[str, str] = field(default_factory=dict)  # Kafka client properties to reach it
 
 
 class LocalCluster:
@@ -77,12 +82,19 @@ class LocalCluster:
         zookeeper: str | None = None,
         broker_config: Mapping[str, str] | None = None,
         session_timeout_ms: int = 6000,
+        listener: str = "PLAINTEXT",
+        client_config: Mapping[str, str] | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.broker_config = dict(broker_config or {})
         self.session_timeout_ms = session_timeout_ms
         self._zookeeper_server: ZooKeeperServer | None = None
-        self._state = _State(zookeeper or "", broker_config=self.broker_config)
+        self._state = _State(
+            zookeeper or "",
+            broker_config=self.broker_config,
+            listener=listener,
+            client_config=dict(client_config or {}),
+        )
         self._processes: dict[int, subprocess.Popen[bytes]] = {}
 
     # --- state ----------------------------------------------------------------------------------------------
@@ -101,6 +113,8 @@ class LocalCluster:
             raw["zookeeper_pid"],
             [BrokerProcess(**b) for b in raw["brokers"]],
             cluster.broker_config,
+            raw.get("listener") or "PLAINTEXT",
+            raw.get("client_config") or {},
         )
         return cluster
 
@@ -120,6 +134,11 @@ class LocalCluster:
     @property
     def brokers(self) -> list[BrokerProcess]:
         return list(self._state.brokers)
+
+    @property
+    def client_config(self) -> dict[str, str]:
+        """The Kafka client properties that reach this cluster's listener (empty: PLAINTEXT)."""
+        return dict(self._state.client_config)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -177,7 +196,7 @@ class LocalCluster:
         replication = str(min(3, len(self._state.brokers)))
         return {
             "node.id": str(broker_id),
-            "listeners": f"PLAINTEXT://127.0.0.1:{broker.port}",
+            "listeners": f"{self._state.listener}://127.0.0.1:{broker.port}",
             "log.dirs": str(self.directory / f"broker-{broker_id}" / "data"),
             "zookeeper.connect": self._state.zookeeper,
             "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
@@ -231,7 +250,8 @@ class LocalCluster:
         deadline = time.monotonic() + timeout
         for broker_id in broker_ids:
             address = self.broker(broker_id).address
-            while not asyncio.run(_knows_controller(address)):
+            security = ClientSecurity.from_properties(self._state.client_config)
+            while not asyncio.run(_knows_controller(address, security)):
                 if time.monotonic() > deadline:
                     raise ClusterError(f"broker {broker_id} knew no controller within {timeout:.0f} s")
                 time.sleep(0.05)
@@ -325,9 +345,11 @@ class LocalCluster:
         return running
 
 
-async def _knows_controller(address: str) -> bool:
+async def _knows_controller(address: str, security: ClientSecurity) -> bool:
     try:
-        async with KafkaClient(address, client_id="samsa-cluster", request_timeout_ms=5000) as client:
+        async with KafkaClient(
+            address, client_id="samsa-cluster", request_timeout_ms=5000, security=security
+        ) as client:
             return (await client.metadata([])).controller_id >= 0
     except KafkaError:
         return False

@@ -28,13 +28,20 @@ class SamsaBrokerError(RuntimeError):
     """The broker could not be reached or refused a request; the message names the option or partition."""
 
 
-def connect(bootstrap_servers: str, isolation_level: int = 0) -> SyncClient:
+def connect(
+    bootstrap_servers: str, isolation_level: int = 0, properties: tuple[tuple[str, str], ...] = ()
+) -> SyncClient:
     """A ``SyncClient`` for ``kafka.bootstrap.servers`` (connections open on first use; failures then go through
-    ``broker_error``); ``isolation_level`` 1 reads and lists offsets as read_committed."""
-    from samsa.client import SyncClient  # executors import this module; the client loads only when used
+    ``broker_error``); ``isolation_level`` 1 reads and lists offsets as read_committed; ``properties``: the
+    ``kafka.*`` client properties (``options.client_properties``), whose security the connections use."""
+    from samsa.client import ClientSecurity, SyncClient  # executors import this; the client loads when used
 
+    security = ClientSecurity.from_properties(dict(properties)) if properties else None
     return SyncClient(
-        bootstrap_servers, request_timeout_ms=REQUEST_TIMEOUT_MS, isolation_level=isolation_level
+        bootstrap_servers,
+        request_timeout_ms=REQUEST_TIMEOUT_MS,
+        isolation_level=isolation_level,
+        security=security,
     )
 
 

@@ -8,6 +8,11 @@ Offset JSON (the connector's form, also what the streaming checkpoint holds):
     {"topicA": {"0": 23, "1": -1}, "topicB": {"0": -2}}      -2 = earliest, -1 = latest
 
 Checkpointed offsets are the next offset to read per partition, keys sorted (Spark compares offsets as JSON text).
+
+Security: as Spark's connector hands every ``kafka.``-prefixed option to its Kafka clients, the reader and writer
+connect with those options' client properties (``client_properties``): ``kafka.security.protocol``,
+``kafka.sasl.mechanism``, ``kafka.sasl.jaas.config``, ``kafka.ssl.truststore.location`` with
+``kafka.ssl.truststore.type=PEM`` (``samsa.client.security`` lists them all); checked once on the driver.
 """
 
 from __future__ import annotations
@@ -27,6 +32,27 @@ class SamsaOptionError(ValueError):
 
 
 PartitionOffsets = dict[tuple[str, int], int]
+ClientProperties = tuple[tuple[str, str], ...]
+"""The ``kafka.*`` options without their prefix, as Kafka client properties (picklable, for the executors)."""
+
+
+def client_properties(options: Mapping[str, str]) -> ClientProperties:
+    """The Kafka client properties of the ``kafka.*`` options (module doc); a SamsaOptionError names a security
+    option the client cannot connect with."""
+    from samsa.client.security import ClientSecurity, SecurityConfigError
+
+    props = {
+        key[len("kafka.") :]: str(value)
+        for key, value in options.items()
+        if key.startswith("kafka.") and key != "kafka.bootstrap.servers"
+    }
+    try:
+        ClientSecurity.from_properties(props).ssl_context()
+    except SecurityConfigError as exc:
+        raise SamsaOptionError(
+            f"options kafka.*: {exc} (the option is the key with kafka. before it)"
+        ) from None
+    return tuple(sorted(props.items()))
 
 
 def parse_partition_json(option: str, text: str, *, allow_negative: bool = True) -> PartitionOffsets:
@@ -219,6 +245,7 @@ class SourceOptions:
     min_partitions: int | None = None
     poll_timeout_ms: int = 120000
     isolation_level: int = 0  # kafka.isolation.level: 0 read_uncommitted (Spark's default), 1 read_committed
+    client_properties: ClientProperties = ()  # kafka.*: security (module doc)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], *, batch: bool) -> SourceOptions:
@@ -240,6 +267,7 @@ class SourceOptions:
             min_partitions=_int(options, "minPartitions"),
             poll_timeout_ms=_int(options, "kafkaConsumer.pollTimeoutMs") or 120000,
             isolation_level=_isolation(options),
+            client_properties=client_properties(options),
         )
 
 

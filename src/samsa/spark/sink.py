@@ -56,7 +56,7 @@ from samsa.records import Record, build_batch, iter_batches
 
 from .arrow import headers_from_arrow
 from .connection import SamsaBrokerError, broker_error, connect
-from .options import SamsaOptionError
+from .options import ClientProperties, SamsaOptionError, client_properties
 
 if TYPE_CHECKING:
     from samsa.client import SyncClient
@@ -77,6 +77,7 @@ class SinkOptions:
     delivery_guarantee: str = AT_LEAST_ONCE
     transactional_id_prefix: str | None = None
     transaction_timeout_ms: int = TRANSACTION_TIMEOUT_MS
+    client_properties: ClientProperties = ()  # kafka.*: security (``options``)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], schema: StructType) -> SinkOptions:
@@ -107,6 +108,7 @@ class SinkOptions:
             guarantee,
             None if prefix is None else str(prefix),
             int(timeout) if timeout else TRANSACTION_TIMEOUT_MS,
+            client_properties(options),
         )
 
     @property
@@ -154,7 +156,7 @@ def topic_partition_count(
 def write_rows(opts: SinkOptions, batches: Iterator[pa.RecordBatch]) -> ProducedMessage:
     """Produce every row of ``batches``; returns how many (exactly once: in a transaction left open, named in the
     answer). Raises on the first broker error."""
-    producer = _RowProducer(opts, connect(opts.bootstrap_servers))
+    producer = _RowProducer(opts, connect(opts.bootstrap_servers, 0, opts.client_properties))
     try:
         if opts.exactly_once:
             producer.begin_transaction(_task_transactional_id(opts))
@@ -299,7 +301,7 @@ class SamsaExactlyOnceStreamWriter(SamsaStreamWriter):
         super().__init__(opts)
         assert opts.transactional_id_prefix is not None
         self.state_topic = f"{opts.transactional_id_prefix}.samsa-sink-state"
-        client = connect(opts.bootstrap_servers)
+        client = connect(opts.bootstrap_servers, 0, opts.client_properties)
         try:
             self._ensure_state_topic(client)
             last = self._last_decision(client)
@@ -310,7 +312,7 @@ class SamsaExactlyOnceStreamWriter(SamsaStreamWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         handles = [list(m.transaction) for m in messages if isinstance(m, ProducedMessage) and m.transaction]
-        client = connect(self.opts.bootstrap_servers)
+        client = connect(self.opts.bootstrap_servers, 0, self.opts.client_properties)
         try:
             last = self._last_decision(client)
             if (
@@ -325,7 +327,7 @@ class SamsaExactlyOnceStreamWriter(SamsaStreamWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         handles = [list(m.transaction) for m in messages if isinstance(m, ProducedMessage) and m.transaction]
-        client = connect(self.opts.bootstrap_servers)
+        client = connect(self.opts.bootstrap_servers, 0, self.opts.client_properties)
         try:
             self._end(client, handles, commit=False)
         finally:

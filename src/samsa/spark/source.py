@@ -183,6 +183,7 @@ class OffsetRange(InputPartition):  # type: ignore[misc]
     fail_on_data_loss: bool
     poll_timeout_ms: int
     isolation_level: int = 0
+    client_properties: tuple[tuple[str, str], ...] = ()  # kafka.*: security
 
 
 def check_data_loss(
@@ -229,6 +230,7 @@ def plan_ranges(opts: SourceOptions, start: PartitionOffsets, end: PartitionOffs
                     opts.fail_on_data_loss,
                     opts.poll_timeout_ms,
                     opts.isolation_level,
+                    opts.client_properties,
                 )
             )
     return ranges
@@ -236,7 +238,7 @@ def plan_ranges(opts: SourceOptions, start: PartitionOffsets, end: PartitionOffs
 
 def read_range(part: OffsetRange) -> Iterator[pa.RecordBatch]:
     """Fetch [start, end) of one partition; yields RecordBatches. Runs in a Spark executor."""
-    client = connect(part.bootstrap_servers, part.isolation_level)
+    client = connect(part.bootstrap_servers, part.isolation_level, part.client_properties)
     fetches = _Prefetcher(client, part)
     builder = RecordBatchBuilder(part.topic, part.partition, part.include_headers)
     try:
@@ -402,7 +404,7 @@ class BrokerBatchReader(DataSourceReader):  # type: ignore[misc]
 
     @shortened
     def partitions(self) -> list[OffsetRange]:
-        client = connect(self.opts.bootstrap_servers, self.opts.isolation_level)
+        client = connect(self.opts.bootstrap_servers, self.opts.isolation_level, self.opts.client_properties)
         try:
             tps = discover_partitions(client, self.opts)
             start = resolve(client, self.opts, self.opts.starting, tps, "startingOffsets")
@@ -433,7 +435,9 @@ class BrokerStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  
 
     def _conn(self) -> SyncClient:
         if self._client is None:
-            self._client = connect(self.opts.bootstrap_servers, self.opts.isolation_level)
+            self._client = connect(
+                self.opts.bootstrap_servers, self.opts.isolation_level, self.opts.client_properties
+            )
         return self._client
 
     @shortened

@@ -1,7 +1,7 @@
-"""AlterClientQuotas (49): set or remove client quotas (``samsa.broker.quotas``), each entry checked as Kafka
-checks it (entity types user and client-id, at most one of each; a quota key of those; byte and mutation rates
-positive whole numbers, the request percentage positive), kept and applied at once; an entry that fails
-changes nothing."""
+"""AlterClientQuotas (49): set or remove client quotas (``samsa.broker.quotas``), each entry checked as Kafka checks
+it (entity types user and client-id, at most one of each; a quota key of those; byte and mutation rates positive
+whole numbers, the request percentage positive), kept and applied at once; an entry that fails changes nothing.
+AlterConfigs on the cluster is needed, else every entry answers CLUSTER_AUTHORIZATION_FAILED."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from samsa.protocol.messages.alter_client_quotas import (
     AlterClientQuotasResponseEntityData,
     AlterClientQuotasResponseEntryData,
 )
+from samsa.security.acl import AclOperation
 
 from ..broker_configs import store_quota, stored_quotas
 from ..context import RequestContext
@@ -21,8 +22,13 @@ from ..quotas import ENTITY_TYPES, QUOTA_KEYS, REQUEST_PERCENTAGE, Entity
 
 async def handle(ctx: RequestContext, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
     results = []
+    allowed = ctx.authorize_cluster(AclOperation.ALTER_CONFIGS)
     for entry in request.entries:
-        code, message = await _alter(ctx, entry, request.validate_only)
+        code, message = (
+            await _alter(ctx, entry, request.validate_only)
+            if allowed
+            else (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Authorization failed.")
+        )
         results.append(
             AlterClientQuotasResponseEntryData(
                 error_code=code,

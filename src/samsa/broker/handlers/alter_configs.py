@@ -1,4 +1,5 @@
-"""AlterConfigs (33): replace a topic's whole set of overrides (keys not given go back to their defaults)."""
+"""AlterConfigs (33): replace a topic's whole set of overrides (keys not given go back to their defaults);
+AlterConfigs on the topic (or the cluster, for a broker) is needed (``_config_acls``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from samsa.protocol.messages.alter_configs import (
     AlterConfigsResourceResponse,
     AlterConfigsResponse,
 )
+from samsa.security.acl import AclOperation
 
 from ..context import RequestContext
 from ..topic_configs import ResourceType, replace_topic_overrides
+from ._config_acls import config_access
 
 
 async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
@@ -18,7 +21,12 @@ async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConf
     for resource in request.resources:
         code: ErrorCode
         message: str | None
-        if resource.resource_type != ResourceType.TOPIC:
+        denied = config_access(
+            ctx, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name
+        )
+        if denied is not ErrorCode.NONE:
+            code, message = denied, "Authorization failed."
+        elif resource.resource_type != ResourceType.TOPIC:
             code, message = (
                 ErrorCode.INVALID_REQUEST,
                 "only topic configurations can be altered on this broker",

@@ -1,6 +1,6 @@
 """CreatePartitions (37): grow a topic's partition count, the new partitions on the brokers the request names or
 placed by the broker; asking for fewer or as many is INVALID_PARTITIONS, a bad placement
-INVALID_REPLICA_ASSIGNMENT."""
+INVALID_REPLICA_ASSIGNMENT; a topic the principal may not Alter TOPIC_AUTHORIZATION_FAILED."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from samsa.protocol.messages.create_partitions import (
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
 )
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import RequestContext
 from .create_topics import MAX_PARTITIONS_PER_REQUEST
@@ -29,6 +30,12 @@ async def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> Creat
         )
     results = []
     for topic in request.topics:
+        if not ctx.authorize(AclOperation.ALTER, ResourceType.TOPIC, topic.name):
+            message = "The topic authorization is failed."
+            results.append(
+                CreatePartitionsTopicResult(topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, message)
+            )
+            continue
         assignments = None if topic.assignments is None else [a.broker_ids for a in topic.assignments]
         outcome = await store.create_partitions(
             topic.name, topic.count, assignments, validate_only=request.validate_only

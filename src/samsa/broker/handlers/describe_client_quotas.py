@@ -1,5 +1,6 @@
 """DescribeClientQuotas (48): the client quotas whose entities match the request's filter
-(``samsa.broker.quotas.describe``), as kafka-configs --entity-type users|clients --describe asks for them."""
+(``samsa.broker.quotas.describe``), as kafka-configs --entity-type users|clients --describe asks for them;
+DescribeConfigs on the cluster is needed."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from samsa.protocol.messages.describe_client_quotas import (
     EntryData,
     ValueData,
 )
+from samsa.security.acl import AclOperation
 
 from ..broker_configs import stored_quotas
 from ..context import RequestContext
@@ -20,6 +22,12 @@ MATCH_TYPES = (0, 1, 2)  # exact name, the default, any name
 
 
 async def handle(ctx: RequestContext, request: DescribeClientQuotasRequest) -> DescribeClientQuotasResponse:
+    if not ctx.authorize_cluster(AclOperation.DESCRIBE_CONFIGS):
+        return DescribeClientQuotasResponse(
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            error_message="Authorization failed.",
+            entries=None,
+        )
     for component in request.components:
         if component.entity_type not in ENTITY_TYPES:
             return _error(f"Custom entity type '{component.entity_type}' not supported")

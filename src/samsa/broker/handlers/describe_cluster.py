@@ -9,18 +9,17 @@ from samsa.protocol.messages.describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
 )
-from samsa.security.acl import ResourceType
+from samsa.security.acl import AclOperation, ResourceType
 
 from ..context import CLUSTER_NAME, OPERATIONS_NOT_ASKED, RequestContext
 
 
 async def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     store = ctx.services.metadata_store
-    operations = (
-        ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME)
-        if request.include_cluster_authorized_operations
-        else OPERATIONS_NOT_ASKED
-    )
+    operations = OPERATIONS_NOT_ASKED
+    if request.include_cluster_authorized_operations:  # Kafka lists none to a principal that may not Describe
+        may_describe = ctx.authorize_cluster(AclOperation.DESCRIBE)
+        operations = ctx.authorized_operations(ResourceType.CLUSTER, CLUSTER_NAME) if may_describe else 0
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         endpoint_type=request.endpoint_type,

@@ -2,9 +2,10 @@
 
 Synonyms, when asked for, list where a value may come from by precedence, as Kafka lists them: a topic key's
 override (DYNAMIC_TOPIC_CONFIG), then the broker key it defaults to, as this broker's dynamic config
-(DYNAMIC_BROKER_CONFIG) and the cluster default's (DYNAMIC_DEFAULT_BROKER_CONFIG) set it (``dynamic_config``),
-as ``server.properties`` set it (STATIC_BROKER_CONFIG) and as Kafka's default (DEFAULT_CONFIG). The default broker
-entity (an empty name) reports its dynamic configs alone."""
+(DYNAMIC_BROKER_CONFIG) and the cluster default's (DYNAMIC_DEFAULT_BROKER_CONFIG) set it (``dynamic_config``), as
+``server.properties`` set it (STATIC_BROKER_CONFIG) and as Kafka's default (DEFAULT_CONFIG). The default broker
+entity (an empty name) reports its dynamic configs alone. A topic needs DescribeConfigs on it, a broker
+DescribeConfigs on the cluster (``_config_acls``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from samsa.protocol.messages.describe_configs import (
     DescribeConfigsResult,
     DescribeConfigsSynonym,
 )
+from samsa.security.acl import AclOperation
 
 from ..broker_configs import stored_broker_config
 from ..config import KEYS_BY_NAME, ConfigType
@@ -32,11 +34,19 @@ from ..topic_configs import (
     describe_topic,
     topic_overrides,
 )
+from ._config_acls import config_access
 
 
 async def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
     results = []
     for resource in request.resources:
+        denied = config_access(
+            ctx, AclOperation.DESCRIBE_CONFIGS, resource.resource_type, resource.resource_name
+        )
+        if denied is not ErrorCode.NONE:
+            message = "Authorization failed."
+            results.append(_error(resource.resource_type, resource.resource_name, denied, message))
+            continue
         rows = await _rows(ctx, resource)
         if isinstance(rows, DescribeConfigsResult):
             results.append(rows)

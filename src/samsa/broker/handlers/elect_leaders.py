@@ -1,11 +1,12 @@
 """ElectLeaders (43): a preferred or unclean leader election asked by an operator (cluster mode).
 
 Served by the controller (``samsa.cluster.elections``); any other broker answers NOT_CONTROLLER for every
-partition named. Per partition: UNKNOWN_TOPIC_OR_PARTITION, ELECTION_NOT_NEEDED (left out when the request named no
-partitions: all of them), PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE, or NONE once this
-broker's metadata shows the new leader; REQUEST_TIMED_OUT when it does not within ``TimeoutMs``. An unknown
-topic or partition carries Kafka's message ("No such topic as t", "No such partition as t-9"), which
-``kafka-leader-election`` prints.
+partition named. Per partition: UNKNOWN_TOPIC_OR_PARTITION, ELECTION_NOT_NEEDED (left out when the request named
+no partitions: all of them), PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE, or NONE once this
+broker's metadata shows the new leader; REQUEST_TIMED_OUT when it does not within ``TimeoutMs``. An unknown topic
+or partition carries Kafka's message ("No such topic as t", "No such partition as t-9"), which
+``kafka-leader-election`` prints. Alter on the cluster is needed: without it every partition named and the request
+answer CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from samsa.protocol.messages.elect_leaders import (
     PartitionResult,
     ReplicaElectionResult,
 )
+from samsa.security.acl import AclOperation
 from samsa.topic_partition import TopicPartition
 
 from ..context import RequestContext
@@ -34,6 +36,9 @@ async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLead
         if request.topic_partitions is None
         else [TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions]
     )
+    if not ctx.authorize_cluster(AclOperation.ALTER):
+        denied = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return _response({tp: denied for tp in asked or []}, denied)
     zk_support = ctx.services.zk_support
     if zk_support is None or not zk_support.controller.is_active:
         return _response({tp: ErrorCode.NOT_CONTROLLER for tp in asked or []}, ErrorCode.NONE)

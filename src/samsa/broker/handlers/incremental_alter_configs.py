@@ -1,5 +1,6 @@
 """IncrementalAlterConfigs (44): SET (0), DELETE (1), APPEND (2) and SUBTRACT (3) on a topic's overrides; SET and
-DELETE of a broker's dynamic configs (the topic defaults and the replication throttle rates: ``dynamic_config``)."""
+DELETE of a broker's dynamic configs (the topic defaults and the replication throttle rates: ``dynamic_config``).
+AlterConfigs on the topic, or on the cluster for a broker, is needed (``_config_acls``)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from samsa.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
+from samsa.security.acl import AclOperation
 
 from ..broker_configs import store_broker_config, stored_broker_config
 from ..context import RequestContext
 from ..dynamic_config import DEFAULT_BROKER
 from ..topic_configs import ResourceType, effective_config, replace_topic_overrides, topic_overrides
+from ._config_acls import config_access
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LIST_KEYS = frozenset(
@@ -27,9 +30,17 @@ async def handle(
 ) -> IncrementalAlterConfigsResponse:
     responses = []
     for resource in request.resources:
-        code, message = await _alter(
-            ctx, resource.resource_type, resource.resource_name, resource.configs, request.validate_only
+        code: ErrorCode
+        message: str | None
+        denied = config_access(
+            ctx, AclOperation.ALTER_CONFIGS, resource.resource_type, resource.resource_name
         )
+        if denied is not ErrorCode.NONE:
+            code, message = denied, "Authorization failed."
+        else:
+            code, message = await _alter(
+                ctx, resource.resource_type, resource.resource_name, resource.configs, request.validate_only
+            )
         responses.append(
             AlterConfigsResourceResponse(code, message, resource.resource_type, resource.resource_name)
         )
