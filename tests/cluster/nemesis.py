@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import itertools
 import logging
 import random
 import threading
@@ -106,6 +107,35 @@ def schedule(seed: int, seconds: float, brokers: int = 3) -> list[Fault]:
     return faults
 
 
+@dataclass(frozen=True, slots=True)
+class Stall:
+    fault: Fault
+    write_s: float
+    group_s: float
+
+    def __str__(self) -> str:
+        return f"{str(self.fault).strip():<40} writes {self.write_s:5.1f} s, group {self.group_s:5.1f} s"
+
+
+def longest_gap(times: list[float], start: float, end: float) -> float:
+    """The longest time within [start, end] with none of ``times`` (sorted) in it."""
+    inside = times[bisect.bisect_right(times, start) : bisect.bisect_left(times, end)]
+    marks = [start, *inside, end]
+    return max(b - a for a, b in itertools.pairwise(marks))
+
+
+def stalls(
+    applied: list[tuple[Fault, float]], end: float, writes: list[float], reads: list[float]
+) -> list[Stall]:
+    """Per applied fault (with its monotonic start), the write and group stalls until the next fault or ``end``."""
+    writes, reads = sorted(writes), sorted(reads)
+    found = []
+    for i, (fault, start) in enumerate(applied):
+        until = applied[i + 1][1] if i + 1 < len(applied) else end
+        found.append(Stall(fault, longest_gap(writes, start, until), longest_gap(reads, start, until)))
+    return found
+
+
 @dataclass(slots=True)
 class Report:
     seed: int
@@ -126,6 +156,9 @@ class Report:
     stuck: bool = False  # the consumers had not received every acknowledged record 2 minutes after the end
     details: list[str] = field(default_factory=list)
     failovers: list[Failover] = field(default_factory=list)
+    # per fault: the longest time without an acknowledged write and without a record reaching the group, from the
+    # fault to the next one (or the end)
+    stalls: list[Stall] = field(default_factory=list)
     client_events: list[str] = field(
         default_factory=list
     )  # the writers' idempotence log, on an anomaly or a failed send
@@ -159,6 +192,9 @@ class Report:
         if self.client_events:
             lines.append("the writers' idempotence events (librdkafka's eos log):")
             lines += [f"  {e}" for e in self.client_events[-150:]]
+        if self.stalls:
+            lines.append("stalls (longest time without an acknowledged write / a record reaching the group):")
+            lines += [f"  {stall}" for stall in self.stalls]
         if self.failovers:
             lines.append(
                 "failovers (from the fault: new live leaders in the metadata, then acknowledged writes):"
@@ -503,7 +539,9 @@ def _load_and_inflict(
     ]
     for writer in writers:
         writer.start()
-    report.failovers = _inflict(report.faults, seconds, cluster, zookeeper, writers, rng)
+    applied: list[tuple[Fault, float]] = []
+    report.failovers = _inflict(report.faults, seconds, cluster, zookeeper, writers, rng, applied)
+    ended = time.monotonic()
     for writer in writers:
         writer.stop.set()
     for writer in writers:
@@ -518,6 +556,12 @@ def _load_and_inflict(
         _wait("the consumers to catch up", lambda: _received_values(workers) >= {v for _, v in acked}, 120)
     except AssertionError:
         report.stuck = True  # liveness, not safety: reported, and the checks still run
+    report.stalls = stalls(
+        applied,
+        ended,
+        [t for writer in writers for times in writer.ack_times.values() for t in times],
+        [t for worker in workers for t in worker.reported_at],
+    )
 
 
 def _inflict(
@@ -527,6 +571,7 @@ def _inflict(
     zookeeper: ZooKeeperServer,
     writers: list[_Writer],
     rng: random.Random,
+    applied: list[tuple[Fault, float]],
 ) -> list[Failover]:
     """Apply the schedule while the writers write, timing each failover; returns after ``seconds`` and once every
     failover was timed (or given up on)."""
@@ -534,6 +579,7 @@ def _inflict(
     probes: list[FailoverProbe] = []
     for fault in faults:
         time.sleep(max(0.0, started + fault.at - time.monotonic()))
+        applied.append((fault, time.monotonic()))
         by_controller = fault.kind in ("controller-kill", "controller-kill-twice")
         broker = (_controller(zookeeper) or fault.broker) if by_controller else fault.broker
         epoch_before = None if fault.kind.startswith("zookeeper") else _broker_epoch(zookeeper, broker)

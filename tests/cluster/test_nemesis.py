@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.cluster.nemesis import run, schedule
+from tests.cluster.nemesis import Fault, longest_gap, run, schedule, stalls
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow, pytest.mark.clients]
 
@@ -31,6 +31,15 @@ def test_the_schedule_is_seeded_and_covers_every_kind_of_fault() -> None:
         "zookeeper-outage",
         "pause-and-kill",
     }
+
+
+def test_stalls_are_the_longest_gaps_between_faults() -> None:
+    assert longest_gap([1.0, 2.0, 5.0], 0.0, 6.0) == 3.0
+    assert longest_gap([], 0.0, 3.0) == 3.0
+    assert longest_gap([0.5, 9.0], 1.0, 4.0) == 3.0  # times outside the window do not count
+    kill, pause = Fault(0, "kill", 1), Fault(5, "pause", 2)
+    found = stalls([(kill, 0.0), (pause, 5.0)], 10.0, writes=[3.0, 1.0, 2.0, 9.0], reads=[4.0, 8.0])
+    assert [(s.fault, s.write_s, s.group_s) for s in found] == [(kill, 2.0, 4.0), (pause, 4.0, 3.0)]
 
 
 def test_no_anomaly_under_a_seeded_nemesis(tmp_path: Path) -> None:

@@ -47,6 +47,7 @@ class Worker:
         self.assigned: list[int] | None = None
         self.consumed: list[tuple[int, int, str]] = []
         self.uncommitted: list[tuple[int, int, str]] = []  # delivered, but their commit failed
+        self.reported_at: list[float] = []  # when each report of records arrived (monotonic)
         self.lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -61,6 +62,8 @@ class Worker:
                     self.consumed.append((partition, offset, value))
                 for partition, offset, value in doc.get("uncommitted", []):
                     self.uncommitted.append((partition, offset, value))
+                if doc.get("consumed") or doc.get("uncommitted"):
+                    self.reported_at.append(time.monotonic())
 
     def log_tail(self, lines: int = 25) -> str:
         if self.log is None:
