@@ -267,6 +267,9 @@ def test_each_kind_reads_the_others_registration_and_takes_over_as_controller(mi
     # the other kind as controller now; a topic made under it has both in its ISR
     mixed.create_topic("under-the-other", [[KAFKA_ID, SAMSA_ID], [SAMSA_ID, KAFKA_ID]])
     produce_and_check(mixed, "under-the-other", 2, count=100)
+    assert mixed.in_sync(
+        "under-the-other", 2, {KAFKA_ID, SAMSA_ID}
+    )  # acks=all did not wait for one to drop out
 
 
 def test_replicas_of_both_kinds_follow_each_other_and_leadership_moves_both_ways(mixed: Mixed) -> None:
