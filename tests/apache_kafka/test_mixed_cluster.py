@@ -14,6 +14,7 @@ JVMs and wait out failovers (about a minute and a half together here).
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -302,17 +303,21 @@ def test_replicas_of_both_kinds_follow_each_other_and_leadership_moves_both_ways
     produce_and_check(mixed, topic, 2)
 
 
+@pytest.mark.parametrize("stop", ["clean", "kill -9"])
 def test_rolling_replacement_of_the_kafka_broker_by_samsa_on_its_log_dir_and_back_loses_no_acked_record(
-    mixed: Mixed, tmp_path: Path
+    mixed: Mixed, stop: str
 ) -> None:
+    """``clean``: each broker stops with SIGTERM (controlled shutdown, clean-shutdown marker); ``kill -9``: with
+    SIGKILL, so each kind recovers the other's unflushed log dir."""
     mixed.both_up()
-    topic = "rolling"
+    topic = f"rolling-{'clean' if stop == 'clean' else 'killed'}"
+    sig = signal.SIGTERM if stop == "clean" else signal.SIGKILL
     mixed.create_topic(topic, [[KAFKA_ID, SAMSA_ID], [SAMSA_ID, KAFKA_ID], [KAFKA_ID, SAMSA_ID]])
     both = {KAFKA_ID, SAMSA_ID}
     with Load(mixed.bootstrap, topic) as load:
         load.wait_acked(300)
-        # Kafka 1 stops cleanly; a Samsa broker 1 starts on its log dir and port
-        mixed.kafka.stop()
+        # Kafka 1 stops; a Samsa broker 1 starts on its log dir and port
+        mixed.kafka.stop(sig)
         stand_in = samsa_broker(mixed.kafka.log_dir, mixed.connect, KAFKA_ID, port=mixed.kafka.port)
         load.wait_acked(200)
         stand_in.start(timeout=60)
@@ -323,7 +328,7 @@ def test_rolling_replacement_of_the_kafka_broker_by_samsa_on_its_log_dir_and_bac
             wait_for(lambda: mixed.leaders(topic, 3)[0] == KAFKA_ID, 30, "Samsa broker 1 leads partition 0")
             load.wait_acked(300)
         finally:
-            stand_in.stop()
+            stand_in.stop(sig)
         # and back: Kafka 1 on the log dir Samsa wrote last
         load.wait_acked(200)
         mixed.kafka.start()
