@@ -96,6 +96,14 @@ class Mixed:
             self.samsa.start(timeout=30)
         wait_for(lambda: self.live() == {KAFKA_ID, SAMSA_ID}, 30, "both brokers registered")
 
+    def samsa_controller(self) -> None:
+        """Make the Samsa broker the controller (restarting the Kafka broker if it is)."""
+        if self.controller() == KAFKA_ID:
+            self.kafka.stop()
+            wait_for(lambda: self.controller() == SAMSA_ID, 30, "Samsa took over as controller")
+            self.kafka.start()
+            wait_for(lambda: self.live() == {KAFKA_ID, SAMSA_ID}, 30, "Kafka back")
+
     def create_topic(self, topic: str, assignment: list[list[int]]) -> None:
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         futures = admin.create_topics(
@@ -307,9 +315,11 @@ def test_replicas_of_both_kinds_follow_each_other_and_leadership_moves_both_ways
 def test_rolling_replacement_of_the_kafka_broker_by_samsa_on_its_log_dir_and_back_loses_no_acked_record(
     mixed: Mixed, stop: str
 ) -> None:
-    """``clean``: each broker stops with SIGTERM (controlled shutdown, clean-shutdown marker); ``kill -9``: with
-    SIGKILL, so each kind recovers the other's unflushed log dir."""
+    """``clean``: each broker stops with SIGTERM (controlled shutdown through the Samsa controller, which moves the
+    stopping broker's leaderships first; a clean-shutdown marker); ``kill -9``: with SIGKILL, so each kind recovers
+    the other's unflushed log dir."""
     mixed.both_up()
+    mixed.samsa_controller()
     topic = f"rolling-{'clean' if stop == 'clean' else 'killed'}"
     sig = signal.SIGTERM if stop == "clean" else signal.SIGKILL
     mixed.create_topic(topic, [[KAFKA_ID, SAMSA_ID], [SAMSA_ID, KAFKA_ID], [KAFKA_ID, SAMSA_ID]])
@@ -318,6 +328,10 @@ def test_rolling_replacement_of_the_kafka_broker_by_samsa_on_its_log_dir_and_bac
         load.wait_acked(300)
         # Kafka 1 stops; a Samsa broker 1 starts on its log dir and port
         mixed.kafka.stop(sig)
+        if (
+            stop == "clean"
+        ):  # Kafka's ControlledShutdown to the Samsa controller moved its leaderships before it left
+            assert mixed.leaders(topic, 3) == [SAMSA_ID] * 3
         stand_in = samsa_broker(mixed.kafka.log_dir, mixed.connect, KAFKA_ID, port=mixed.kafka.port)
         load.wait_acked(200)
         stand_in.start(timeout=60)
