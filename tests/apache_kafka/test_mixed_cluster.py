@@ -352,3 +352,37 @@ def test_rolling_replacement_of_the_kafka_broker_by_samsa_on_its_log_dir_and_bac
     seen = read_all(mixed.bootstrap, topic, 3)
     lost = {k: v for k, v in load.acked.items() if seen.get(k) != v}
     assert lost == {}, f"{len(lost)} of {len(load.acked)} acknowledged records not read where acknowledged"
+
+
+def is_live(directory: Path, topic: str) -> bool:
+    """A partition directory of ``topic`` not yet renamed for deletion (``<tp>.<uuid>-delete``, which both kinds
+    remove after ``file.delete.delay.ms``)."""
+    return directory.name.startswith(f"{topic}-") and not directory.name.endswith("-delete")
+
+
+def test_a_topic_on_both_kinds_is_deleted_under_either_controller(mixed: Mixed) -> None:
+    """StopReplica with deletion from a Kafka controller to Samsa and from a Samsa controller to Kafka: the topic's
+    znodes go and so do its partition directories on both brokers."""
+    mixed.both_up()
+    for round_ in range(2):
+        topic = f"deleted-{round_}"
+        mixed.create_topic(topic, [[KAFKA_ID, SAMSA_ID], [SAMSA_ID, KAFKA_ID]])
+        produce_and_check(mixed, topic, 2, count=50)
+        admin = AdminClient({"bootstrap.servers": mixed.bootstrap})
+        admin.delete_topics([topic])[topic].result(30)
+        wait_for(lambda t=topic: not mixed.zk.exists(znodes.topic_path(t)), 30, f"{topic}'s znode gone")
+        wait_for(lambda: mixed.zk.get_children(znodes.ADMIN_DELETE_TOPICS) == [], 30, "no deletion pending")
+        for log_dir in (mixed.kafka.log_dir, mixed.samsa.data_dir):
+            wait_for(
+                lambda d=log_dir, t=topic: not [live_dir for live_dir in d.iterdir() if is_live(live_dir, t)],
+                30,
+                f"{topic}'s partition directories gone from {log_dir}",
+            )
+        # the other kind as controller for the second round
+        if mixed.controller() == KAFKA_ID:
+            mixed.kafka.kill()
+            wait_for(lambda: mixed.controller() == SAMSA_ID, 30, "Samsa took over as controller")
+        else:
+            mixed.samsa.kill()
+            wait_for(lambda: mixed.controller() == KAFKA_ID, 30, "Kafka took over as controller")
+        mixed.both_up()
