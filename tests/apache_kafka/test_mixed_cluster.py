@@ -9,7 +9,7 @@ acks=all load swaps the Kafka broker for a Samsa broker with the same id on the 
 with every acknowledged record read at the end at the offset it was acknowledged at.
 
 The tests leave the cluster as they found it (both brokers up), so each can run alone. Marked ``slow``: they start
-JVMs and wait out failovers (about a minute and a half together here).
+JVMs and wait out failovers (about three minutes together here, in one process).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from .kafka_zk_broker import KafkaZkBroker
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 KAFKA_ID, SAMSA_ID = 1, 2
 COMMON = {  # both kinds: no automatic rebalance (the tests move leaders), a lagging follower leaves in 10 s
     "auto.leader.rebalance.enable": "false",
@@ -96,13 +97,15 @@ class Mixed:
             self.samsa.start(timeout=30)
         wait_for(lambda: self.live() == {KAFKA_ID, SAMSA_ID}, 30, "both brokers registered")
 
-    def samsa_controller(self) -> None:
-        """Make the Samsa broker the controller (restarting the Kafka broker if it is)."""
-        if self.controller() == KAFKA_ID:
-            self.kafka.stop()
-            wait_for(lambda: self.controller() == SAMSA_ID, 30, "Samsa took over as controller")
-            self.kafka.start()
-            wait_for(lambda: self.live() == {KAFKA_ID, SAMSA_ID}, 30, "Kafka back")
+    def make_controller(self, broker_id: int) -> None:
+        """Make ``broker_id`` the controller, restarting the other broker if it is."""
+        if self.controller() != broker_id:
+            other: KafkaZkBroker | BrokerProcess = self.kafka if broker_id == SAMSA_ID else self.samsa
+            other.stop()
+            wait_for(
+                lambda: self.controller() == broker_id, 30, f"broker {broker_id} took over as controller"
+            )
+            self.both_up()
 
     def create_topic(self, topic: str, assignment: list[list[int]]) -> None:
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
@@ -110,8 +113,11 @@ class Mixed:
             [NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)]
         )
         futures[topic].result(30)
-        brokers = {b for replicas in assignment for b in replicas}
-        wait_for(lambda: self.in_sync(topic, len(assignment), brokers), 30, f"{topic}'s ISR holds {brokers}")
+        wait_for(
+            lambda: all(set(self.state(topic, p).isr) == set(r) for p, r in enumerate(assignment)),
+            30,
+            f"{topic}'s ISRs are {assignment}",
+        )
 
     def elect_preferred(self, topic: str) -> str:
         return self.jars.run(
@@ -319,7 +325,7 @@ def test_rolling_replacement_of_the_kafka_broker_by_samsa_on_its_log_dir_and_bac
     stopping broker's leaderships first; a clean-shutdown marker); ``kill -9``: with SIGKILL, so each kind recovers
     the other's unflushed log dir."""
     mixed.both_up()
-    mixed.samsa_controller()
+    mixed.make_controller(SAMSA_ID)
     topic = f"rolling-{'clean' if stop == 'clean' else 'killed'}"
     sig = signal.SIGTERM if stop == "clean" else signal.SIGKILL
     mixed.create_topic(topic, [[KAFKA_ID, SAMSA_ID], [SAMSA_ID, KAFKA_ID], [KAFKA_ID, SAMSA_ID]])
@@ -386,3 +392,37 @@ def test_a_topic_on_both_kinds_is_deleted_under_either_controller(mixed: Mixed) 
             mixed.samsa.kill()
             wait_for(lambda: mixed.controller() == KAFKA_ID, 30, "Kafka took over as controller")
         mixed.both_up()
+
+
+@pytest.mark.parametrize("controller", [KAFKA_ID, SAMSA_ID], ids=["kafka-controller", "samsa-controller"])
+def test_kafka_reassign_partitions_moves_replicas_from_one_kind_to_the_other(
+    mixed: Mixed, tmp_path: Path, controller: int
+) -> None:
+    """Kafka 3.9's ``kafka-reassign-partitions`` moves a partition from the Kafka broker alone to the Samsa broker
+    alone and another the other way (the new replica catches up from the other kind's leader, joins the ISR and
+    takes the leadership; the old one is stopped and deleted), under either kind of controller, and every record
+    is still read."""
+    mixed.both_up()
+    mixed.make_controller(controller)
+    topic = f"moved-{controller}"
+    mixed.create_topic(topic, [[KAFKA_ID], [SAMSA_ID]])
+    with Load(mixed.bootstrap, topic) as load:
+        load.wait_acked(500)
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        '{"version": 1, "partitions": ['
+        f'{{"topic": "{topic}", "partition": 0, "replicas": [{SAMSA_ID}]}}, '
+        f'{{"topic": "{topic}", "partition": 1, "replicas": [{KAFKA_ID}]}}]}}'
+    )
+    tool = ["--bootstrap-server", mixed.bootstrap, "--reassignment-json-file", str(plan)]
+    mixed.jars.run(REASSIGN, *tool, "--execute")
+
+    def done() -> bool:
+        return mixed.jars.run(REASSIGN, *tool, "--verify").stdout.count("is completed") == 2
+
+    wait_for(
+        lambda: mixed.leaders(topic, 2) == [SAMSA_ID, KAFKA_ID], 60, "each partition led by the other kind"
+    )
+    wait_for(done, 60, "kafka-reassign-partitions --verify reports both moves complete")
+    seen = read_all(mixed.bootstrap, topic, 2)
+    assert {k: seen.get(k) for k in load.acked} == load.acked
