@@ -159,8 +159,8 @@ def mixed(kafka3: KafkaJars, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         yield cluster
     finally:
         zk.stop()
+        kafka.stop()  # first: its controlled shutdown then has a broker to move leaderships to (no 10 s of retries)
         samsa.stop()
-        kafka.stop()
         server.stop()
 
 
