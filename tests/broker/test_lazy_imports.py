@@ -48,10 +48,9 @@ def test_each_handler_is_its_api_module_and_serves_versions_the_codec_has(key: i
     handler = HANDLERS[key]
     name, module_name, low, high, _ = APIS[key]
     assert handler.module_name == module_name, name
-    assert (
-        low <= handler.versions[0] <= handler.implemented[0] <= handler.implemented[1] == handler.versions[1]
-    )
-    assert handler.versions[1] <= high
+    assert low <= handler.versions[0] <= handler.implemented[0] <= handler.versions[1]
+    assert handler.implemented[1] == handler.accepted[1] >= handler.versions[1]
+    assert handler.accepted[0] == handler.versions[0] and handler.accepted[1] <= high
     assert callable(handler.load().handle)
 
 

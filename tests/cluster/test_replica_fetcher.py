@@ -54,7 +54,7 @@ class InMemoryConnection:
         self.closed = True
 
     async def request(self, message: FetchRequest, api_key: int, version: int | None = None) -> Any:
-        wanted = requested_partitions(message)  # as the leader's Fetch handler reads them
+        wanted = requested_partitions(message, message.replica_id)  # as the leader's Fetch handler reads them
         results = await self._leader.fetch(
             wanted,
             max_wait_ms=message.max_wait_ms,

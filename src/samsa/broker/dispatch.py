@@ -123,7 +123,7 @@ class RequestDispatcher:
             raise CloseConnection(str(exc)) from exc
         handler = HANDLERS.get(header.request_api_key)
         version = header.request_api_version
-        if handler is None or not handler.versions[0] <= version <= handler.versions[1]:
+        if handler is None or not handler.accepted[0] <= version <= handler.accepted[1]:
             if header.request_api_key == ApiKey.API_VERSIONS:
                 return encode(header.correlation_id, ApiKey.API_VERSIONS, 0, _unsupported_api_versions())
             raise CloseConnection(
@@ -203,6 +203,7 @@ CLUSTER_APIS = frozenset(
         ApiKey.UPDATE_METADATA,
         ApiKey.CONTROLLED_SHUTDOWN,
         ApiKey.ALTER_PARTITION,
+        ApiKey.ALLOCATE_PRODUCER_IDS,
     }
 )
 """What no client quota counts: ApiVersions, and the requests brokers and the controller send each other."""
@@ -221,7 +222,9 @@ def throttled(
     consumer fetch's record bytes, the time it took; over a quota, the answer carries the throttle time and the
     connection reads nothing more for that long (a throttled fetch answers no records)."""
     key = header.request_api_key
-    if key in CLUSTER_APIS or (key == ApiKey.FETCH and request.replica_id >= 0):
+    if key in CLUSTER_APIS or (
+        key == ApiKey.FETCH and max(request.replica_id, request.replica_state.replica_id) >= 0
+    ):
         return response
     user, client_id = user_of(connection.principal), header.client_id or ""
     now_ms = int(time.time() * 1000)
@@ -297,7 +300,7 @@ def _served(api_key: int, version: int) -> bool:
     us; Kafka answers it in v0 form without reading it). A frame too short to tell is left to the decoder,
     which refuses it."""
     handler = HANDLERS.get(api_key)
-    return handler is not None and handler.versions[0] <= version <= handler.versions[1]
+    return handler is not None and handler.accepted[0] <= version <= handler.accepted[1]
 
 
 def _unsupported_api_versions() -> Any:

@@ -86,6 +86,11 @@ class MetadataStore(Protocol):
 
     def topic_id(self, topic: str) -> uuid.UUID: ...
 
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The topic whose id is ``topic_id`` (None: none here), for requests that name topics by id (Fetch
+        v13+, as Kafka's followers send it)."""
+        ...
+
     async def create_topic(
         self, topic: NewTopic, *, validate_only: bool = False, timeout_ms: int = 30_000
     ) -> AdminResult:
@@ -154,6 +159,7 @@ class LocalMetadataStore:
         self._log_manager = log_manager
         self._producer_ids = producer_ids
         self._group_coordinator = group_coordinator
+        self._names_by_id: dict[uuid.UUID, str] = {}
 
     def cluster_id(self) -> str:
         return self._cluster_id
@@ -193,6 +199,9 @@ class LocalMetadataStore:
 
     def topic_id(self, topic: str) -> uuid.UUID:
         return topic_admin.topic_id(topic)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return _name_of(self, self._names_by_id, topic_id)
 
     async def create_topic(
         self, topic: NewTopic, *, validate_only: bool = False, timeout_ms: int = 30_000
@@ -260,6 +269,7 @@ class ZkMetadataStore:
         self._log_manager = log_manager
         self._clock = clock
         self._registered_addresses = registered_addresses
+        self._names_by_id: dict[uuid.UUID, str] = {}
 
     def cluster_id(self) -> str:
         return self._zk_broker.cluster_id
@@ -298,6 +308,9 @@ class ZkMetadataStore:
 
     def topic_id(self, topic: str) -> uuid.UUID:
         return self._cache.topic_ids.get(topic, uuid.UUID(int=0))
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return _name_of(self, self._names_by_id, topic_id)
 
     async def create_topic(
         self, topic: NewTopic, *, validate_only: bool = False, timeout_ms: int = 30_000
@@ -413,3 +426,16 @@ def leader_of(store: MetadataStore, tp: TopicPartition, listener: str) -> Node |
     if info is None or not store.is_alive(info.leader):
         return None
     return next((n for n in store.alive_brokers(listener) if n.broker_id == info.leader), None)
+
+
+def _name_of(store: MetadataStore, names: dict[uuid.UUID, str], topic_id: uuid.UUID) -> str | None:
+    """``topic_id``'s topic from ``names`` (a store's memo, checked against the store, so a topic deleted or
+    created again under a new id is never answered by its old id), rebuilt from the store's topics on a miss."""
+    name = names.get(topic_id)
+    if name is not None and store.topic_id(name) == topic_id:
+        return name
+    if topic_id.int == 0:
+        return None
+    names.clear()
+    names.update((store.topic_id(topic), topic) for topic in store.topics())
+    return names.get(topic_id)

@@ -53,6 +53,10 @@ from samsa.client.connection import BrokerConnection
 from samsa.client.errors import KafkaError
 from samsa.client.security import ClientSecurity
 from samsa.protocol import ApiKey, ErrorCode
+from samsa.protocol.messages.allocate_producer_ids import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+)
 from samsa.protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -604,6 +608,39 @@ class Controller:
         event.__name__ = "alter_partition"
         self.put_event(event)
         return await done
+
+    async def allocate_producer_ids(self, request: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
+        """A block of producer ids for a broker that asks the controller for them (KIP-730: Kafka's brokers do from
+        ``inter.broker.protocol.version`` 3.0, where Samsa's take theirs from ZooKeeper themselves), taken from
+        ``/latest_producer_id_block`` as Kafka's ZooKeeper-mode controller takes it, so both kinds share one
+        sequence. Queued behind the controller's other events, as in Kafka."""
+        done: asyncio.Future[AllocateProducerIdsResponse] = asyncio.get_running_loop().create_future()
+
+        async def event() -> None:
+            try:
+                done.set_result(await self._allocate_producer_ids(request))
+            except BaseException:
+                done.set_result(AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER))
+                raise
+
+        event.__name__ = "allocate_producer_ids"
+        self.put_event(event)
+        return await done
+
+    async def _allocate_producer_ids(
+        self, request: AllocateProducerIdsRequest
+    ) -> AllocateProducerIdsResponse:
+        if not self.is_active:
+            return AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        known = self.live.get(request.broker_id)
+        if known is None or request.broker_epoch != known[1]:
+            return AllocateProducerIdsResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+        block = await self.zk_call(self.zk.allocate_producer_ids, request.broker_id)
+        return AllocateProducerIdsResponse(
+            error_code=ErrorCode.NONE,
+            producer_id_start=block.block_start,
+            producer_id_len=block.block_end - block.block_start + 1,
+        )
 
     async def _alter_partition(self, request: AlterPartitionRequest) -> AlterPartitionResponse:
         if not self.is_active:

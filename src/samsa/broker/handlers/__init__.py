@@ -4,7 +4,9 @@ None when the request gets no response (Produce with acks=0).
 ``HANDLERS`` is the registry the dispatcher serves and ApiVersions advertises (what is advertised is what works):
 per API key, the handler's module, ``versions`` (the range advertised in ApiVersions) and ``implemented`` (the
 versions actually served; a request in an advertised version outside it closes its connection, as Kafka 4 does for
-Produce v0-2, which it advertises only for old librdkafka's sake). The table is data, so advertising costs no
+Produce v0-2, which it advertises only for old librdkafka's sake), and ``accepted`` (the versions decoded and served:
+the advertised ones, and for Fetch also v13-17, which Kafka 3.9's ZooKeeper-mode followers send in a mixed cluster
+without asking ApiVersions, while clients keep to the advertised v12 and topic names). The table is data, so advertising costs no
 import: a handler module, and the generated message module it uses, is imported when its API's first request
 comes. That keeps a broker's start from paying for every API's message classes.
 """
@@ -27,6 +29,7 @@ class Handler:
     module_name: str
     versions: tuple[int, int]
     implemented: tuple[int, int]
+    accepted: tuple[int, int]
     module: ModuleType | None = field(default=None, repr=False)
 
     def load(self) -> ModuleType:
@@ -36,9 +39,15 @@ class Handler:
 
 
 def _served(
-    api_key: ApiKey, module_name: str, low: int, high: int, implemented_from: int | None = None
+    api_key: ApiKey,
+    module_name: str,
+    low: int,
+    high: int,
+    implemented_from: int | None = None,
+    accepted_to: int | None = None,
 ) -> Handler:
-    return Handler(api_key, module_name, (low, high), (implemented_from or low, high))
+    top = accepted_to or high
+    return Handler(api_key, module_name, (low, high), (implemented_from or low, top), (low, top))
 
 
 HANDLERS: dict[int, Handler] = {
@@ -47,7 +56,7 @@ HANDLERS: dict[int, Handler] = {
         _served(
             ApiKey.PRODUCE, "produce", 0, 9, implemented_from=3
         ),  # v0-2 advertised for old librdkafka, then refused
-        _served(ApiKey.FETCH, "fetch", 4, 12),
+        _served(ApiKey.FETCH, "fetch", 4, 12, accepted_to=17),  # v13-17 for Kafka 3.9 followers (module doc)
         _served(ApiKey.LIST_OFFSETS, "list_offsets", 1, 7),
         _served(ApiKey.METADATA, "metadata", 0, 12),
         _served(ApiKey.LEADER_AND_ISR, "leader_and_isr", 5, 7),  # from the controller (cluster mode)
@@ -102,5 +111,8 @@ HANDLERS: dict[int, Handler] = {
         _served(ApiKey.OFFSET_DELETE, "offset_delete", 0, 0),
         _served(ApiKey.ALTER_PARTITION, "alter_partition", 0, 3),  # to the controller (cluster mode)
         _served(ApiKey.DESCRIBE_CLUSTER, "describe_cluster", 0, 1),
+        _served(
+            ApiKey.ALLOCATE_PRODUCER_IDS, "allocate_producer_ids", 0, 0
+        ),  # to the controller (cluster mode)
     )
 }

@@ -7,6 +7,11 @@ fetch requests, as a broker with no session slots does.
 A fetch with a replica id is a follower's (cluster mode): it reads to the log end, moves that follower's position
 on the leader (the ISR and the high watermark follow), and when the follower's last fetched epoch ended earlier
 here, the answer carries no records but the diverging epoch, so the follower truncates (KIP-595).
+
+From v13 topics are named by id (KIP-516), both ways; an id this broker does not know answers UNKNOWN_TOPIC_ID.
+From v15 a follower's id is in ``replica_state`` instead of ``replica_id`` (KIP-903). Kafka's ZooKeeper-mode
+followers send the version their ``inter.broker.protocol.version`` fixes (v17 for 3.9) without asking ApiVersions,
+so a mixed cluster needs these.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from samsa.protocol.messages.fetch import (
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
+    FetchTopic,
     PartitionData,
 )
 from samsa.protocol.primitives import records_size
@@ -36,14 +42,23 @@ if TYPE_CHECKING:
     from samsa.metrics.broker_metrics import BrokerMetrics
 
 
+def replica_of(request: FetchRequest) -> int:
+    """The fetching follower's broker id, -1 for a consumer: ``replica_id`` up to v14, ``replica_state`` from v15
+    (the field a version does not carry keeps its default, -1)."""
+    return max(request.replica_id, request.replica_state.replica_id)
+
+
 async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
-    if request.replica_id >= 0:
+    replica_id = replica_of(request)
+    if replica_id >= 0:
         isolation = FetchIsolation.LOG_END
     elif request.isolation_level == 1:
         isolation = FetchIsolation.TXN_COMMITTED
     else:
         isolation = FetchIsolation.HIGH_WATERMARK
-    wanted, denied = _authorized(ctx, request.replica_id, requested_partitions(request))
+    by_id = ctx.api_version >= 13
+    named, unknown_ids = _named_by_id(ctx, request) if by_id else (request, [])
+    wanted, denied = _authorized(ctx, replica_id, requested_partitions(named, replica_id))
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     results = await ctx.services.replica_manager.fetch(
         wanted,
@@ -51,10 +66,10 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         min_bytes=request.min_bytes,
         max_bytes=max_bytes,
         isolation=isolation,
-        replica_id=request.replica_id,
+        replica_id=replica_id,
     )
     if ctx.services.metrics is not None:
-        _measure(ctx.services.metrics, request.replica_id, wanted, results)
+        _measure(ctx.services.metrics, replica_id, wanted, results)
     responses: list[FetchableTopicResponse] = []
     for want, result in zip(wanted, results, strict=True):
         data = PartitionData(
@@ -71,13 +86,39 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         if responses and responses[-1].topic == want.tp.topic:
             responses[-1].partitions.append(data)
         else:
-            responses.append(FetchableTopicResponse(topic=want.tp.topic, partitions=[data]))
+            responses.append(_topic_response(ctx, by_id, want.tp.topic, data))
     for want in denied:
         data = PartitionData(
             partition_index=want.tp.partition, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED
         )
-        responses.append(FetchableTopicResponse(topic=want.tp.topic, partitions=[data]))
+        responses.append(_topic_response(ctx, by_id, want.tp.topic, data))
+    for topic in unknown_ids:
+        errors = [PartitionData(p.partition, ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.partitions]
+        responses.append(FetchableTopicResponse(topic_id=topic.topic_id, partitions=errors))
     return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+
+
+def _topic_response(
+    ctx: RequestContext, by_id: bool, topic: str, data: PartitionData
+) -> FetchableTopicResponse:
+    if by_id:
+        return FetchableTopicResponse(
+            topic=topic, topic_id=ctx.services.metadata_store.topic_id(topic), partitions=[data]
+        )
+    return FetchableTopicResponse(topic=topic, partitions=[data])
+
+
+def _named_by_id(ctx: RequestContext, request: FetchRequest) -> tuple[FetchRequest, list[FetchTopic]]:
+    """(the request with each topic's name filled in from its id, the topics whose id is unknown here)."""
+    named: list[FetchTopic] = []
+    unknown: list[FetchTopic] = []
+    for topic in request.topics:
+        name = ctx.services.metadata_store.topic_name(topic.topic_id)
+        if name is None:
+            unknown.append(topic)
+        else:
+            named.append(dataclasses.replace(topic, topic=name))
+    return dataclasses.replace(request, topics=named), unknown
 
 
 def _aborted(isolation_level: int, result: FetchResult) -> list[AbortedTransaction] | None:
@@ -118,7 +159,7 @@ def _authorized(
     return [w for w in wanted if readable[w.tp.topic]], [w for w in wanted if not readable[w.tp.topic]]
 
 
-def requested_partitions(request: FetchRequest) -> list[FetchRequestPartition]:
+def requested_partitions(request: FetchRequest, replica_id: int) -> list[FetchRequestPartition]:
     """The request's partitions as the replica manager reads them, in request order."""
     return [
         FetchRequestPartition(
@@ -126,7 +167,7 @@ def requested_partitions(request: FetchRequest) -> list[FetchRequestPartition]:
             p.fetch_offset,
             p.partition_max_bytes,
             p.current_leader_epoch,
-            request.replica_id,
+            replica_id,
             p.last_fetched_epoch,
         )
         for topic in request.topics
