@@ -537,7 +537,7 @@ def run_phases(
 ) -> Iterator[tuple[Phase, dict[str, Any]]]:
     bs = deployment.bootstrap
     for client in clients:
-        for size in SIZES:
+        for size in records:
             for partitions in PARTITIONS:
                 count = records[size]
                 topics = {
@@ -617,9 +617,8 @@ def run_deployment(
 
 
 def records_per_size(args: argparse.Namespace) -> dict[int, int]:
-    if args.quick:
-        return {100: 20_000, 1024: 5_000}
-    return {100: args.records, 1024: args.records_1k}
+    counts = {100: 20_000, 1024: 5_000} if args.quick else {100: args.records, 1024: args.records_1k}
+    return {size: counts[size] for size in SIZES if str(size) in args.sizes.split(",")}
 
 
 # --- the table ------------------------------------------------------------------------------------------------
@@ -678,6 +677,7 @@ def main() -> None:
     ap.add_argument("--only", choices=("samsa", "kafka"))
     ap.add_argument("--deployments", default="single,cluster")
     ap.add_argument("--clients", default=",".join(CLIENTS))
+    ap.add_argument("--sizes", default="100,1024", help="value sizes to run, of 100,1024")
     ap.add_argument("--rdkafka-performance", type=Path, default=os.environ.get("RDKAFKA_PERFORMANCE"))
     ap.add_argument("--profile", type=Path, help="run the single Samsa broker under cProfile, into DIR")
     ap.add_argument("--json", type=Path)
