@@ -638,9 +638,10 @@ def table(results: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
             label = f"{CLIENT_LABEL[client]} {size} B {partitions} p {op}"
             k, s = kafka.get(key, {}).get("msgs_s"), samsa.get(key, {}).get("msgs_s")
             kmb, smb = kafka.get(key, {}).get("mb_s"), samsa.get(key, {}).get("mb_s")
+            kcpu, scpu = kafka.get(key, {}).get("broker_cpu_s"), samsa.get(key, {}).get("broker_cpu_s")
             lines.append(
                 f"  {label:46} {fmt(k, 1)} msg/s {fmt(kmb, 1, 6, 1)} MB/s  {fmt(s, 1)} msg/s {fmt(smb, 1, 6, 1)} MB/s"
-                f"  {ratio(s, k)}"
+                f"  {ratio(s, k):>7}  broker CPU s {fmt(kcpu, 1, 5, 2)} / {fmt(scpu, 1, 5, 2)}"
             )
     return lines
 
@@ -694,12 +695,13 @@ def main() -> None:
 
     import confluent_kafka
 
+    found: Any = confluent_kafka.version()  # a str in 2.16, a (str, int) tuple in older releases
     clients = available_clients(args)
     names = [n for n in ("kafka", "samsa") if args.only in (None, n)]
     kinds = args.deployments.split(",")
     print(
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, Python {sys.version.split()[0]}, "
-        f"confluent-kafka {confluent_kafka.version()[0]}, librdkafka {confluent_kafka.libversion()[0]}, "
+        f"confluent-kafka {found if isinstance(found, str) else found[0]}, librdkafka {confluent_kafka.libversion()[0]}, "
         f"Kafka {KAFKA_4} (KRaft) / {KAFKA_3} (ZooKeeper), clients {clients}, records {records_per_size(args)}",
         flush=True,
     )
