@@ -1,6 +1,6 @@
 """Samsa beside Apache Kafka on this machine, in one run, with the same clients (issue 32, item 6).
 
-Run: ``.venv/bin/python bench/bench_vs_kafka.py`` (about 25 minutes on 2 shared cores: 500,000 x 100 B and
+Run: ``.venv/bin/python bench/bench_vs_kafka.py`` (16 minutes here on 2 shared cores: 500,000 x 100 B and
 200,000 x 1 KiB per phase on the single brokers, ``--cluster-scale`` 0.2 of that on the clusters; ``--quick`` runs a
 few thousand records per phase, ``--only samsa`` leaves Kafka out, ``--deployments single`` the clusters,
 ``--json FILE`` keeps every figure). Kafka's jars come from ``make kafka-jars`` (``.cache/kafka/4.4.0`` and ``3.9.2``);
@@ -355,7 +355,7 @@ def wait_brokers(deployment: Deployment, count: int, timeout: float = 60.0) -> N
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, replication: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics(
@@ -365,8 +365,10 @@ def create_topic(bootstrap: str, topic: str, partitions: int, replication: int) 
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # every partition has a leader before the clock starts
         meta = admin.list_topics(topic, timeout=10).topics.get(topic)
-        ready = meta is not None and meta.error is None and len(meta.partitions) == partitions
-        if ready and all(p.leader >= 0 and len(p.isrs) >= replication for p in meta.partitions.values()):
+        found = {} if meta is None or meta.error is not None else meta.partitions
+        if len(found) == partitions and all(
+            p.leader >= 0 and len(p.isrs) >= replication for p in found.values()
+        ):
             return
         time.sleep(0.1)
     raise RuntimeError(f"topic {topic} not ready")
@@ -671,7 +673,7 @@ def ratio(samsa: float | None, kafka: float | None) -> str:
 
 
 def available_clients(args: argparse.Namespace) -> list[str]:
-    clients = args.clients.split(",")
+    clients: list[str] = args.clients.split(",")
     if "rdkafka" in clients and (args.rdkafka_performance is None or not args.rdkafka_performance.exists()):
         print(
             "rdkafka_performance: none given (--rdkafka-performance; bench/build_rdkafka_performance.sh): skipped"
