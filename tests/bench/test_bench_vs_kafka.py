@@ -1,0 +1,44 @@
+"""``bench/bench_vs_kafka.py --quick``, Samsa's side only, so that the script cannot rot between full runs: a single
+broker and a 3-broker ZooKeeper cluster, confluent-kafka only (Kafka's JVMs and tools are left to the full run).
+Every figure the full run reports for Samsa must come out, and each rate must be a rate."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "bench_vs_kafka.py"
+
+pytestmark = [pytest.mark.slow, pytest.mark.clients, pytest.mark.timeout(240)]
+
+
+def test_quick_run_reports_every_samsa_figure(tmp_path: Path) -> None:
+    figures_file = tmp_path / "figures.json"
+    args = ["--quick", "--only", "samsa", "--clients", "confluent", "--json", str(figures_file)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=220,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    figures = json.loads(figures_file.read_text())
+    for kind in ("single", "cluster"):
+        samsa = figures[kind]["samsa"]
+        assert 0 < samsa["startup_s"] < 60
+        assert 0 < samsa["idle_rss_mib"] < 1024
+        for size in (100, 1024):
+            for partitions in (1, 64):
+                for op in ("produce acks=1", "produce acks=all", "consume"):
+                    phase = samsa[f"confluent|{size}|{partitions}|{op}"]
+                    assert phase["msgs_s"] > 0, (kind, size, partitions, op, phase)
+    assert "single:" in done.stdout and "cluster:" in done.stdout
