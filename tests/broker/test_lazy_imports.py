@@ -95,7 +95,7 @@ def test_samsa_serve_runs_without_click_or_rich(tmp_path: Path) -> None:
     code = (
         "import json, sys\n"
         "import samsa.broker.runner as runner\n"
-        "runner.run_forever = lambda config, use_uvloop=False, log_format='text': "
+        "runner.run_forever = lambda config, **options: "
         "print(json.dumps(sorted(sys.modules))) or 0\n"
         "from samsa.cli import main\n"
         f"sys.exit(main(['serve', '--override', 'log.dirs={tmp_path}']))\n"
