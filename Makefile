@@ -49,8 +49,11 @@ contracts: $(STAMP)
 kafka-jars: system-deps
 	tools/kafka/fetch.sh
 
+# --dist loadfile: each test module on one worker, its tests in file order (modules that share one cluster or
+# JVM need it). The xdist_group markers the conftests add (loadgroup) take no effect with pytest 9 and
+# pytest-xdist 3.8: xdist renames item._nodeid, which pytest 9 no longer reads.
 unit: $(STAMP) system-deps kafka-jars
-	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 KAFKA_MESSAGES := $(SHARED)/kafka-messages
 # Generated-code freshness is checked only where the descriptors sit beside the project.

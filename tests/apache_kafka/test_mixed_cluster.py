@@ -33,7 +33,8 @@ from tests.clients.harness import BrokerProcess
 from .jars import KafkaJars
 from .kafka_zk_broker import KafkaZkBroker
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+# one worker, in order: the tests share one cluster (the module fixture) and each leaves it as the next expects
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300), pytest.mark.xdist_group("kafka")]
 
 ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
 REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
