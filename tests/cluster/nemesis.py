@@ -469,10 +469,9 @@ def _read_everything(bootstrap: str) -> dict[int, dict[int, str]]:
             log[message.partition()][message.offset()] = message.value().decode()
             next_offset[message.partition()] = message.offset() + 1
         elif message is None:  # idle: a partition whose last offsets are not records (markers) is at its end
-            for p in log:
-                position = consumer.position([TopicPartition(TOPIC, p)])[0].offset
-                if position >= 0:
-                    next_offset[p] = max(next_offset[p], position)
+            for at in consumer.position([TopicPartition(TOPIC, p) for p in log]):
+                if at.offset >= 0:
+                    next_offset[at.partition] = max(next_offset[at.partition], at.offset)
     consumer.close()
     return log
 

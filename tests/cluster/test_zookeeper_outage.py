@@ -15,7 +15,6 @@ behind it (1 run in 2 on a loaded machine); each host is listed several times so
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
 import signal
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from tests.cluster.nemesis import longest_gap
 from tests.cluster.waiting import wait_for
 
 from samsa.cluster import znodes
@@ -133,12 +133,6 @@ class Writer:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(90)
-
-
-def longest_gap(times: list[float], start: float, end: float) -> float:
-    """The longest time without an acknowledgement within [start, end]."""
-    marks = [start, *(t for t in times if start < t < end), end]
-    return max(b - a for a, b in itertools.pairwise(marks))
 
 
 def test_brokers_keep_their_sessions_leaders_and_writes_through_a_zookeeper_outage(
