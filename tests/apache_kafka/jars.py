@@ -41,6 +41,14 @@ KAFKA_3 = "3.9.2"
 APPS_CACHE = Path(os.environ.get("SAMSA_KAFKA_APPS_CACHE", ROOT / ".cache" / "kafka-apps"))
 KAFKA_APPS = "4.3.1"
 JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss1m")
+# A test broker's internal topics: one replica (whatever the cluster's size), few partitions, no join delay
+SMALL_INTERNAL_TOPICS = {
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "4",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
 
 
 class JarsMissing(Exception):

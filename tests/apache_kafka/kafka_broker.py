@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import base64
 import signal
-import socket
 import subprocess
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.clients.harness import free_port, stop_process
+from tests.clients.harness import free_port, port_open, stop_process
 
-from .jars import STORAGE, TOPICS, KafkaJars
+from .jars import SMALL_INTERNAL_TOPICS, STORAGE, TOPICS, KafkaJars
 
 
 def random_cluster_id() -> str:
@@ -59,11 +58,7 @@ class KafkaBroker:
             "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.log_dir),
-            "offsets.topic.replication.factor": "1",
-            "offsets.topic.num.partitions": "4",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "group.initial.rebalance.delay.ms": "0",
+            **SMALL_INTERNAL_TOPICS,
             **self.settings,
         }
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -94,10 +89,7 @@ class KafkaBroker:
 
     def _answers_metadata(self) -> bool:
         """Kafka listens before it serves; a ready broker lists topics (one JVM run of kafka-topics)."""
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                pass
-        except OSError:
+        if not port_open(self.port):
             return False
         done = self.jars.run(
             TOPICS, "--bootstrap-server", self.bootstrap, "--list",

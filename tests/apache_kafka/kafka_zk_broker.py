@@ -10,15 +10,14 @@ Heap 512 MiB and the serial collector (two cores shared); Kafka's log4j output g
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.clients.harness import free_port, stop_process
+from tests.clients.harness import free_port, port_open, stop_process
 
-from .jars import KafkaJars
+from .jars import SMALL_INTERNAL_TOPICS, KafkaJars
 
 KAFKA_MAIN = "kafka.Kafka"
 
@@ -52,11 +51,7 @@ class KafkaZkBroker:
             "inter.broker.protocol.version": "3.9",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(self.log_dir),
-            "offsets.topic.replication.factor": "1",
-            "offsets.topic.num.partitions": "4",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "group.initial.rebalance.delay.ms": "0",
+            **SMALL_INTERNAL_TOPICS,
             "replica.lag.time.max.ms": "10000",
             **self.settings,
         }
@@ -74,7 +69,7 @@ class KafkaZkBroker:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"Kafka exited {self.process.returncode}:\n{self.tail()}")
-            if self._listening():
+            if port_open(self.port):
                 return
             time.sleep(0.3)
         self.stop(signal.SIGKILL)
@@ -91,13 +86,6 @@ class KafkaZkBroker:
             "log4j.logger.kafka.log.LogCleaner=WARN\n"
         )
         return path
-
-    def _listening(self) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                return True
-        except OSError:
-            return False
 
     def tail(self, chars: int = 4000) -> str:
         try:

@@ -3,6 +3,8 @@ unparsable lines go to the dead-letter topic."""
 
 from __future__ import annotations
 
+import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,8 +53,19 @@ def produce_lines(bootstrap: str, lines: list[GeneratedLine]) -> None:
 
 
 def run_once(spark: SparkSession, cfg: PipelineConfig) -> None:
+    """Run both queries to the end of what is available; a query still running after 240 s fails the test with
+    its status, its last progress and every Python thread's stack (the broker runs in this process)."""
     for query in start(spark, cfg):
-        query.awaitTermination(180)
+        if not query.awaitTermination(240):
+            stacks = "\n".join(
+                f"thread {ident}:\n{''.join(traceback.format_stack(frame))}"
+                for ident, frame in sys._current_frames().items()
+            )
+            query.stop()
+            pytest.fail(
+                f"query {query.name} still running after 240 s: status {query.status}, "
+                f"last progress {query.lastProgress}\n{stacks}"
+            )
         assert query.exception() is None
 
 
