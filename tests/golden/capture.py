@@ -32,13 +32,16 @@ class Captured:
 
 
 class CaptureProxy:
-    """Listens on ``listen_port`` (0: any free port) and relays every connection to ``upstream_port``."""
+    """Listens on ``listen_port`` (0: any free port) and relays every connection to ``upstream_port``, which may be
+    set after construction (``upstream``), before ``start``: bind the proxy first, then start the broker that
+    advertises it, so no other process can take the proxy's port in between."""
 
-    def __init__(self, upstream_port: int, listen_port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, upstream_port: int = 0, listen_port: int = 0, host: str = "127.0.0.1") -> None:
         self.upstream = (host, upstream_port)
         self._listener = socket.create_server((host, listen_port))
         self.port: int = self._listener.getsockname()[1]
         self.captured: list[Captured] = []
+        self.upstream_errors: list[str] = []  # connections closed because the upstream refused them
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._stopping = threading.Event()
@@ -93,7 +96,9 @@ class CaptureProxy:
             client.settimeout(None)
             try:
                 upstream = socket.create_connection(self.upstream, timeout=10)
-            except OSError:
+            except OSError as exc:
+                with self._lock:
+                    self.upstream_errors.append(f"{self.upstream[0]}:{self.upstream[1]}: {exc}")
                 client.close()
                 continue
             upstream.settimeout(None)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from samsa.protocol import decode_request
 from tests.badinput import wire
-from tests.clients.harness import BrokerProcess, free_port
+from tests.clients.harness import BrokerProcess
 
 from . import scenarios
 from .capture import REQUEST, Captured, CaptureProxy
@@ -30,12 +30,13 @@ FRAMES = Path(__file__).resolve().parent / "frames"
 @contextmanager
 def proxied_broker(data_dir: Path) -> Iterator[tuple[BrokerProcess, CaptureProxy]]:
     """A broker process advertising a capture proxy in front of it, with every scenario's topic created."""
-    proxy_port = free_port()
+    proxy = CaptureProxy()
     broker = BrokerProcess(
-        data_dir=data_dir, overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}"}
+        data_dir=data_dir, overrides={"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy.port}"}
     )
     broker.start()
-    proxy = CaptureProxy(broker.port, proxy_port).start()
+    proxy.upstream = ("127.0.0.1", broker.port)
+    proxy.start()
     try:
         with wire.Connection(broker.port) as conn:
             for client in scenarios.CLIENTS:

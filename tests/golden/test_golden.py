@@ -20,6 +20,7 @@ from samsa.protocol import ApiKey, RequestHeader, decode_request, decode_respons
 from samsa.protocol.schema import in_range
 from samsa.records.batch_view import iter_batches
 from samsa.records.iterate import iter_records
+from tests.clients.harness import BrokerProcess
 
 from . import scenarios
 from .capture import REQUEST, CaptureProxy
@@ -147,9 +148,21 @@ def test_stored_frames_decode_the_same_in_kafka_python(client: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CaptureProxy]:
-    with proxied_broker(tmp_path_factory.mktemp("golden")) as (_, proxy):
-        yield proxy
+def proxied_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, CaptureProxy]]:
+    with proxied_broker(tmp_path_factory.mktemp("golden")) as pair:
+        yield pair
+
+
+@pytest.fixture
+def proxied(proxied_pair: tuple[BrokerProcess, CaptureProxy]) -> Iterator[CaptureProxy]:
+    """The proxy; a test that fails says whether the broker behind it still runs, and what the proxy saw."""
+    broker, proxy = proxied_pair
+    yield proxy
+    assert broker.process is not None and broker.process.poll() is None, (
+        f"the broker behind the proxy exited ({broker.process and broker.process.returncode}):\n"
+        + "".join(broker.output[-40:])
+    )
+    assert not proxy.upstream_errors, f"the proxy could not reach the broker: {proxy.upstream_errors[:3]}"
 
 
 def kafka_python_classes() -> dict[int, Any]:
