@@ -36,6 +36,7 @@ from samsa.protocol import (
     api_schema,
     decode_request,
 )
+from samsa.protocol.api import produce_codec
 from samsa.protocol.headers import REQUEST_HEADER_START, write_response_header
 from samsa.protocol.messages._registry import APIS
 from samsa.protocol.primitives import records_size
@@ -160,9 +161,7 @@ class RequestDispatcher:
         metrics = self.services.metrics
         if metrics is not None:
             metrics.request_done(APIS[header.request_api_key][0], version, time.perf_counter() - begun)
-        return encode(
-            header.correlation_id, header.request_api_key, version, fit_to_version(response, version)
-        )
+        return encode(header.correlation_id, header.request_api_key, version, response)
 
 
 def _log_request(header: RequestHeader, connection: ConnectionInfo, seconds: float) -> None:
@@ -308,7 +307,13 @@ def _unsupported_api_versions() -> Any:
 
 
 def encode(correlation_id: int, api_key: int, api_version: int, message: Any) -> list[ResponsePart]:
+    """The response frame's parts: ``message`` fitted to ``api_version`` (``fit_to_version``) and encoded, a
+    Produce answer of the common shape by the hand-written codec (``samsa.protocol.produce_codec``)."""
     out = FrameBuffer()
     write_response_header(out, ResponseHeader(correlation_id), api_key, api_version)
-    api_schema(api_key).response_encoders[api_version](out, message)
+    if api_key != _PRODUCE or not produce_codec().encode_produce_response(out, message, api_version):
+        api_schema(api_key).response_encoders[api_version](out, fit_to_version(message, api_version))
     return out.parts()
+
+
+_PRODUCE = int(ApiKey.PRODUCE)
