@@ -586,9 +586,12 @@ class Server:
                     if delay > 0:
                         held.release()
                         await asyncio.sleep(delay)
-                idle_since[task] = loop.time()
-                frame = await reader.read_frame()
-                del idle_since[task]
+                if reader.frames_waiting:  # a received frame: nothing to wait for, not idle
+                    frame = await reader.read_frame()
+                else:
+                    idle_since[task] = loop.time()
+                    frame = await reader.read_frame()
+                    del idle_since[task]
                 if frame is None:
                     break
                 parts = await self._handler(info, frame)
