@@ -15,6 +15,7 @@ with ``PYTHONPATH`` pointing at each, in turns.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 from samsa.protocol import RequestHeader, encode_request
 from samsa.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
@@ -105,6 +107,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=64)
     ap.add_argument("--records", type=int, default=100, help="records of 100 B per request's batch")
     ap.add_argument("--window", type=int, default=32, help="requests in flight at most")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     log_dir = tempfile.mkdtemp(prefix="bench-requests-", dir="/var/tmp")
     broker, port = start_broker(log_dir)
@@ -118,6 +121,15 @@ def main() -> None:
         wall = time.perf_counter() - started
         cpu1, kernel1 = cpu_seconds(broker.pid)
         n = args.requests
+        figures = {
+            "requests": n,
+            "broker_cpu_us_per_request": (cpu1 - cpu0) / n * 1e6,
+            "broker_kernel_us_per_request": (kernel1 - kernel0) / n * 1e6,
+            "wall_us_per_request": wall / n * 1e6,
+            "records_per_s": n * args.records / wall,
+        }
+        if args.json is not None:
+            args.json.write_text(json.dumps(figures, indent=2))
         print(
             f"{n:,} produce requests ({args.partitions} partitions, {args.records} x 100 B each, window "
             f"{args.window}): broker CPU {(cpu1 - cpu0) / n * 1e6:.1f} us/request (kernel "
