@@ -11,8 +11,8 @@ Frames are received straight into the buffers requests decode from (``FrameProto
 
 Connections take turns: a connection yields to the event loop when it has no received frame left, and after
 ``TURN_REQUESTS`` requests in a row otherwise, so one client pipelining thousands of requests cannot starve the
-others. The answers to a pipelining client are held back while its next
-requests are already received (``HeldResponses``, at most 64 KiB and 1 ms), so that several go out in one send.
+others. The answers to a pipelining client are held back while its next requests are already received
+(``HeldResponses``, at most 64 KiB and 1 ms), so that several go out in one send.
 
 Bad input ends only the offending connection: a size below zero or above ``socket.request.max.bytes`` closes it
 (as Kafka's ``InvalidReceiveException`` does), and so does any exception a handler lets escape, which is logged.
