@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-SCRIPTS = ("records", "storage", "protocol", "embedded", "broker", "groups", "spark")
+SCRIPTS = ("records", "storage", "protocol", "embedded", "broker", "produce_requests", "groups", "spark")
 
 
 def main() -> int:

@@ -16,7 +16,7 @@ import pytest
 
 import samsa
 from samsa.storage.log import Log
-from tests.clients.harness import Message, ck_consume, ck_produce, kp_produce
+from tests.clients.harness import Message, ak_produce, ck_consume, ck_produce, kp_produce
 
 MESSAGES = [Message(f"k{i}".encode(), f"v{i}".encode() * 20) for i in range(50)]
 
@@ -79,3 +79,56 @@ def _produce(
     produce: Produce, bootstrap: str, messages: Sequence[Message], codec: str, extra: dict[str, object]
 ) -> list[tuple[int, int]]:
     return produce(bootstrap, "fast", messages, codec, partition=1, **extra)
+
+
+class Codec:
+    """Produce requests and answers by the codec that read or wrote them: the hand-written one
+    (``samsa.protocol.produce_codec``) or, when it declined, the generated one."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import samsa.protocol.produce_codec as codec
+
+        self.versions: set[int] = set()
+        self.decoded = self.declined_decode = self.encoded = self.declined_encode = 0
+        real_decode, real_encode = codec.decode_produce_request, codec.encode_produce_response
+
+        def decode(frame: memoryview, start: tuple[int, int, int]) -> Any:
+            result = real_decode(frame, start)
+            self.versions.add(start[1])
+            if result is None:
+                self.declined_decode += 1
+            else:
+                self.decoded += 1
+            return result
+
+        def encode(out: bytearray, response: Any, version: int) -> bool:
+            done = real_encode(out, response, version)
+            if done:
+                self.encoded += 1
+            else:
+                self.declined_encode += 1
+            return done
+
+        monkeypatch.setattr(codec, "decode_produce_request", decode)
+        monkeypatch.setattr(codec, "encode_produce_response", encode)
+
+
+@pytest.mark.parametrize(
+    ("produce", "extra"),
+    [
+        (ck_produce, {"enable.idempotence": True}),
+        (kp_produce, {"acks": "all"}),
+        (ak_produce, {}),
+    ],
+    ids=["confluent-kafka", "kafka-python", "aiokafka"],
+)
+def test_a_real_clients_produce_is_read_and_answered_by_the_hand_written_codec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, produce: Produce, extra: dict[str, object]
+) -> None:
+    codec = Codec(monkeypatch)
+    with samsa.Broker(tmp_path / "data") as broker:
+        broker.create_topic("fast", partitions=2)
+        acked = _produce(produce, broker.bootstrap_servers, MESSAGES, "none", extra)
+        assert sorted(offset for _, offset in acked) == list(range(len(MESSAGES)))
+    assert codec.decoded > 0 and codec.encoded > 0, codec.versions
+    assert (codec.declined_decode, codec.declined_encode) == (0, 0), codec.versions

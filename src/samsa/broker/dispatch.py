@@ -36,6 +36,7 @@ from samsa.protocol import (
     api_schema,
     decode_request,
 )
+from samsa.protocol.api import produce_codec
 from samsa.protocol.headers import REQUEST_HEADER_START, write_response_header
 from samsa.protocol.messages._registry import APIS
 from samsa.protocol.primitives import records_size
@@ -70,6 +71,9 @@ class FrameBuffer(bytearray):
         self.regions: list[tuple[int, FileRegion]] = []
 
     def parts(self) -> list[ResponsePart]:
+        if not self.regions:  # most answers: the buffer itself is the one part
+            struct.pack_into(">i", self, 0, len(self) - 4)
+            return [self]
         total = len(self) - 4 + sum(region.size for _, region in self.regions)
         struct.pack_into(">i", self, 0, total)
         view = memoryview(self)
@@ -101,8 +105,13 @@ class RequestDispatcher:
 
             return await unwrapped(connection, frame, self.services)
         start = REQUEST_HEADER_START.unpack_from(frame) if len(frame) >= 8 else None
-        if start is not None and not _served(start[0], start[1]):
-            # decided from the header's fixed start: the body is never parsed
+        handler = HANDLERS.get(start[0]) if start is not None else None
+        if start is not None and (
+            handler is None or not handler.accepted[0] <= start[1] <= handler.accepted[1]
+        ):
+            # decided from the header's fixed start, so the body of an API or version we do not serve is never
+            # parsed (a newer client's ApiVersions layout is unknown to us; Kafka answers it in v0 form without
+            # reading it). A frame too short to tell is left to the decoder, which refuses it
             api_key, version, correlation_id = start
             if api_key == ApiKey.API_VERSIONS:
                 return encode(correlation_id, ApiKey.API_VERSIONS, 0, _unsupported_api_versions())
@@ -121,21 +130,11 @@ class RequestDispatcher:
             ) from exc
         except RemoteProtocolError as exc:
             raise CloseConnection(str(exc)) from exc
-        handler = HANDLERS.get(header.request_api_key)
         version = header.request_api_version
-        if handler is None or not handler.accepted[0] <= version <= handler.accepted[1]:
-            if header.request_api_key == ApiKey.API_VERSIONS:
-                return encode(header.correlation_id, ApiKey.API_VERSIONS, 0, _unsupported_api_versions())
-            raise CloseConnection(
-                f"api key {header.request_api_key} version {version} is not served (client {header.client_id!r})"
-            )
-        if not connection.authenticated and header.request_api_key not in BEFORE_AUTHENTICATION:
-            raise CloseConnection(
-                f"{APIS[header.request_api_key][0]} from {connection.client_host} before it authenticated on "
-                f"SASL listener {connection.listener}"
-            )
-        if connection.session_expires_at and header.request_api_key not in BEFORE_AUTHENTICATION:
-            _check_session(connection, header.client_id)
+        if handler is None:  # no header start: the decoder refuses such a frame before this
+            raise CloseConnection(f"a frame of {len(frame)} bytes from {connection.client_host}")
+        if not connection.authenticated or connection.session_expires_at:
+            _check_authenticated(connection, header)
         if not handler.implemented[0] <= version <= handler.implemented[1]:
             raise CloseConnection(
                 f"api key {header.request_api_key} version {version} is advertised for compatibility only"
@@ -160,9 +159,7 @@ class RequestDispatcher:
         metrics = self.services.metrics
         if metrics is not None:
             metrics.request_done(APIS[header.request_api_key][0], version, time.perf_counter() - begun)
-        return encode(
-            header.correlation_id, header.request_api_key, version, fit_to_version(response, version)
-        )
+        return encode(header.correlation_id, header.request_api_key, version, response)
 
 
 def _log_request(header: RequestHeader, connection: ConnectionInfo, seconds: float) -> None:
@@ -181,6 +178,20 @@ def _log_request(header: RequestHeader, connection: ConnectionInfo, seconds: flo
         connection.listener,
         connection.sasl_mechanism or "-",
     )
+
+
+def _check_authenticated(connection: ConnectionInfo, header: RequestHeader) -> None:
+    """On a SASL listener: only the authentication APIs before a connection authenticated, and only them once its
+    session expired (``_check_session``); anything else closes the connection."""
+    if header.request_api_key in BEFORE_AUTHENTICATION:
+        return
+    if not connection.authenticated:
+        raise CloseConnection(
+            f"{APIS[header.request_api_key][0]} from {connection.client_host} before it authenticated on "
+            f"SASL listener {connection.listener}"
+        )
+    if connection.session_expires_at:
+        _check_session(connection, header.client_id)
 
 
 def _check_session(connection: ConnectionInfo, client_id: str | None) -> None:
@@ -294,21 +305,18 @@ def _storage_failure(header: RequestHeader, request: Any, connection: Connection
     return error_response(key, request, error)
 
 
-def _served(api_key: int, version: int) -> bool:
-    """Whether this broker serves ``version`` of ``api_key``: read from the header's fixed start, so the body
-    of an API or version we do not serve is never parsed (a newer client's ApiVersions layout is unknown to
-    us; Kafka answers it in v0 form without reading it). A frame too short to tell is left to the decoder,
-    which refuses it."""
-    handler = HANDLERS.get(api_key)
-    return handler is not None and handler.accepted[0] <= version <= handler.accepted[1]
-
-
 def _unsupported_api_versions() -> Any:
     return HANDLERS[ApiKey.API_VERSIONS].load().unsupported_version_response()
 
 
 def encode(correlation_id: int, api_key: int, api_version: int, message: Any) -> list[ResponsePart]:
+    """The response frame's parts: ``message`` fitted to ``api_version`` (``fit_to_version``) and encoded, a
+    Produce answer of the common shape by the hand-written codec (``samsa.protocol.produce_codec``)."""
     out = FrameBuffer()
     write_response_header(out, ResponseHeader(correlation_id), api_key, api_version)
-    api_schema(api_key).response_encoders[api_version](out, message)
+    if api_key != _PRODUCE or not produce_codec().encode_produce_response(out, message, api_version):
+        api_schema(api_key).response_encoders[api_version](out, fit_to_version(message, api_version))
     return out.parts()
+
+
+_PRODUCE = int(ApiKey.PRODUCE)

@@ -9,9 +9,10 @@ through Python.
 Frames are received straight into the buffers requests decode from (``FrameProtocol``, an asyncio
 ``BufferedProtocol``): a produced batch is copied at most once in user space between the socket and the file.
 
-Connections take turns: after each request a connection yields to the event loop, so one client pipelining
-thousands of requests cannot starve the others. The answers to a pipelining client are held back while its next
-requests are already received (``HeldResponses``, at most 64 KiB and 1 ms), so that several go out in one send.
+Connections take turns: a connection yields to the event loop when it has no received frame left, and after
+``TURN_REQUESTS`` requests in a row otherwise, so one client pipelining thousands of requests cannot starve the
+others. The answers to a pipelining client are held back while its next requests are already received
+(``HeldResponses``, at most 64 KiB and 1 ms), so that several go out in one send.
 
 Bad input ends only the offending connection: a size below zero or above ``socket.request.max.bytes`` closes it
 (as Kafka's ``InvalidReceiveException`` does), and so does any exception a handler lets escape, which is logged.
@@ -116,6 +117,10 @@ HOLD_BYTES = 2**16
 """Response bytes held back at most while a pipelining client's next requests wait (``HeldResponses``)."""
 HOLD_S = 0.001
 """The longest a response is held back: past it, it is written whatever the requests after it are doing."""
+
+
+TURN_REQUESTS = 8
+"""Requests a pipelining connection is served in a row, from frames already received, before the others get a turn."""
 
 
 class HeldResponses:
@@ -569,6 +574,7 @@ class Server:
             authenticated=self._sasl is None,
         )
         held = HeldResponses(writer, loop)
+        streak = 0  # requests served from the buffer since this connection last let the others take a turn
         try:
             idle_since = self._idle_since
             while True:
@@ -580,9 +586,12 @@ class Server:
                     if delay > 0:
                         held.release()
                         await asyncio.sleep(delay)
-                idle_since[task] = loop.time()
-                frame = await reader.read_frame()
-                del idle_since[task]
+                if reader.frames_waiting:  # a received frame: nothing to wait for, not idle
+                    frame = await reader.read_frame()
+                else:
+                    idle_since[task] = loop.time()
+                    frame = await reader.read_frame()
+                    del idle_since[task]
                 if frame is None:
                     break
                 parts = await self._handler(info, frame)
@@ -593,8 +602,13 @@ class Server:
                 if info.close_after_response:
                     break
                 # let other connections take a turn: a client pipelining requests whose frames are already
-                # buffered would otherwise be served without the loop ever switching to anyone else
-                await asyncio.sleep(0)
+                # buffered would otherwise be served without the loop ever switching to anyone else. When none
+                # is buffered, the next read waits and the loop turns anyway; a turn costs a loop iteration (an
+                # epoll call), as much as a small request, so a pipeline is served TURN_REQUESTS at a time
+                streak = streak + 1 if reader.frames_waiting else 0
+                if streak >= TURN_REQUESTS:
+                    streak = 0
+                    await asyncio.sleep(0)
         except FrameError as exc:
             log.warning(
                 "closing connection %s from %s:%s: frame size %d is outside 0..%d (socket.request.max.bytes)",

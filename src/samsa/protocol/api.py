@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from .api_keys import ApiKey
 from .errors import (
     DecodeError,
     EncodeError,
@@ -88,6 +89,17 @@ def _build_schema(api_key: int, name: str, module: ModuleType) -> ApiSchema:
 
 # ---------------------------------------------------------------- server side
 
+_PRODUCE = int(ApiKey.PRODUCE)
+_CODECS: list[ModuleType] = []
+
+
+def produce_codec() -> ModuleType:
+    """``samsa.protocol.produce_codec``, the hand-written Produce codec, imported on first use (as the generated
+    messages are, so a broker that serves no Produce loads neither)."""
+    if not _CODECS:
+        _CODECS.append(importlib.import_module(f"{__package__}.produce_codec"))
+    return _CODECS[0]
+
 
 def decode_request(
     frame: bytes | bytearray | memoryview,
@@ -106,6 +118,10 @@ def decode_request(
     correlation id) when the caller has read it already, so it is not unpacked twice.
     """
     buf = memoryview(frame)
+    if start is not None and start[0] == _PRODUCE:
+        fast = produce_codec().decode_produce_request(buf, start)
+        if fast is not None and (fast[2] == len(buf) or allow_trailing):
+            return fast[0], fast[1]
     try:
         header, pos = read_request_header(buf, start)
     except UnsupportedVersionError:

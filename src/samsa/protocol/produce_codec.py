@@ -1,0 +1,295 @@
+"""Hand-written Produce codec for the versions clients send (request v3-v11, response v3-v11): the broker's hot path.
+
+The generated code (``messages/produce.py``) reads a Produce request through about 20 calls per partition (one per
+field, array and tagged-field section) and writes the answer through as many after ``fit_to_version`` has walked
+it; per request that is about a third of the broker's Python. This module does the same with one function each
+way and the same values out: ``decode_produce_request`` returns the generated dataclasses (``ProduceRequest``
+with each record set a zero-copy ``memoryview`` of the frame), ``encode_produce_response`` writes the bytes the
+generated encoder writes for ``fit_to_version(response, version)``. Tests hold both to the generated code
+(``tests/protocol/test_produce_codec.py``, hypothesis).
+
+Anything off the common shape is left to the generated code, which then decides (and raises its own errors on a
+malformed request): a request whose length prefixes run past the frame, a null where Kafka's schema has none, a
+string that is not UTF-8 (``decode_produce_request`` returns None); an answer with record errors, a current
+leader or node endpoints (``encode_produce_response`` returns False and writes nothing).
+
+Field layout, big-endian (``[]`` an array, ``?`` nullable; flexible versions 9+ write lengths as unsigned varints
+of N + 1, 0 for null, and end each struct with a tagged-field section, a varint count):
+
+    request header v1 (v3-8) / v2 (v9+): api_key i16, api_version i16, correlation_id i32, client_id string? (i16
+        length, always), v2: tagged fields
+    request: transactional_id string?, acks i16, timeout_ms i32,
+        [topic: name string, [partition: index i32, records bytes? (i32 length; compact in v9+)]]
+    response: [topic: name string, [partition: index i32, error_code i16, base_offset i64, log_append_time_ms i64,
+        v5+: log_start_offset i64, v8+: [record_errors] (empty here), error_message string?]], throttle_time_ms i32
+
+Sans-IO and stateless apart from a bounded cache of encoded topic names; callable from any thread.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .headers import RequestHeader
+from .messages.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceData,
+)
+from .primitives import read_uvarint, skip_tagged_fields, write_uvarint
+
+FAST_REQUEST_VERSIONS = (3, 11)
+"""Produce request versions ``decode_produce_request`` reads (0-2 carry legacy message sets; the broker refuses them)."""
+FAST_RESPONSE_VERSIONS = (3, 11)
+_FLEXIBLE = 9
+_LOG_START_OFFSET = 5
+_ERROR_MESSAGE = 8
+_TAGGED_ANSWER = 10  # current_leader and node_endpoints: tagged fields from v10
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_ACKS_TIMEOUT = struct.Struct(">hi")
+_INDEX_SIZE = struct.Struct(">ii")
+_ANSWER_V3 = struct.Struct(">ihqq")  # index, error_code, base_offset, log_append_time_ms
+_ANSWER_V5 = struct.Struct(">ihqqq")  # ... log_start_offset
+
+_MALFORMED = (IndexError, struct.error, UnicodeDecodeError, ValueError)
+
+
+class _OffShape(Exception):
+    """The frame is not of the shape this module reads; the generated decoder takes it."""
+
+
+def decode_produce_request(
+    frame: memoryview, start: tuple[int, int, int]
+) -> tuple[RequestHeader, ProduceRequest, int] | None:
+    """The header and request of a Produce frame (without its size prefix) whose header starts with ``start``
+    (api key, version, correlation id, already unpacked), and where the body ends; or None when the generated
+    decoder must read it (module doc). Record sets are views of ``frame``."""
+    version = start[1]
+    if not FAST_REQUEST_VERSIONS[0] <= version <= FAST_REQUEST_VERSIONS[1]:
+        return None
+    try:
+        client_id, pos = _nullable_string(frame, 8)
+        if version >= _FLEXIBLE:
+            pos = _tags(frame, pos)
+            request, end = _flexible_body(frame, pos)
+        else:
+            request, end = _classic_body(frame, pos)
+    except (_OffShape, *_MALFORMED):
+        return None
+    return RequestHeader(start[0], version, start[2], client_id), request, end
+
+
+def _nullable_string(b: memoryview, p: int) -> tuple[str | None, int]:
+    size = _I16.unpack_from(b, p)[0]
+    p += 2
+    if size < 0:
+        return None, p
+    end = p + size
+    if end > len(b):
+        raise _OffShape
+    return str(b[p:end], "utf-8"), end
+
+
+def _string(b: memoryview, p: int) -> tuple[str, int]:
+    value, p = _nullable_string(b, p)
+    if value is None:
+        raise _OffShape
+    return value, p
+
+
+def _count(b: memoryview, p: int) -> tuple[int, int]:
+    count = _I32.unpack_from(b, p)[0]
+    p += 4
+    if count < 0 or count > len(b) - p:
+        raise _OffShape
+    return count, p
+
+
+def _classic_body(b: memoryview, p: int) -> tuple[ProduceRequest, int]:
+    transactional_id, p = _nullable_string(b, p)
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(b, p)
+    topics_count, p = _count(b, p + 6)
+    topics = []
+    unpack = _INDEX_SIZE.unpack_from
+    limit = len(b)
+    for _ in range(topics_count):
+        name, p = _string(b, p)
+        count, p = _count(b, p)
+        partitions = []
+        for _ in range(count):
+            index, size = unpack(b, p)
+            p += 8
+            if size < 0:
+                partitions.append(PartitionProduceData(index, None))
+                continue
+            end = p + size
+            if end > limit:
+                raise _OffShape
+            partitions.append(PartitionProduceData(index, b[p:end]))
+            p = end
+        topics.append(TopicProduceData(name, partitions))
+    return ProduceRequest(transactional_id, acks, timeout_ms, topics), p
+
+
+def _uvarint(b: memoryview, p: int) -> tuple[int, int]:
+    value = b[p]
+    if value < 0x80:
+        return value, p + 1
+    return read_uvarint(b, p)
+
+
+def _tags(b: memoryview, p: int) -> int:
+    """Past a tagged-field section (none of the request's tags carries anything this broker reads)."""
+    if b[p] == 0:
+        return p + 1
+    return skip_tagged_fields(b, p)
+
+
+def _compact_string(b: memoryview, p: int) -> tuple[str | None, int]:
+    size, p = _uvarint(b, p)
+    if size == 0:
+        return None, p
+    end = p + size - 1
+    if end > len(b):
+        raise _OffShape
+    return str(b[p:end], "utf-8"), end
+
+
+def _compact_count(b: memoryview, p: int) -> tuple[int, int]:
+    count, p = _uvarint(b, p)
+    count -= 1
+    if count < 0 or count > len(b) - p:
+        raise _OffShape
+    return count, p
+
+
+def _flexible_body(b: memoryview, p: int) -> tuple[ProduceRequest, int]:
+    transactional_id, p = _compact_string(b, p)
+    acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(b, p)
+    topics_count, p = _compact_count(b, p + 6)
+    topics = []
+    unpack = _I32.unpack_from
+    limit = len(b)
+    for _ in range(topics_count):
+        name, p = _compact_string(b, p)
+        if name is None:
+            raise _OffShape
+        count, p = _compact_count(b, p)
+        partitions = []
+        for _ in range(count):
+            index = unpack(b, p)[0]
+            size, p = _uvarint(b, p + 4)
+            if size == 0:
+                records = None
+            else:
+                end = p + size - 1
+                if end > limit:
+                    raise _OffShape
+                records = b[p:end]
+                p = end
+            p = _tags(b, p)
+            partitions.append(PartitionProduceData(index, records))
+        p = _tags(b, p)
+        topics.append(TopicProduceData(name, partitions))
+    return ProduceRequest(transactional_id, acks, timeout_ms, topics), _tags(b, p)
+
+
+# ---------------------------------------------------------------- the answer
+
+_NAMES: dict[tuple[str, bool], bytes] = {}
+_NAMES_LIMIT = 4096
+
+
+def _encoded_name(name: str, compact: bool) -> bytes:
+    """A topic name as the response writes it (length prefix included), cached: one per topic, not per answer."""
+    key = (name, compact)
+    encoded = _NAMES.get(key)
+    if encoded is None:
+        data = name.encode("utf-8")
+        if len(data) > 0x7FFF:
+            raise _OffShape
+        prefix = bytearray()
+        if compact:
+            write_uvarint(prefix, len(data) + 1)
+        else:
+            prefix += _I16.pack(len(data))
+        encoded = bytes(prefix) + data
+        if len(_NAMES) >= _NAMES_LIMIT:
+            _NAMES.clear()
+        _NAMES[key] = encoded
+    return encoded
+
+
+def _write_message(out: bytearray, message: str | None, compact: bool) -> None:
+    if message is None:
+        out += b"\x00" if compact else b"\xff\xff"
+        return
+    data = message.encode("utf-8")
+    if len(data) > 0x7FFF:
+        raise _OffShape
+    if compact:
+        write_uvarint(out, len(data) + 1)
+    else:
+        out += _I16.pack(len(data))
+    out += data
+
+
+def encode_produce_response(out: bytearray, response: ProduceResponse, version: int) -> bool:
+    """Append ``response``'s body at ``version`` to ``out`` as the generated encoder writes
+    ``fit_to_version(response, version)``, and return True; or write nothing and return False when the generated
+    code must encode it (module doc)."""
+    if not FAST_RESPONSE_VERSIONS[0] <= version <= FAST_RESPONSE_VERSIONS[1]:
+        return False
+    if version >= _TAGGED_ANSWER and response.node_endpoints:
+        return False
+    mark = len(out)
+    try:
+        _write_response(out, response, version)
+    except (_OffShape, struct.error, UnicodeEncodeError, TypeError, AttributeError):
+        del out[mark:]
+        return False
+    return True
+
+
+def _write_response(out: bytearray, response: ProduceResponse, version: int) -> None:
+    compact = version >= _FLEXIBLE
+    messages = version >= _ERROR_MESSAGE
+    tagged_leader = version >= _TAGGED_ANSWER
+    pack = (_ANSWER_V5 if version >= _LOG_START_OFFSET else _ANSWER_V3).pack
+    with_start = version >= _LOG_START_OFFSET
+    topics = response.responses
+    if compact:
+        write_uvarint(out, len(topics) + 1)
+    else:
+        out += _I32.pack(len(topics))
+    for topic in topics:
+        out += _encoded_name(topic.name, compact)
+        answers = topic.partition_responses
+        if compact:
+            write_uvarint(out, len(answers) + 1)
+        else:
+            out += _I32.pack(len(answers))
+        for a in answers:
+            if with_start:
+                out += pack(a.index, a.error_code, a.base_offset, a.log_append_time_ms, a.log_start_offset)
+            else:
+                out += pack(a.index, a.error_code, a.base_offset, a.log_append_time_ms)
+            if messages:
+                if a.record_errors:
+                    raise _OffShape
+                if tagged_leader and (
+                    a.current_leader.leader_id != -1 or a.current_leader.leader_epoch != -1
+                ):
+                    raise _OffShape
+                out += b"\x01" if compact else b"\x00\x00\x00\x00"  # no record errors
+                _write_message(out, a.error_message, compact)
+                if compact:
+                    out.append(0)
+        if compact:
+            out.append(0)
+    out += _I32.pack(response.throttle_time_ms)
+    if compact:
+        out.append(0)
