@@ -43,6 +43,45 @@ def resent_values(log: bytes) -> Counter[bytes]:
     return resent
 
 
+IN_FLIGHT = 5
+"""Batches an idempotent librdkafka producer has unacknowledged per partition at most (its
+``max.in.flight.requests.per.connection``, 5 with idempotence, counts requests to a broker, and each carries at most
+one batch of a partition)."""
+
+
+def unexplained_resends(log: bytes, in_flight: int = IN_FLIGHT) -> list[str]:
+    """The resent copies of ``log`` (as ``resent_values`` finds them) that the client's known behaviour does not
+    explain, one line each. librdkafka renumbers under the new epoch only what was unacknowledged when it bumped
+    (#4953): at most the last ``in_flight`` batches its producer wrote under the previous epoch in this partition,
+    since a producer fenced by its bump writes nothing more under the old one. A copy repeating an older batch was
+    acknowledged once already: the broker's duplicate, or a client resending more than it says."""
+    batches: dict[tuple[int, int], int] = {}  # (producer id, epoch) -> batches of it so far
+    last_copy: dict[
+        bytes, tuple[int, int, int]
+    ] = {}  # value -> producer id, epoch, batch ordinal of its copy
+    suspects: list[tuple[bytes, tuple[int, int, int], int]] = []  # value, previous copy, offset of the resend
+    for batch in iter_batches(log):
+        writer = (batch.producer_id, batch.producer_epoch)
+        ordinal = batches.get(writer, 0)
+        batches[writer] = ordinal + 1
+        for offset, record in enumerate(iter_records(batch), batch.base_offset):
+            value = record.value
+            if value is None:
+                continue
+            before = last_copy.get(value)
+            if before is not None and before[0] == writer[0] >= 0 and writer[1] > before[1]:
+                suspects.append((value, before, offset))
+            if before is None or (before[0] == writer[0] and writer[1] > before[1]):
+                last_copy[value] = (*writer, ordinal)
+    return [
+        f"{value.decode(errors='replace')!r} at offset {offset} repeats batch {ordinal + 1} of "
+        f"{batches[(pid, epoch)]} that producer {pid} wrote under epoch {epoch} (only its last {in_flight} can "
+        "be in flight at a bump)"
+        for value, (pid, epoch, ordinal), offset in suspects
+        if ordinal < batches[(pid, epoch)] - in_flight
+    ]
+
+
 def without_resent(values: Iterable[V], resent: Counter[V]) -> list[V]:
     """``values`` in order, each value's last ``resent[value]`` copies left out (a resent copy follows the one
     it repeats)."""

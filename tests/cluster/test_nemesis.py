@@ -9,7 +9,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.cluster.nemesis import FAULTS, Fault, longest_gap, run, schedule, stalls
+from tests.cluster.nemesis import (
+    FAULT_S,
+    FAULTS,
+    MARGIN_S,
+    SESSION_S,
+    Fault,
+    Stall,
+    liveness,
+    longest_gap,
+    run,
+    schedule,
+    stalls,
+)
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow, pytest.mark.clients]
 
@@ -30,6 +42,18 @@ def test_stalls_are_the_longest_gaps_between_faults() -> None:
     kill, pause = Fault(0, "kill", 1), Fault(5, "pause", 2)
     found = stalls([(kill, 0.0), (pause, 5.0)], 10.0, writes=[3.0, 1.0, 2.0, 9.0], reads=[4.0, 8.0])
     assert [(s.fault, s.write_s, s.group_s) for s in found] == [(kill, 2.0, 4.0), (pause, 4.0, 3.0)]
+
+
+def test_liveness_bounds_each_fault_by_its_length_and_the_session_and_the_group_by_the_writes() -> None:
+    assert set(FAULT_S) == set(FAULTS)
+    kill = Fault(0, "kill", 1)
+    bound = FAULT_S["kill"] + SESSION_S + MARGIN_S
+    assert liveness([Stall(kill, bound, bound + 3)]) == []
+    (writes,) = liveness([Stall(kill, bound + 0.5, 1.0)])
+    assert "writes stalled" in writes
+    (group,) = liveness([Stall(kill, 2.0, 5.5)])
+    assert "the group stalled 5.5 s > writes 2.0 s + 3 s" in group
+    assert liveness([Stall(kill, bound + 0.5, 1.0)], margin=2 * MARGIN_S) == []
 
 
 def test_no_anomaly_under_a_seeded_nemesis(tmp_path: Path) -> None:

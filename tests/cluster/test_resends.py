@@ -6,7 +6,7 @@ from collections import Counter
 
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.cluster.resends import resent_values, without_resent
+from tests.cluster.resends import IN_FLIGHT, resent_values, unexplained_resends, without_resent
 
 from samsa.records import Record, build_batch
 
@@ -57,3 +57,27 @@ def test_leaving_out_resends_keeps_the_order_of_first_copies(first: list[int], a
     )
     kept = without_resent(values, resent_values(log))
     assert kept == list(dict.fromkeys(values))
+
+
+def test_a_resend_of_a_batch_in_flight_at_the_bump_is_explained() -> None:
+    # the bump came with the last IN_FLIGHT batches of epoch 0 unacknowledged: resending any of them is #4953
+    old = [bytes([65 + i]) for i in range(IN_FLIGHT + 3)]
+    log = b"".join(batch([v]) for v in old) + batch(old[3:], epoch=1)
+    assert resent_values(log) == Counter({v: 1 for v in old[3:]})
+    assert unexplained_resends(log) == []
+
+
+def test_a_resend_of_a_batch_older_than_the_in_flight_window_is_not() -> None:
+    old = [bytes([65 + i]) for i in range(IN_FLIGHT + 3)]
+    log = b"".join(batch([v]) for v in old) + batch([old[2], *old[3:]], epoch=1)
+    (line,) = unexplained_resends(log)
+    assert line.startswith("'C' at offset ") and f"repeats batch 3 of {IN_FLIGHT + 3}" in line
+
+
+def test_resends_after_two_bumps_are_judged_against_the_epoch_they_repeat() -> None:
+    log = batch([b"a"]) + batch([b"b"]) + batch([b"a", b"b"], epoch=1) + batch([b"a"], epoch=2)
+    assert resent_values(log) == Counter({b"a": 2, b"b": 1})
+    assert unexplained_resends(log, in_flight=2) == []
+    # one in flight: epoch 1's copy of a repeats epoch 0's first batch of two, epoch 2's repeats epoch 1's only one
+    (line,) = unexplained_resends(log, in_flight=1)
+    assert "repeats batch 1 of 2 that producer 7 wrote under epoch 0" in line
