@@ -20,8 +20,8 @@ The checker reads every partition from the start and counts, as Jepsen does:
 - ``diverged``: partitions whose replicas do not hold the same bytes once the cluster is healed;
 - ``vanished``: records a consumer received that are no longer in the log.
 
-Liveness, per fault: the longest time without an acknowledged write (any writer, any partition) and without a
-record reaching the group, from the fault until the next one (``Stall``), each against a bound (``liveness``):
+Liveness, per fault: the longest time a partition went without an acknowledged write and without a record of it
+reaching the group, from the fault until the next one (``Stall``), each against a bound (``liveness``):
 
 - writes: the fault's own length (``FAULT_S``: how long a broker or ZooKeeper is away, summed where faults
   overlap) + the 6 s session (a broker that went away is noticed when its session expires) + ``MARGIN_S`` (8 s: an
@@ -143,14 +143,15 @@ class Stall:
     def group_bound(self) -> float:
         return self.write_s + GROUP_EXTRA_S
 
-    def slow(self, margin: float = MARGIN_S) -> list[str]:
-        """What of this stall is past its bound (module doc), as lines; empty when both hold."""
+    def slow(self, margin: float = MARGIN_S, group: bool = True) -> list[str]:
+        """What of this stall is past its bound (module doc), as lines; empty when both hold (the write bound
+        alone without ``group``)."""
         found = []
         if self.write_s > self.write_bound(margin):
             found.append(
                 f"{str(self.fault).strip()}: writes stalled {self.write_s:.1f} s > {self.write_bound(margin):.1f} s"
             )
-        if self.group_s > self.group_bound():
+        if group and self.group_s > self.group_bound():
             found.append(
                 f"{str(self.fault).strip()}: the group stalled {self.group_s:.1f} s > writes {self.write_s:.1f} s "
                 f"+ {GROUP_EXTRA_S:.0f} s"
@@ -164,9 +165,9 @@ class Stall:
         )
 
 
-def liveness(found: list[Stall], margin: float = MARGIN_S) -> list[str]:
-    """Every bound ``found`` breaks (module doc)."""
-    return [line for stall in found for line in stall.slow(margin)]
+def liveness(found: list[Stall], margin: float = MARGIN_S, group: bool = True) -> list[str]:
+    """Every bound ``found`` breaks (module doc); the write bounds alone without ``group``."""
+    return [line for stall in found for line in stall.slow(margin, group)]
 
 
 def longest_gap(times: list[float], start: float, end: float) -> float:
@@ -177,14 +178,28 @@ def longest_gap(times: list[float], start: float, end: float) -> float:
 
 
 def stalls(
-    applied: list[tuple[Fault, float]], end: float, writes: list[float], reads: list[float]
+    applied: list[tuple[Fault, float]],
+    end: float,
+    writes: dict[int, list[float]],
+    reads: dict[int, list[float]],
 ) -> list[Stall]:
-    """Per applied fault (with its monotonic start), the write and group stalls until the next fault or ``end``."""
-    writes, reads = sorted(writes), sorted(reads)
+    """Per applied fault (with its monotonic start), until the next fault or ``end``: the longest time any one
+    partition went without an acknowledged write, and without a record of it reaching the group (``writes`` and
+    ``reads``: partition -> times). Per partition, since the other partitions' writes go on while a leader is
+    away and would hide its gap."""
+    writes = {p: sorted(t) for p, t in writes.items()}
+    reads = {p: sorted(t) for p, t in reads.items()}
+    partitions = set(writes) | set(reads)
     found = []
     for i, (fault, start) in enumerate(applied):
         until = applied[i + 1][1] if i + 1 < len(applied) else end
-        found.append(Stall(fault, longest_gap(writes, start, until), longest_gap(reads, start, until)))
+        found.append(
+            Stall(
+                fault,
+                max((longest_gap(writes.get(p, []), start, until) for p in partitions), default=0.0),
+                max((longest_gap(reads.get(p, []), start, until) for p in partitions), default=0.0),
+            )
+        )
     return found
 
 
@@ -249,7 +264,9 @@ class Report:
             lines.append("the writers' idempotence events (librdkafka's eos log):")
             lines += [f"  {e}" for e in self.client_events[-150:]]
         if self.stalls:
-            lines.append("stalls (longest time without an acknowledged write / a record reaching the group):")
+            lines.append(
+                "stalls (a partition's longest time without an acknowledged write / a record reaching the group):"
+            )
             lines += [f"  {stall}" for stall in self.stalls]
             slow = liveness(self.stalls)
             lines.append(f"liveness: {len(slow)} of {len(self.stalls)} faults past a bound")
@@ -614,12 +631,15 @@ def _load_and_inflict(
         _wait("the consumers to catch up", lambda: _received_values(workers) >= {v for _, v in acked}, 120)
     except AssertionError:
         report.stuck = True  # liveness, not safety: reported, and the checks still run
-    report.stalls = stalls(
-        applied,
-        ended,
-        [t for writer in writers for times in writer.ack_times.values() for t in times],
-        [t for worker in workers for t in worker.reported_at],
-    )
+    acks: dict[int, list[float]] = {}
+    for writer in writers:
+        for partition, times in writer.ack_times.items():
+            acks.setdefault(partition, []).extend(times)
+    received: dict[int, list[float]] = {}
+    for worker in workers:
+        for partition, times in worker.partition_reported_at.items():
+            received.setdefault(partition, []).extend(times)
+    report.stalls = stalls(applied, ended, acks, received)
 
 
 def _inflict(

@@ -48,6 +48,7 @@ class Worker:
         self.consumed: list[tuple[int, int, str]] = []
         self.uncommitted: list[tuple[int, int, str]] = []  # delivered, but their commit failed
         self.reported_at: list[float] = []  # when each report of records arrived (monotonic)
+        self.partition_reported_at: dict[int, list[float]] = {}  # the same, per partition the report held
         self.lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -63,7 +64,10 @@ class Worker:
                 for partition, offset, value in doc.get("uncommitted", []):
                     self.uncommitted.append((partition, offset, value))
                 if doc.get("consumed") or doc.get("uncommitted"):
-                    self.reported_at.append(time.monotonic())
+                    now = time.monotonic()
+                    self.reported_at.append(now)
+                    for partition in {r[0] for r in doc.get("consumed", []) + doc.get("uncommitted", [])}:
+                        self.partition_reported_at.setdefault(partition, []).append(now)
 
     def log_tail(self, lines: int = 25) -> str:
         if self.log is None:
