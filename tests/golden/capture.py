@@ -13,7 +13,7 @@ processes, and the proxy must not depend on any of their loops.
 from __future__ import annotations
 
 import itertools
-import select
+import selectors
 import socket
 import threading
 from dataclasses import dataclass
@@ -117,10 +117,16 @@ class CaptureProxy:
         splitters = {client: FrameSplitter(), upstream: FrameSplitter()}
         peers = {client: upstream, upstream: client}
         directions = {client: REQUEST, upstream: RESPONSE}
+        # a selector (epoll), not select(): select() refuses descriptors from 1024 up, which a test process that
+        # has run a thousand tests reaches, and the relay then ended every connection at once
+        watch = selectors.DefaultSelector()
+        watch.register(client, selectors.EVENT_READ)
+        watch.register(upstream, selectors.EVENT_READ)
         try:
             while not self._stopping.is_set():
-                readable, _, _ = select.select([client, upstream], [], [], 0.2)
-                for sock in readable:
+                for key, _ in watch.select(0.2):
+                    sock = key.fileobj
+                    assert isinstance(sock, socket.socket)
                     data = sock.recv(65536)
                     if not data:
                         return
@@ -131,6 +137,7 @@ class CaptureProxy:
         except (OSError, ValueError):
             return
         finally:
+            watch.close()
             for sock in (client, upstream):
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
