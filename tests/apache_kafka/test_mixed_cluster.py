@@ -28,7 +28,7 @@ from kazoo.client import KazooClient
 
 from samsa.cluster import znodes
 from samsa.cluster.zookeeper import ZooKeeperServer
-from tests.clients.harness import BrokerProcess
+from tests.clients.harness import BrokerProcess, create_topic_answered
 
 from .jars import KafkaJars
 from .kafka_zk_broker import KafkaZkBroker
@@ -109,11 +109,9 @@ class Mixed:
             self.both_up()
 
     def create_topic(self, topic: str, assignment: list[list[int]]) -> None:
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        futures = admin.create_topics(
-            [NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)]
+        create_topic_answered(
+            self.bootstrap, NewTopic(topic, num_partitions=len(assignment), replica_assignment=assignment)
         )
-        futures[topic].result(30)
         wait_for(
             lambda: all(set(self.state(topic, p).isr) == set(r) for p, r in enumerate(assignment)),
             30,

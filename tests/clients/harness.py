@@ -162,6 +162,29 @@ class BrokerProcess:
 # --- confluent-kafka (librdkafka) ------------------------------------------------------------------------------
 
 
+def create_topic_answered(bootstrap: str, topic: Any, attempts: int = 3) -> None:
+    """Create ``topic`` (a confluent-kafka ``NewTopic``), asking again with a new admin client when the first gets
+    no answer: librdkafka's admin client, just after a cluster starts or its controller moved, sometimes never
+    sends CreateTopics (seen about 1 in 15). A later attempt told TOPIC_ALREADY_EXISTS means an earlier one landed."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    for attempt in range(attempts):
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        try:
+            admin.create_topics([topic], request_timeout=15)[topic.topic].result(20)
+            return
+        except KafkaException as exc:
+            code = exc.args[0].code()
+            if attempt > 0 and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                return
+            if code != KafkaError._TIMED_OUT or attempt == attempts - 1:
+                raise
+        except TimeoutError:
+            if attempt == attempts - 1:
+                raise
+
+
 def ck_produce(
     bootstrap: str,
     topic: str,

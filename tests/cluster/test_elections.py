@@ -23,11 +23,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from resends import read_without_resent
 from test_replication import Acked, controller_of, partitions, read_all, running_cluster, wait_for
+from tests.clients.harness import create_topic_answered
 
 from samsa.client import KafkaClient, TopicPartition
 from samsa.cluster.launcher import LocalCluster
@@ -64,23 +65,8 @@ class Background:
 
 
 def create_topic(cluster: LocalCluster, topic: NewTopic) -> None:
-    """Create ``topic`` and wait for its leaders, asking again with a new client when the first gets no answer:
-    librdkafka's admin client, just after the cluster starts, sometimes never sends CreateTopics (seen on main
-    too, about 1 in 15)."""
-    for attempt in range(3):
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        try:
-            admin.create_topics([topic], request_timeout=15)[topic.topic].result(20)
-            break
-        except KafkaException as exc:
-            code = exc.args[0].code()
-            if attempt > 0 and code == KafkaError.TOPIC_ALREADY_EXISTS:
-                break  # the earlier attempt did land
-            if code != KafkaError._TIMED_OUT or attempt == 2:
-                raise
-        except TimeoutError:
-            if attempt == 2:
-                raise
+    """Create ``topic`` (``create_topic_answered``) and wait for its leaders."""
+    create_topic_answered(cluster.bootstrap_servers, topic)
 
     def led() -> bool:
         state = partitions(AdminClient({"bootstrap.servers": cluster.bootstrap_servers}), topic.topic)
