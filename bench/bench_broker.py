@@ -65,10 +65,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(user + system, system) CPU seconds of a process so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, int(fields[12]) / tick
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU of a process so far, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return cpu_times(pid)[0]
 
 
 def rss_mib(pid: int) -> float:

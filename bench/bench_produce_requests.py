@@ -20,13 +20,12 @@ import os
 import shutil
 import socket
 import struct
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+from bench_broker import cpu_times, start_samsa
 from samsa.protocol import RequestHeader, encode_request
 from samsa.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
 from samsa.records import Record, build_batch
@@ -34,37 +33,10 @@ from samsa.records import Record, build_batch
 TOPIC = "requests"
 
 
-def cpu_seconds(pid: int) -> tuple[float, float]:
-    """(user + system, system) CPU seconds of process ``pid``."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    tick = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / tick, int(fields[12]) / tick
-
-
-def start_broker(log_dir: str) -> tuple[subprocess.Popen[bytes], int]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    command = [sys.executable, "-m", "samsa.cli", "serve", "--override", f"log.dirs={log_dir}"]
-    command += ["--override", f"listeners=PLAINTEXT://127.0.0.1:{port}"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return process, port
-        except OSError:
-            if time.monotonic() > deadline:
-                process.kill()
-                raise
-            time.sleep(0.05)
-
-
-def create_topic(port: int, partitions: int) -> None:
+def create_topic(bootstrap: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(30)
 
 
@@ -79,9 +51,10 @@ def frames(partitions: int, records: int) -> list[bytes]:
     ]
 
 
-def pipeline(port: int, requests: list[bytes], count: int, window: int) -> None:
+def pipeline(bootstrap: str, requests: list[bytes], count: int, window: int) -> None:
     """Send ``count`` of ``requests`` (round-robin) on one connection, at most ``window`` unanswered."""
-    sock = socket.create_connection(("127.0.0.1", port))
+    host, port = bootstrap.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     room = threading.Semaphore(window)
 
@@ -109,17 +82,17 @@ def main() -> None:
     ap.add_argument("--window", type=int, default=32, help="requests in flight at most")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
-    log_dir = tempfile.mkdtemp(prefix="bench-requests-", dir="/var/tmp")
-    broker, port = start_broker(log_dir)
+    work = Path(tempfile.mkdtemp(prefix="bench-requests-", dir="/var/tmp"))
+    broker = start_samsa(work, None)
     try:
-        create_topic(port, args.partitions)
+        create_topic(broker.bootstrap, args.partitions)
         requests = frames(args.partitions, args.records)
-        pipeline(port, requests, 2 * args.partitions, args.window)  # every partition's first append, untimed
-        cpu0, kernel0 = cpu_seconds(broker.pid)
+        pipeline(broker.bootstrap, requests, 2 * args.partitions, args.window)  # first appends, untimed
+        cpu0, kernel0 = cpu_times(broker.process.pid)
         started = time.perf_counter()
-        pipeline(port, requests, args.requests, args.window)
+        pipeline(broker.bootstrap, requests, args.requests, args.window)
         wall = time.perf_counter() - started
-        cpu1, kernel1 = cpu_seconds(broker.pid)
+        cpu1, kernel1 = cpu_times(broker.process.pid)
         n = args.requests
         figures = {
             "requests": n,
@@ -137,9 +110,8 @@ def main() -> None:
             f"{n * args.records / wall:,.0f} records/s; load average {os.getloadavg()[0]:.2f}"
         )
     finally:
-        broker.terminate()
-        broker.wait(30)
-        shutil.rmtree(log_dir, ignore_errors=True)
+        broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.clients.harness import free_port, port_open, stop_process
+from samsa.cluster.launcher import accepts_connections
+from tests.clients.harness import free_port, stop_process
 
 from .jars import SMALL_INTERNAL_TOPICS, STORAGE, TOPICS, KafkaJars
 
@@ -89,7 +90,7 @@ class KafkaBroker:
 
     def _answers_metadata(self) -> bool:
         """Kafka listens before it serves; a ready broker lists topics (one JVM run of kafka-topics)."""
-        if not port_open(self.port):
+        if not accepts_connections(self.port):
             return False
         done = self.jars.run(
             TOPICS, "--bootstrap-server", self.bootstrap, "--list",

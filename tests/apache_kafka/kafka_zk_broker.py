@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.clients.harness import free_port, port_open, stop_process
+from samsa.cluster.launcher import accepts_connections
+from tests.clients.harness import free_port, stop_process
 
 from .jars import SMALL_INTERNAL_TOPICS, KafkaJars
 
@@ -69,7 +70,7 @@ class KafkaZkBroker:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"Kafka exited {self.process.returncode}:\n{self.tail()}")
-            if port_open(self.port):
+            if accepts_connections(self.port):
                 return
             time.sleep(0.3)
         self.stop(signal.SIGKILL)

@@ -40,15 +40,6 @@ def running_broker(data_dir: Path) -> Iterator[BrokerProcess]:
         proc.stop()
 
 
-def port_open(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether something accepts a TCP connection on ``host:port`` (within a second)."""
-    try:
-        with socket.create_connection((host, port), timeout=1):
-            return True
-    except OSError:
-        return False
-
-
 def stop_process(process: subprocess.Popen[Any] | None, sig: int, timeout: float) -> int | None:
     """Signal a server process and wait for it, killing it after ``timeout``: its exit code (None: none ran)."""
     if process is None:
