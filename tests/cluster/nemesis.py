@@ -639,7 +639,7 @@ def _load_and_inflict(
             acks.setdefault(partition, []).extend(times)
     received: dict[int, list[float]] = {}
     for worker in workers:
-        for partition, times in worker.partition_reported_at.items():
+        for partition, times in worker.reported_at.items():
             received.setdefault(partition, []).extend(times)
     report.stalls = stalls(applied, ended, acks, received)
 

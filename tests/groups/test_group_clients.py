@@ -47,8 +47,8 @@ class Worker:
         self.assigned: list[int] | None = None
         self.consumed: list[tuple[int, int, str]] = []
         self.uncommitted: list[tuple[int, int, str]] = []  # delivered, but their commit failed
-        self.reported_at: list[float] = []  # when each report of records arrived (monotonic)
-        self.partition_reported_at: dict[int, list[float]] = {}  # the same, per partition the report held
+        # partition -> when each report holding records of it arrived (monotonic)
+        self.reported_at: dict[int, list[float]] = {}
         self.lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -63,11 +63,9 @@ class Worker:
                     self.consumed.append((partition, offset, value))
                 for partition, offset, value in doc.get("uncommitted", []):
                     self.uncommitted.append((partition, offset, value))
-                if doc.get("consumed") or doc.get("uncommitted"):
-                    now = time.monotonic()
-                    self.reported_at.append(now)
-                    for partition in {r[0] for r in doc.get("consumed", []) + doc.get("uncommitted", [])}:
-                        self.partition_reported_at.setdefault(partition, []).append(now)
+                now = time.monotonic()
+                for partition in {r[0] for r in doc.get("consumed", []) + doc.get("uncommitted", [])}:
+                    self.reported_at.setdefault(partition, []).append(now)
 
     def log_tail(self, lines: int = 25) -> str:
         if self.log is None:
