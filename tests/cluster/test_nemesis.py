@@ -16,6 +16,8 @@ from tests.cluster.nemesis import (
     SESSION_S,
     Fault,
     Stall,
+    beyond_writes,
+    gaps_by_fault,
     liveness,
     longest_gap,
     run,
@@ -40,24 +42,56 @@ def test_stalls_are_the_longest_gaps_between_faults() -> None:
     assert longest_gap([], 0.0, 3.0) == 3.0
     assert longest_gap([0.5, 9.0], 1.0, 4.0) == 3.0  # times outside the window do not count
     kill, pause = Fault(0, "kill", 1), Fault(5, "pause", 2)
-    found = stalls([(kill, 0.0), (pause, 5.0)], 10.0, writes={0: [3.0, 1.0, 2.0, 9.0]}, reads={0: [4.0, 8.0]})
-    assert [(s.fault, s.write_s, s.group_s) for s in found] == [(kill, 2.0, 4.0), (pause, 4.0, 3.0)]
-    # per partition: another partition's writes do not hide a partition's gap
-    found = stalls([(kill, 0.0)], 10.0, writes={0: [1.0, 9.0], 1: [2.0, 4.0, 6.0, 8.0]}, reads={0: [5.0]})
-    assert [(s.write_s, s.group_s) for s in found] == [(8.0, 10.0)]
+    found = stalls([(kill, 0.0), (pause, 5.0)], 10.0, writes={0: [3.0, 1.0, 2.0, 4.5]}, reads={0: [4.0, 8.0]})
+    # the read gap 4 -> 8 began within a second of the pause: the pause's
+    assert [(s.fault, s.write_s, s.group_s) for s in found] == [(kill, 1.5, 4.0), (pause, 5.5, 4.0)]
+    # a stall that outlasts its fault's window is charged whole to the fault that began it, not to the next
+    found = stalls([(kill, 0.0), (pause, 5.0)], 10.0, writes={0: [0.5, 1.0, 9.5]}, reads={0: [0.5, 9.75]})
+    assert [(s.write_s, s.group_s) for s in found] == [(8.5, 9.25), (0.5, 0.25)]
+    # a gap that began before the first fault's onset is no fault's
+    assert gaps_by_fault([-3.0, -2.0, 4.5], [0.0, 5.0], 10.0) == [(0.0, 0.0), (4.5, 10.0)]
+    # the faults that began while a write gap lasted add to its bound
+    zookeeper = Fault(3, "zookeeper-outage", 0)
+    found = stalls(
+        [(kill, 0.0), (zookeeper, 3.0), (pause, 9.0)], 12.0, writes={0: [0.5, 7.0, 11.0]}, reads={}
+    )
+    assert [(s.write_s, s.overlapped_s) for s in found] == [
+        (6.5, FAULT_S["zookeeper-outage"]),
+        (4.0, FAULT_S["pause"]),
+        (1.0, 0.0),
+    ]
+    # the group's stall beyond the writes': a read gap the writes' own gap covers is not the group's doing, even
+    # when it began in the next fault's window (here writes stall 0.5 -> 10 from the kill, the group 6 -> 13.5)
+    flowing = [10.0 + i / 2 for i in range(10)]
+    found = stalls(
+        [(kill, 0.0), (zookeeper, 5.0)], 15.0, writes={0: [0.5, *flowing]}, reads={0: [0.6, 6.0, 13.5]}
+    )
+    assert [(s.group_s, s.behind_s) for s in found] == [(5.4, 0.0), (7.5, 3.5)]
+    assert liveness(found) == [
+        "3.0 s  zookeeper-outage   broker 0: the group stalled 3.5 s beyond the writes > 3 s"
+    ]
+
+
+def test_the_group_stall_beyond_the_writes_leaves_out_the_writes_own_gaps() -> None:
+    steady = [0.5, 1.0, 1.5, 5.0, 5.5, 6.0, 6.5, 7.0, 7.5, 8.5]  # one write gap, 1.5 -> 5
+    assert beyond_writes((2.0, 8.0), steady) == 3.0
+    assert beyond_writes((2.0, 4.0), [1.0, 5.0]) == 0.0  # inside the writes' gap
+    assert beyond_writes((2.0, 4.0), [1.5, 2.5, 3.0, 3.5, 4.5]) == 2.0  # the writes went on throughout
+    assert beyond_writes((2.0, 4.0), []) == 0.0  # no writes at all: nothing to read
 
 
 def test_liveness_bounds_each_fault_by_its_length_and_the_session_and_the_group_by_the_writes() -> None:
     assert set(FAULT_S) == set(FAULTS)
     kill = Fault(0, "kill", 1)
     bound = FAULT_S["kill"] + SESSION_S + MARGIN_S
-    assert liveness([Stall(kill, bound, bound + 3)]) == []
+    assert liveness([Stall(kill, bound, bound + 3, behind_s=3.0)]) == []
     (writes,) = liveness([Stall(kill, bound + 0.5, 1.0)])
     assert "writes stalled" in writes
-    (group,) = liveness([Stall(kill, 2.0, 5.5)])
-    assert "the group stalled 5.5 s > writes 2.0 s + 3 s" in group
+    assert liveness([Stall(kill, bound + 0.5, 1.0, overlapped_s=FAULT_S["pause"])]) == []
+    (group,) = liveness([Stall(kill, 2.0, 5.5, behind_s=3.5)])
+    assert "the group stalled 3.5 s beyond the writes > 3 s" in group
     assert liveness([Stall(kill, bound + 0.5, 1.0)], margin=2 * MARGIN_S) == []
-    assert liveness([Stall(kill, 2.0, 5.5)], group=False) == []
+    assert liveness([Stall(kill, 2.0, 5.5, behind_s=3.5)], group=False) == []
 
 
 def test_no_anomaly_under_a_seeded_nemesis(tmp_path: Path) -> None:

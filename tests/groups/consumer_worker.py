@@ -1,7 +1,9 @@
 """One group consumer in its own process, so a test can stop it cleanly (SIGTERM: leave the group) or kill it
 (SIGKILL: the broker must notice through the session timeout).
 
-    python -m tests.groups.consumer_worker LIBRARY BOOTSTRAP TOPIC GROUP
+    python -m tests.groups.consumer_worker LIBRARY BOOTSTRAP TOPIC GROUP [SESSION_TIMEOUT_MS]
+
+The session timeout is 6 s unless given: short, so that a killed member is noticed soon.
 
 Prints one JSON object a line on stdout:
     {"assigned": [partitions]}              after every assignment change (the whole current assignment)
@@ -206,7 +208,10 @@ RUNNERS = {"confluent-kafka": run_confluent, "kafka-python": run_kafka_python, "
 
 
 def main() -> None:
+    global SESSION_TIMEOUT_MS
     library, bootstrap, topic, group = sys.argv[1:5]
+    if len(sys.argv) > 5:
+        SESSION_TIMEOUT_MS = int(sys.argv[5])
     # the client library's own account (joins, rebalances, errors) on stderr, which the test keeps in a file
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     signal.signal(signal.SIGTERM, on_term)

@@ -32,12 +32,30 @@ ROOT = Path(__file__).resolve().parents[2]
 class Worker:
     """A consumer_worker.py child process and what it has reported."""
 
-    def __init__(self, library: str, bootstrap: str, topic: str, group: str, log: Path | None = None) -> None:
+    def __init__(
+        self,
+        library: str,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        log: Path | None = None,
+        session_timeout_ms: int | None = None,  # the worker's own (6 s) unless given
+    ) -> None:
         self.log = log  # the client library's log lines, for a failure's report (none kept without it)
+        session = [] if session_timeout_ms is None else [str(session_timeout_ms)]
         with contextlib.ExitStack() as files:
             stderr = files.enter_context(log.open("w")) if log is not None else subprocess.DEVNULL
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tests.groups.consumer_worker", library, bootstrap, topic, group],
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.groups.consumer_worker",
+                    library,
+                    bootstrap,
+                    topic,
+                    group,
+                    *session,
+                ],
                 cwd=ROOT,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -64,7 +82,8 @@ class Worker:
                 for partition, offset, value in doc.get("uncommitted", []):
                     self.uncommitted.append((partition, offset, value))
                 now = time.monotonic()
-                for partition in {r[0] for r in doc.get("consumed", []) + doc.get("uncommitted", [])}:
+                records = doc.get("consumed", []) + doc.get("uncommitted", [])
+                for partition in {r[0] for r in records}:
                     self.reported_at.setdefault(partition, []).append(now)
 
     def log_tail(self, lines: int = 25) -> str:
