@@ -12,6 +12,7 @@ import pytest
 from tests.cluster.nemesis import (
     FAULT_S,
     FAULTS,
+    GROUP_EXTRA_S,
     MARGIN_S,
     SESSION_S,
     Fault,
@@ -60,6 +61,9 @@ def test_stalls_are_the_longest_gaps_between_faults() -> None:
         (4.0, FAULT_S["pause"]),
         (1.0, 0.0),
     ]
+    # a kill that began during the gap adds its session too: the cluster acts once that session expired
+    found = stalls([(pause, 0.0), (kill, 3.0)], 12.0, writes={0: [0.5, 11.0]}, reads={})
+    assert found[0].overlapped_s == FAULT_S["kill"] + SESSION_S
     # the group's stall beyond the writes': a read gap the writes' own gap covers is not the group's doing, even
     # when it began in the next fault's window (here writes stall 0.5 -> 10 from the kill, the group 6 -> 13.5)
     flowing = [10.0 + i / 2 for i in range(10)]
@@ -92,6 +96,7 @@ def test_liveness_bounds_each_fault_by_its_length_and_the_session_and_the_group_
     assert "the group stalled 3.5 s beyond the writes > 3 s" in group
     assert liveness([Stall(kill, bound + 0.5, 1.0)], margin=2 * MARGIN_S) == []
     assert liveness([Stall(kill, 2.0, 5.5, behind_s=3.5)], group=False) == []
+    assert liveness([Stall(kill, 2.0, 5.5, behind_s=3.5)], group_extra=2 * GROUP_EXTRA_S) == []
 
 
 def test_no_anomaly_under_a_seeded_nemesis(tmp_path: Path) -> None:
@@ -99,9 +104,9 @@ def test_no_anomaly_under_a_seeded_nemesis(tmp_path: Path) -> None:
     print(report)
     assert report.acknowledged > 1000, str(report)
     assert report.anomalies == 0, str(report)
-    # every partition writable again within each fault's bound, doubled margin: two cores shared with another
-    # worker. The group's bound (writes + 3 s) is reported, not asserted: it does not hold yet (issue 28)
-    assert liveness(report.stalls, margin=2 * MARGIN_S, group=False) == [], str(report)
+    # every partition writable again within each fault's bound, and the group no more than 3 s behind the
+    # writes; margins doubled: two cores shared with another worker
+    assert liveness(report.stalls, margin=2 * MARGIN_S, group_extra=2 * GROUP_EXTRA_S) == [], str(report)
     # Liveness (the consumers' reports catching up) is printed, not asserted: on a loaded 2-core machine a
     # confluent-kafka consumer process was seen blocked in consume() while its group went on with the other
     # member to a lag of 0; the cause was not found (see the closing note of this work).

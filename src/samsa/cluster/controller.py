@@ -244,6 +244,8 @@ class Controller:
         self.partitions: dict[TopicPartition, PartitionEntry] = {}
         self._channels: dict[int, BrokerChannel] = {}
         self._leader_answers: list[asyncio.Future[None]] = []  # LeaderAndIsr to new leaders not yet answered
+        # the same futures per broker, until answered: given up on when that broker leaves (``_forget_leaders``)
+        self._awaited_leaders: dict[int, set[asyncio.Future[None]]] = {}
         self._events: asyncio.Queue[Callable[[], Any]] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
@@ -403,6 +405,7 @@ class Controller:
         self.topics.clear()
         self.partitions.clear()
         channels, self._channels = self._channels, {}
+        self._forget_leaders(list(self._awaited_leaders))
         for channel in channels.values():
             await channel.close()
 
@@ -439,6 +442,7 @@ class Controller:
         bounced = {b for b in now if b in before and now[b][1] != before[b][1]}  # a new session, same id
         dead = {b for b in before if b not in now} | bounced
         born = {b for b in now if b not in before} | bounced
+        self._forget_leaders(dead)
         for broker_id in dead:
             channel = self._channels.pop(broker_id, None)
             if channel is not None:
@@ -742,10 +746,13 @@ class Controller:
         if channel is not None:
             channel.send(build, api_key, on_answer, after)
 
-    def _leader_answer(self) -> OnAnswer:
-        """The ``on_answer`` of a LeaderAndIsr naming its broker leader: it marks done a future the next
+    def _leader_answer(self, broker_id: int) -> OnAnswer:
+        """The ``on_answer`` of a LeaderAndIsr naming ``broker_id`` leader: it marks done a future the next
         UpdateMetadata waits for (``send_update_metadata``)."""
         answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        awaited = self._awaited_leaders.setdefault(broker_id, set())
+        awaited.add(answered)
+        answered.add_done_callback(awaited.discard)
 
         def on_answer(_: Any) -> None:
             if not answered.done():
@@ -753,6 +760,20 @@ class Controller:
 
         self._leader_answers.append(answered)
         return on_answer
+
+    def _forget_leaders(self, broker_ids: Iterable[int]) -> None:
+        """Stop waiting for the LeaderAndIsr answers of brokers that left: their channels drop what was queued,
+        and the UpdateMetadata held for them (all brokers' next metadata) would otherwise wait out
+        ``LEADER_ANSWER_WAIT_S``. Seen in the nemesis: a leader paused past its session held every broker's
+        metadata 5 s, and clients were told COORDINATOR_NOT_AVAILABLE for a group whose coordinator served."""
+        for broker_id in broker_ids:
+            for answered in list(self._awaited_leaders.pop(broker_id, ())):
+                if not answered.done():
+                    answered.set_result(None)
+
+    def awaiting_leaders(self) -> set[int]:
+        """Brokers named leader by a LeaderAndIsr they have not answered yet (the next UpdateMetadata waits)."""
+        return {broker_id for broker_id, awaited in self._awaited_leaders.items() if awaited}
 
     def send_leader_and_isr(
         self, partitions: dict[TopicPartition, PartitionEntry], *, is_new: bool, only: set[int] | None = None
@@ -793,7 +814,7 @@ class Controller:
                 live_leaders=[self._live_leader(b) for b in sorted(leaders.get(broker_id, ()))],
             )
             leads = any(p.leader == broker_id for states in topics.values() for p in states)
-            on_answer = self._leader_answer() if leads else None
+            on_answer = self._leader_answer(broker_id) if leads else None
             self._send(
                 broker_id, _at_least(request, MIN_LEADER_AND_ISR_VERSION), ApiKey.LEADER_AND_ISR, on_answer
             )
