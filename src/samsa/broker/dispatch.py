@@ -50,6 +50,8 @@ from .network import ConnectionClosedByHandler, ConnectionInfo, FileRegion, Resp
 from .quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, QuotaManager, user_of
 
 if TYPE_CHECKING:
+    from samsa.protocol.produce_codec import RawProduce
+
     from .services import BrokerServices
 
 log = logging.getLogger(__name__)
@@ -118,6 +120,21 @@ class RequestDispatcher:
             raise CloseConnection(
                 f"api key {api_key} version {version} is not served (from {connection.client_host})"
             )
+        if (
+            start is not None
+            and start[0] == _PRODUCE
+            and self.interceptor is None
+            and not logged
+            and connection.authenticated
+            and not connection.session_expires_at
+            and self.services.authorizer is None
+            and not self.services.quotas.any_active
+            and handler is not None
+            and handler.implemented[0] <= start[1] <= handler.implemented[1]
+        ):
+            raw = produce_codec().read_produce_request(frame, start)
+            if raw is not None and raw.transactional_id is None:
+                return await self._produce(connection, frame, start, raw, begun)
         try:
             header, request = decode_request(frame, allow_trailing=True, start=start)
         except UnsupportedVersionError as exc:
@@ -160,6 +177,40 @@ class RequestDispatcher:
         if metrics is not None:
             metrics.request_done(APIS[header.request_api_key][0], version, time.perf_counter() - begun)
         return encode(header.correlation_id, header.request_api_key, version, response)
+
+    async def _produce(
+        self,
+        connection: ConnectionInfo,
+        frame: memoryview,
+        start: tuple[int, int, int],
+        raw: RawProduce,
+        begun: float,
+    ) -> Sequence[ResponsePart] | None:
+        """A Produce request on the fast path (``handle`` chose it: no interceptor, request log, authorizer,
+        quota, SASL session or transactional id to consider): served from the codec's tuples by the handler's
+        ``answer_raw`` and answered by ``write_produce_answers``, with no request, context or answer dataclass.
+        A storage failure is answered as ``handle`` answers it, from the request decoded again."""
+        _, version, correlation_id = start
+        produce = HANDLERS[_PRODUCE].module or HANDLERS[_PRODUCE].load()
+        try:
+            results = produce.answer_raw(self.services, version, raw.acks, raw.timeout_ms, raw.topics)
+            if results is not None and not isinstance(results, list):
+                results = await results
+        except (StorageError, OSError) as exc:
+            header, request = decode_request(frame, allow_trailing=True, start=start)
+            response = _storage_failure(header, request, connection, exc)
+            return encode(correlation_id, _PRODUCE, version, response)
+        metrics = self.services.metrics
+        if metrics is not None:
+            metrics.request_done(_PRODUCE_NAME, version, time.perf_counter() - begun)
+        if results is None:
+            return None
+        out = FrameBuffer()
+        write_response_header(out, ResponseHeader(correlation_id), _PRODUCE, version)
+        answers = produce.answers_of(results)
+        if answers is None or not produce_codec().write_produce_answers(out, answers, version):
+            return encode(correlation_id, _PRODUCE, version, produce.response_of(results))
+        return out.parts()
 
 
 def _log_request(header: RequestHeader, connection: ConnectionInfo, seconds: float) -> None:
@@ -320,3 +371,4 @@ def encode(correlation_id: int, api_key: int, api_version: int, message: Any) ->
 
 
 _PRODUCE = int(ApiKey.PRODUCE)
+_PRODUCE_NAME = APIS[_PRODUCE][0]
