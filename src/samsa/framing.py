@@ -181,6 +181,14 @@ class FrameProtocol(asyncio.BufferedProtocol):
                 await self._waiter
             finally:
                 self._waiter = None
+        return self._pop()
+
+    def next_frame(self) -> memoryview | None:
+        """The next received frame when one is waiting, with no await (a pipelining client's); None when none
+        is (then ``read_frame`` waits for one, or says why there will be none)."""
+        return self._pop() if self._frames else None
+
+    def _pop(self) -> memoryview:
         frame = self._frames.popleft()
         self._queued -= frame.nbytes
         if self._reading_paused and self._failure is None and self._queued <= PAUSE_QUEUED_BYTES:

@@ -134,7 +134,8 @@ class RequestDispatcher:
         ):
             raw = produce_codec().read_produce_request(frame, start)
             if raw is not None and raw.transactional_id is None:
-                return await self._produce(connection, frame, start, raw, begun)
+                answer = self._produce(connection, frame, start, raw, begun)
+                return answer if answer is None or isinstance(answer, list) else await answer
         try:
             header, request = decode_request(frame, allow_trailing=True, start=start)
         except UnsupportedVersionError as exc:
@@ -178,33 +179,45 @@ class RequestDispatcher:
             metrics.request_done(APIS[header.request_api_key][0], version, time.perf_counter() - begun)
         return encode(header.correlation_id, header.request_api_key, version, response)
 
-    async def _produce(
+    def _produce(
         self,
         connection: ConnectionInfo,
         frame: memoryview,
         start: tuple[int, int, int],
         raw: RawProduce,
         begun: float,
-    ) -> Sequence[ResponsePart] | None:
+    ) -> list[ResponsePart] | Awaitable[list[ResponsePart] | None] | None:
         """A Produce request on the fast path (``handle`` chose it: no interceptor, request log, authorizer,
         quota, SASL session or transactional id to consider): served from the codec's tuples by the handler's
-        ``answer_raw`` and answered by ``write_produce_answers``, with no request, context or answer dataclass.
-        A storage failure is answered as ``handle`` answers it, from the request decoded again."""
-        _, version, correlation_id = start
+        ``answer_raw`` and answered by ``write_produce_answers``, with no request, context or answer dataclass
+        and no coroutine unless acks=all waits (then what to await). A storage failure is answered as
+        ``handle`` answers it, from the request decoded again."""
         produce = HANDLERS[_PRODUCE].module or HANDLERS[_PRODUCE].load()
         try:
-            results = produce.answer_raw(self.services, version, raw.acks, raw.timeout_ms, raw.topics)
-            if results is not None and not isinstance(results, list):
-                results = await results
+            results = produce.answer_raw(self.services, start[1], raw.acks, raw.timeout_ms, raw.topics)
         except (StorageError, OSError) as exc:
             header, request = decode_request(frame, allow_trailing=True, start=start)
-            response = _storage_failure(header, request, connection, exc)
-            return encode(correlation_id, _PRODUCE, version, response)
+            return encode(start[2], _PRODUCE, start[1], _storage_failure(header, request, connection, exc))
+        if results is None or type(results) is list:
+            return self._produce_answer(start, results, begun)
+        return self._produce_later(start, results, begun)
+
+    async def _produce_later(
+        self, start: tuple[int, int, int], results: Awaitable[Any], begun: float
+    ) -> list[ResponsePart] | None:
+        return self._produce_answer(start, await results, begun)
+
+    def _produce_answer(
+        self, start: tuple[int, int, int], results: Any, begun: float
+    ) -> list[ResponsePart] | None:
+        _, version, correlation_id = start
         metrics = self.services.metrics
         if metrics is not None:
             metrics.request_done(_PRODUCE_NAME, version, time.perf_counter() - begun)
         if results is None:
             return None
+        produce = HANDLERS[_PRODUCE].module
+        assert produce is not None
         out = FrameBuffer()
         write_response_header(out, ResponseHeader(correlation_id), _PRODUCE, version)
         answers = produce.answers_of(results)

@@ -586,9 +586,8 @@ class Server:
                     if delay > 0:
                         held.release()
                         await asyncio.sleep(delay)
-                if reader.frames_waiting:  # a received frame: nothing to wait for, not idle
-                    frame = await reader.read_frame()
-                else:
+                frame = reader.next_frame()  # a received frame: nothing to wait for, not idle
+                if frame is None:
                     idle_since[task] = loop.time()
                     frame = await reader.read_frame()
                     del idle_since[task]

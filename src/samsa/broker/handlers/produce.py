@@ -31,7 +31,6 @@ away) and nothing is written. A request without a transactional id is not verifi
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -204,7 +203,7 @@ def _late(results: Results, late: dict[TopicPartition, ErrorCode]) -> Results:
             [
                 (index, result)
                 if result.error or (error := late.get(TopicPartition(name, index))) is None
-                else (index, dataclasses.replace(result, error=error))
+                else (index, result._replace(error=error))
                 for index, result in partitions
             ],
         )
