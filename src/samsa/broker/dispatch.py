@@ -218,12 +218,13 @@ class RequestDispatcher:
             return None
         produce = HANDLERS[_PRODUCE].module
         assert produce is not None
-        out = FrameBuffer()
+        out = bytearray(4)  # the frame's size, set below: an answer with no file region is one buffer
         write_response_header(out, ResponseHeader(correlation_id), _PRODUCE, version)
         answers = produce.answers_of(results)
         if answers is None or not produce_codec().write_produce_answers(out, answers, version):
             return encode(correlation_id, _PRODUCE, version, produce.response_of(results))
-        return out.parts()
+        _SIZE.pack_into(out, 0, len(out) - 4)
+        return [out]
 
 
 def _log_request(header: RequestHeader, connection: ConnectionInfo, seconds: float) -> None:
@@ -383,5 +384,6 @@ def encode(correlation_id: int, api_key: int, api_version: int, message: Any) ->
     return out.parts()
 
 
+_SIZE = struct.Struct(">i")
 _PRODUCE = int(ApiKey.PRODUCE)
 _PRODUCE_NAME = APIS[_PRODUCE][0]

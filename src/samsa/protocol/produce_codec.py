@@ -213,9 +213,14 @@ def _flexible_body(b: memoryview, p: int, client_id: str | None) -> RawProduce:
             raise _OffShape
         count, p = _compact_count(b, p)
         partitions: list[tuple[int, memoryview | None]] = []
-        for _ in range(count):
+        for _ in range(count):  # the hottest loop: _uvarint and _tags written out
             index = unpack(b, p)[0]
-            size, p = _uvarint(b, p + 4)
+            p += 4
+            size = b[p]
+            if size < 0x80:
+                p += 1
+            else:
+                size, p = read_uvarint(b, p)
             records: memoryview | None
             if size == 0:
                 records = None
@@ -225,9 +230,9 @@ def _flexible_body(b: memoryview, p: int, client_id: str | None) -> RawProduce:
                     raise _OffShape
                 records = b[p:end]
                 p = end
-            p = _tags(b, p)
+            p = p + 1 if b[p] == 0 else skip_tagged_fields(b, p)
             partitions.append((index, records))
-        p = _tags(b, p)
+        p = p + 1 if b[p] == 0 else skip_tagged_fields(b, p)
         topics.append((name, partitions))
     return RawProduce(client_id, transactional_id, acks, timeout_ms, topics, _tags(b, p))
 
