@@ -83,17 +83,18 @@ def _produce(
 
 class Codec:
     """Produce requests and answers by the codec that read or wrote them: the hand-written one
-    (``samsa.protocol.produce_codec``) or, when it declined, the generated one."""
+    (``samsa.protocol.produce_codec``, whose ``read_produce_request`` and ``write_produce_answers`` both paths
+    take) or, when it declined, the generated one."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         import samsa.protocol.produce_codec as codec
 
         self.versions: set[int] = set()
         self.decoded = self.declined_decode = self.encoded = self.declined_encode = 0
-        real_decode, real_encode = codec.decode_produce_request, codec.encode_produce_response
+        real_read, real_write = codec.read_produce_request, codec.write_produce_answers
 
-        def decode(frame: memoryview, start: tuple[int, int, int]) -> Any:
-            result = real_decode(frame, start)
+        def read(frame: memoryview, start: tuple[int, int, int]) -> Any:
+            result = real_read(frame, start)
             self.versions.add(start[1])
             if result is None:
                 self.declined_decode += 1
@@ -101,16 +102,16 @@ class Codec:
                 self.decoded += 1
             return result
 
-        def encode(out: bytearray, response: Any, version: int) -> bool:
-            done = real_encode(out, response, version)
+        def write(out: bytearray, answers: Any, version: int, throttle_time_ms: int = 0) -> bool:
+            done = real_write(out, answers, version, throttle_time_ms)
             if done:
                 self.encoded += 1
             else:
                 self.declined_encode += 1
             return done
 
-        monkeypatch.setattr(codec, "decode_produce_request", decode)
-        monkeypatch.setattr(codec, "encode_produce_response", encode)
+        monkeypatch.setattr(codec, "read_produce_request", read)
+        monkeypatch.setattr(codec, "write_produce_answers", write)
 
 
 @pytest.mark.parametrize(
@@ -132,3 +133,68 @@ def test_a_real_clients_produce_is_read_and_answered_by_the_hand_written_codec(
         assert sorted(offset for _, offset in acked) == list(range(len(MESSAGES)))
     assert codec.decoded > 0 and codec.encoded > 0, codec.versions
     assert (codec.declined_decode, codec.declined_encode) == (0, 0), codec.versions
+
+
+class Served:
+    """Produce requests by the way the dispatcher served them: the fast path (``answer_raw``, from the codec's
+    tuples) or the general one (the handler's ``handle``, from the request's dataclasses)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from samsa.broker.handlers import produce
+
+        self.fast = self.general = 0
+        real_fast, real_general = produce.answer_raw, produce.handle
+
+        def fast(*args: Any, **kwargs: Any) -> Any:
+            self.fast += 1
+            return real_fast(*args, **kwargs)
+
+        async def general(*args: Any, **kwargs: Any) -> Any:
+            self.general += 1
+            return await real_general(*args, **kwargs)
+
+        monkeypatch.setattr(produce, "answer_raw", fast)
+        monkeypatch.setattr(produce, "handle", general)
+
+
+@pytest.mark.parametrize(
+    ("produce", "extra"),
+    [
+        (ck_produce, {}),
+        (ck_produce, {"enable.idempotence": True}),
+        (kp_produce, {"acks": "all"}),
+        (ak_produce, {}),
+    ],
+    ids=["confluent-kafka", "confluent-kafka-idempotent", "kafka-python", "aiokafka"],
+)
+def test_a_real_clients_produce_request_is_served_without_dataclasses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, produce: Produce, extra: dict[str, object]
+) -> None:
+    served = Served(monkeypatch)
+    with samsa.Broker(tmp_path / "data") as broker:
+        broker.create_topic("fast", partitions=2)
+        acked = _produce(produce, broker.bootstrap_servers, MESSAGES, "none", extra)
+        assert sorted(offset for _, offset in acked) == list(range(len(MESSAGES)))
+        consumed = ck_consume(broker.bootstrap_servers, "fast", len(MESSAGES), partition=1)
+        assert [(c.value, c.offset) for c in consumed] == [(m.value, i) for i, m in enumerate(MESSAGES)]
+    assert served.fast > 0
+    assert served.general == 0, f"{served.general} produce requests took the general path"
+
+
+def test_a_transactional_produce_takes_the_general_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request naming a transactional id is verified with its coordinator (KIP-890): the general path."""
+    from confluent_kafka import Producer
+
+    served = Served(monkeypatch)
+    with samsa.Broker(tmp_path / "data") as broker:
+        broker.create_topic("fast", partitions=1)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "t-fast"})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        for message in MESSAGES[:5]:
+            producer.produce("fast", message.value, message.key, partition=0)
+        producer.commit_transaction(30)
+    assert served.general > 0
+    assert served.fast == 0

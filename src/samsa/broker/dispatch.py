@@ -96,6 +96,8 @@ class RequestDispatcher:
         self.services = services  # what the handlers use, by name
         # a test hook (samsa.embedded): consulted after decode; may delay, or return a response to answer with
         self.interceptor: Interceptor | None = None
+        # the hook's word that it has nothing to do now (the fast Produce path is then taken despite it)
+        self.interceptor_idle: Callable[[], bool] | None = None
 
     async def handle(self, connection: ConnectionInfo, frame: memoryview) -> Sequence[ResponsePart] | None:
         logged = REQUEST_LOG.isEnabledFor(logging.DEBUG)
@@ -123,7 +125,7 @@ class RequestDispatcher:
         if (
             start is not None
             and start[0] == _PRODUCE
-            and self.interceptor is None
+            and (self.interceptor is None or (self.interceptor_idle is not None and self.interceptor_idle()))
             and not logged
             and connection.authenticated
             and not connection.session_expires_at
