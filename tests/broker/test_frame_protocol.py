@@ -8,6 +8,7 @@ is an IncompleteReadError, between frames None.
 from __future__ import annotations
 
 import asyncio
+import mmap
 import random
 import socket
 import struct
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from samsa.framing import READ_CHUNK, FrameProtocol
+from samsa.framing import HEAP_FRAME, READ_CHUNK, FrameProtocol
 from samsa.protocol.errors import FrameError
 
 LOOPS = ["asyncio", "uvloop"]
@@ -88,6 +89,30 @@ def test_a_frame_that_fits_is_a_view_of_the_receive_buffer(loop_name: str) -> No
         transport.close()
 
     _run(loop_name, scenario)
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_large_frame_is_received_into_reused_heap_memory_a_huge_one_into_a_mapping(loop_name: str) -> None:
+    """A 1 MB frame (librdkafka's batch.size) gets a bytearray, whose memory the allocator reuses frame after
+    frame (a fresh mapping faulted in 256 pages per frame); one above HEAP_FRAME an anonymous mapping, so a size
+    prefix alone does not make the broker hold that much."""
+    bodies = [b"m" * 1_000_000, b"h" * (HEAP_FRAME + 1)]
+
+    async def scenario() -> list[object]:
+        loop = asyncio.get_running_loop()
+        protocol, theirs, transport = await _connected()
+        sender = asyncio.create_task(_send(loop, theirs, b"".join(map(_frame, bodies)), 8))
+        buffers = []
+        for body in bodies:
+            frame = await asyncio.wait_for(protocol.read_frame(), 10)
+            assert frame is not None and frame == body
+            buffers.append(type(frame.obj))
+        await sender
+        theirs.close()
+        transport.close()
+        return buffers
+
+    assert _run(loop_name, scenario) == [bytearray, mmap.mmap]
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
