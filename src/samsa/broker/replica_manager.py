@@ -519,7 +519,8 @@ class ReplicaManager:
                 self.disk_full(tp)
             return _append_error(tp, exc)
         if not info.duplicate:  # a retry of a batch already in the log is answered with its original offsets
-            self._high_watermark_check(partition)
+            if partition.maybe_increment_high_watermark():  # _high_watermark_check, fetches woken once
+                self.produce_purgatory.notify(tp)
             self.fetch_purgatory.notify(tp)
         return ProduceResult(
             _NONE, info.first_offset, info.log_append_time, info.log_start_offset, None, (), info.last_offset
