@@ -19,6 +19,10 @@ Phases, per broker:
 ``bench/build_rdkafka_performance.sh``) produces ``--c-records`` (3M) x 100 B into one partition, ``linger.ms=5``,
 ``batch.size=1000000``, ``acks=1``; its rate is timed from its start to its exit (all delivered).
 
+Each produce phase prints the broker's CPU and the client's (confluent-kafka: the client process's CPU over the
+timed loop, librdkafka's threads included; ``rdkafka_performance``: its whole process), to tell which of the two
+bounds a phase on two shared cores.
+
 ``--profile DIR`` runs the Samsa broker under cProfile and writes ``DIR/samsa.prof`` when it stops; ``--strace FILE``
 runs it under ``strace -f -c`` and writes the count of sendfile/pread64/pwrite64 calls there (broker CPU figures
 are then strace's, not the broker's).
@@ -30,6 +34,7 @@ import argparse
 import functools
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -218,7 +223,7 @@ def client_produce(bootstrap: str, topic: str, partitions: int, records: int) ->
     payload = os.urandom(PAYLOAD_SIZE)
     produce = producer.produce
     poll = producer.poll
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     for i in range(records):
         while True:
             try:
@@ -232,10 +237,10 @@ def client_produce(bootstrap: str, topic: str, partitions: int, records: int) ->
         if i % 20000 == 0:
             poll(0)
     left = producer.flush(120)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     if left or errors:
         raise KafkaException(f"{left} undelivered, {len(errors)} errors, first {errors[:1]}")
-    return {"records": records, "seconds": seconds}
+    return {"records": records, "seconds": seconds, "client_cpu_s": cpu}
 
 
 def client_consume(bootstrap: str, topic: str, partitions: int, records: int) -> dict[str, Any]:
@@ -311,12 +316,18 @@ def run_c_producer(binary: Path, bootstrap: str, records: int) -> dict[str, Any]
     """``rdkafka_performance -P`` into partition 0 of ``TOPIC_1``; every message must be delivered."""
     args = [str(binary), "-P", "-t", TOPIC_1, "-p", "0", "-b", bootstrap, "-s", str(PAYLOAD_SIZE)]
     args += ["-c", str(records), "-a", "1", "-X", "linger.ms=5", "-X", "batch.size=1000000", "-q"]
-    started = time.perf_counter()
+    started, cpu0 = time.perf_counter(), _children_cpu()
     out = subprocess.run(args, capture_output=True, text=True, timeout=240)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, _children_cpu() - cpu0
     if out.returncode != 0 or f"{records} delivered" not in out.stdout + out.stderr:
         raise RuntimeError(f"rdkafka_performance failed:\n{(out.stdout + out.stderr)[-3000:]}")
-    return {"records": records, "seconds": seconds}
+    return {"records": records, "seconds": seconds, "client_cpu_s": cpu}
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's waited-for children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def run_client(*args: str) -> dict[str, Any]:
@@ -366,6 +377,7 @@ def rate_line(label: str, r: dict[str, Any]) -> str:
     return (
         f"  {label:28} {r['records']:>9,} rec {r['seconds']:7.2f} s {rps:>11,.0f} rec/s "
         f"{rps * PAYLOAD_SIZE / 1e6:7.1f} MB/s  broker CPU {r['broker_cpu_s']:5.2f} s"
+        + (f", client CPU {r['client_cpu_s']:5.2f} s" if "client_cpu_s" in r else "")
     )
 
 

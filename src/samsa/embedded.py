@@ -141,6 +141,7 @@ class Broker:
             self._remove_temp_dir()
             raise
         core.dispatcher.interceptor = self.injections.intercept
+        core.dispatcher.interceptor_idle = self.injections.idle
         try:
             await core.start()
         except BaseException:
@@ -360,6 +361,11 @@ class Injections:
     def clear(self) -> None:
         with self._lock:
             self._pending.clear()
+
+    def idle(self) -> bool:
+        """Whether no injection is pending (then ``intercept`` would let every request through): the
+        dispatcher's fast Produce path asks, so an embedded broker serves produce as ``samsa serve`` does."""
+        return not self._pending
 
     def pending(self) -> list[Injection]:
         """The injections not used up yet, oldest first (copies)."""

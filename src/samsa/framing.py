@@ -16,6 +16,8 @@ from samsa.protocol.frames import frame_size
 
 READ_CHUNK = 2**16
 """Bytes a connection's receive buffer holds (a larger frame gets a buffer of its own size)."""
+HEAP_FRAME = 2**21
+"""The largest frame received into a ``bytearray`` of its own (above it, an anonymous mapping: ``_split``)."""
 MIN_RECEIVE_ROOM = 2**12
 """Between frames, a receive buffer with less room left than this is replaced rather than read in small pieces."""
 PAUSE_QUEUED_BYTES = 2**18
@@ -29,7 +31,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
     The kernel copies received bytes into a receive buffer (``get_buffer``); every whole frame in it is handed out
     as a view of that buffer, never copied, and later bytes go after it. When the frame being received cannot fit
     in the rest of the buffer, a new buffer is made (the frame's own size when that is larger than
-    ``READ_CHUNK``) and the part of the frame already received is copied into it, once; the rest is received
+    ``READ_CHUNK``: a ``bytearray`` up to ``HEAP_FRAME``, an anonymous mapping above) and the part of the frame already received is copied into it, once; the rest is received
     there. So a produced batch is copied at most once in user space between the socket and the file, and not
     at all when its frame fits (the produce path patches it in place and writes it with one ``pwrite``). A buffer
     is never written where a frame was handed out, so frames stay valid while they are served.
@@ -94,10 +96,12 @@ class FrameProtocol(asyncio.BufferedProtocol):
         if (size >= 0 and len(buf) - start >= 4 + size) or (size < 0 and room >= MIN_RECEIVE_ROOM):
             return  # the frame being received fits; or room enough to receive its size
         needed = 4 + size if size >= 0 else 4
-        # a larger frame's buffer is anonymous memory, whose pages take room only as bytes arrive in them: a
-        # size prefix alone (up to socket.request.max.bytes) does not make the broker hold that much
+        # a frame of up to HEAP_FRAME bytes gets a bytearray: the allocator hands back memory that earlier
+        # frames used, where a fresh mapping faults in every page (a 1 MB frame: 256 page faults, a fifth of the
+        # broker's CPU for it). A larger frame's buffer is anonymous memory, whose pages take room only as bytes
+        # arrive in them: a size prefix alone (up to socket.request.max.bytes) does not make the broker hold that much
         fresh: bytearray | mmap.mmap = (
-            bytearray(READ_CHUNK) if needed <= READ_CHUNK else mmap.mmap(-1, needed)
+            bytearray(max(needed, READ_CHUNK)) if needed <= HEAP_FRAME else mmap.mmap(-1, needed)
         )
         fresh[: end - start] = buf[start:end]  # the one copy: a frame's start, received already
         self._buf, self._start, self._end = fresh, 0, end - start
@@ -181,6 +185,14 @@ class FrameProtocol(asyncio.BufferedProtocol):
                 await self._waiter
             finally:
                 self._waiter = None
+        return self._pop()
+
+    def next_frame(self) -> memoryview | None:
+        """The next received frame when one is waiting, with no await (a pipelining client's); None when none
+        is (then ``read_frame`` waits for one, or says why there will be none)."""
+        return self._pop() if self._frames else None
+
+    def _pop(self) -> memoryview:
         frame = self._frames.popleft()
         self._queued -= frame.nbytes
         if self._reading_paused and self._failure is None and self._queued <= PAUSE_QUEUED_BYTES:

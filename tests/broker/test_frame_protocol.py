@@ -8,6 +8,7 @@ is an IncompleteReadError, between frames None.
 from __future__ import annotations
 
 import asyncio
+import mmap
 import random
 import socket
 import struct
@@ -16,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from samsa.framing import READ_CHUNK, FrameProtocol
+from samsa.framing import HEAP_FRAME, READ_CHUNK, FrameProtocol
 from samsa.protocol.errors import FrameError
 
 LOOPS = ["asyncio", "uvloop"]
@@ -51,27 +52,31 @@ def _frame(body: bytes) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
+async def _received(bodies: list[bytes], pieces: int) -> list[tuple[bytes, bool, type]]:
+    """Send ``bodies`` as frames in ``pieces`` cuts; each frame received as (bytes, read-only, buffer type), then
+    the clean end of stream."""
+    loop = asyncio.get_running_loop()
+    protocol, theirs, transport = await _connected()
+    sender = asyncio.create_task(_send(loop, theirs, b"".join(map(_frame, bodies)), pieces))
+    got = []
+    for _ in bodies:
+        frame = await asyncio.wait_for(protocol.read_frame(), 10)
+        assert frame is not None
+        got.append((bytes(frame), frame.readonly, type(frame.obj)))
+    await sender
+    theirs.close()
+    assert await asyncio.wait_for(protocol.read_frame(), 10) is None
+    transport.close()
+    return got
+
+
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_frames_come_out_whole_and_in_order(loop_name: str) -> None:
     sizes = [0, 1, 100, READ_CHUNK - 4, READ_CHUNK, 3 * READ_CHUNK + 7, 5, 70_000, 17] * 3
     bodies = [bytes(random.Random(i).randbytes(size)) for i, size in enumerate(sizes)]
-
-    async def scenario() -> list[bytes]:
-        loop = asyncio.get_running_loop()
-        protocol, theirs, transport = await _connected()
-        sender = asyncio.create_task(_send(loop, theirs, b"".join(map(_frame, bodies)), 60))
-        got = []
-        for _ in bodies:
-            frame = await asyncio.wait_for(protocol.read_frame(), 10)
-            assert frame is not None and not frame.readonly
-            got.append(bytes(frame))
-        await sender
-        theirs.close()
-        assert await asyncio.wait_for(protocol.read_frame(), 10) is None
-        transport.close()
-        return got
-
-    assert _run(loop_name, scenario) == bodies
+    got = _run(loop_name, lambda: _received(bodies, 60))
+    assert [body for body, _, _ in got] == bodies
+    assert not any(readonly for _, readonly, _ in got)
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
@@ -88,6 +93,17 @@ def test_a_frame_that_fits_is_a_view_of_the_receive_buffer(loop_name: str) -> No
         transport.close()
 
     _run(loop_name, scenario)
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_large_frame_is_received_into_reused_heap_memory_a_huge_one_into_a_mapping(loop_name: str) -> None:
+    """A 1 MB frame (librdkafka's batch.size) gets a bytearray, whose memory the allocator reuses frame after
+    frame (a fresh mapping faulted in 256 pages per frame); one above HEAP_FRAME an anonymous mapping, so a size
+    prefix alone does not make the broker hold that much."""
+    bodies = [b"m" * 1_000_000, b"h" * (HEAP_FRAME + 1)]
+    got = _run(loop_name, lambda: _received(bodies, 8))
+    assert [body for body, _, _ in got] == bodies
+    assert [kind for _, _, kind in got] == [bytearray, mmap.mmap]
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)

@@ -1,9 +1,12 @@
-"""Real clients' produce requests take the log's one-batch append (``Log._append_lone_batch``), not the general
-path: counted, not timed. confluent-kafka and kafka-python produce through a broker in this process (so the test
-can count inside it), plain, compressed and idempotent; every append of the topic must have been a fast one.
+"""Real clients' produce requests take the fast paths: counted, not timed. confluent-kafka, kafka-python and aiokafka
+produce through a broker in this process (so the test can count inside it), plain, compressed and idempotent.
 
-Before the produce path handed the log a writable view of the request frame with its header read once, the fast
-path was taken only for a ``bytearray`` (the benchmark), and every real produce went the general way.
+- The log's one-batch append (``Log._append_lone_batch``), not the general path: before the produce path handed
+  the log a writable view of the request frame with its header read once, it was taken only for a ``bytearray``
+  (the benchmark), and every real produce went the general way.
+- The dispatcher's dataclass-free path (``handlers.produce.answer_raw``, the codec's ``read_produce_request`` and
+  ``write_produce_answers``): an embedded broker's test hook used to send every request through the general
+  ``handle``; a transactional produce still takes it (KIP-890's verification).
 """
 
 from __future__ import annotations
@@ -83,17 +86,18 @@ def _produce(
 
 class Codec:
     """Produce requests and answers by the codec that read or wrote them: the hand-written one
-    (``samsa.protocol.produce_codec``) or, when it declined, the generated one."""
+    (``samsa.protocol.produce_codec``, whose ``read_produce_request`` and ``write_produce_answers`` both paths
+    take) or, when it declined, the generated one."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         import samsa.protocol.produce_codec as codec
 
         self.versions: set[int] = set()
         self.decoded = self.declined_decode = self.encoded = self.declined_encode = 0
-        real_decode, real_encode = codec.decode_produce_request, codec.encode_produce_response
+        real_read, real_write = codec.read_produce_request, codec.write_produce_answers
 
-        def decode(frame: memoryview, start: tuple[int, int, int]) -> Any:
-            result = real_decode(frame, start)
+        def read(frame: memoryview, start: tuple[int, int, int]) -> Any:
+            result = real_read(frame, start)
             self.versions.add(start[1])
             if result is None:
                 self.declined_decode += 1
@@ -101,34 +105,80 @@ class Codec:
                 self.decoded += 1
             return result
 
-        def encode(out: bytearray, response: Any, version: int) -> bool:
-            done = real_encode(out, response, version)
+        def write(out: bytearray, answers: Any, version: int, throttle_time_ms: int = 0) -> bool:
+            done = real_write(out, answers, version, throttle_time_ms)
             if done:
                 self.encoded += 1
             else:
                 self.declined_encode += 1
             return done
 
-        monkeypatch.setattr(codec, "decode_produce_request", decode)
-        monkeypatch.setattr(codec, "encode_produce_response", encode)
+        monkeypatch.setattr(codec, "read_produce_request", read)
+        monkeypatch.setattr(codec, "write_produce_answers", write)
+
+
+class Served:
+    """Produce requests by the way the dispatcher served them: the fast path (``answer_raw``, from the codec's
+    tuples) or the general one (the handler's ``handle``, from the request's dataclasses)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from samsa.broker.handlers import produce
+
+        self.fast = self.general = 0
+        real_fast, real_general = produce.answer_raw, produce.handle
+
+        def fast(*args: Any, **kwargs: Any) -> Any:
+            self.fast += 1
+            return real_fast(*args, **kwargs)
+
+        async def general(*args: Any, **kwargs: Any) -> Any:
+            self.general += 1
+            return await real_general(*args, **kwargs)
+
+        monkeypatch.setattr(produce, "answer_raw", fast)
+        monkeypatch.setattr(produce, "handle", general)
 
 
 @pytest.mark.parametrize(
     ("produce", "extra"),
     [
+        (ck_produce, {}),
         (ck_produce, {"enable.idempotence": True}),
         (kp_produce, {"acks": "all"}),
         (ak_produce, {}),
     ],
-    ids=["confluent-kafka", "kafka-python", "aiokafka"],
+    ids=["confluent-kafka", "confluent-kafka-idempotent", "kafka-python", "aiokafka"],
 )
-def test_a_real_clients_produce_is_read_and_answered_by_the_hand_written_codec(
+def test_a_real_clients_produce_is_served_without_dataclasses_by_the_hand_written_codec(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, produce: Produce, extra: dict[str, object]
 ) -> None:
-    codec = Codec(monkeypatch)
+    served, codec = Served(monkeypatch), Codec(monkeypatch)
     with samsa.Broker(tmp_path / "data") as broker:
         broker.create_topic("fast", partitions=2)
         acked = _produce(produce, broker.bootstrap_servers, MESSAGES, "none", extra)
         assert sorted(offset for _, offset in acked) == list(range(len(MESSAGES)))
+        consumed = ck_consume(broker.bootstrap_servers, "fast", len(MESSAGES), partition=1)
+        assert [(c.value, c.offset) for c in consumed] == [(m.value, i) for i, m in enumerate(MESSAGES)]
+    assert served.fast > 0
+    assert served.general == 0, f"{served.general} produce requests took the general path"
     assert codec.decoded > 0 and codec.encoded > 0, codec.versions
     assert (codec.declined_decode, codec.declined_encode) == (0, 0), codec.versions
+
+
+def test_a_transactional_produce_takes_the_general_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request naming a transactional id is verified with its coordinator (KIP-890): the general path."""
+    from confluent_kafka import Producer
+
+    served = Served(monkeypatch)
+    with samsa.Broker(tmp_path / "data") as broker:
+        broker.create_topic("fast", partitions=1)
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "t-fast"})
+        producer.init_transactions(30)
+        producer.begin_transaction()
+        for message in MESSAGES[:5]:
+            producer.produce("fast", message.value, message.key, partition=0)
+        producer.commit_transaction(30)
+    assert served.general > 0
+    assert served.fast == 0

@@ -50,6 +50,8 @@ from .network import ConnectionClosedByHandler, ConnectionInfo, FileRegion, Resp
 from .quotas import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, QuotaManager, user_of
 
 if TYPE_CHECKING:
+    from samsa.protocol.produce_codec import RawProduce
+
     from .services import BrokerServices
 
 log = logging.getLogger(__name__)
@@ -94,6 +96,8 @@ class RequestDispatcher:
         self.services = services  # what the handlers use, by name
         # a test hook (samsa.embedded): consulted after decode; may delay, or return a response to answer with
         self.interceptor: Interceptor | None = None
+        # the hook's word that it has nothing to do now (the fast Produce path is then taken despite it)
+        self.interceptor_idle: Callable[[], bool] | None = None
 
     async def handle(self, connection: ConnectionInfo, frame: memoryview) -> Sequence[ResponsePart] | None:
         logged = REQUEST_LOG.isEnabledFor(logging.DEBUG)
@@ -118,6 +122,22 @@ class RequestDispatcher:
             raise CloseConnection(
                 f"api key {api_key} version {version} is not served (from {connection.client_host})"
             )
+        if (
+            start is not None
+            and start[0] == _PRODUCE
+            and (self.interceptor is None or (self.interceptor_idle is not None and self.interceptor_idle()))
+            and not logged
+            and connection.authenticated
+            and not connection.session_expires_at
+            and self.services.authorizer is None
+            and not self.services.quotas.any_active
+            and handler is not None
+            and handler.implemented[0] <= start[1] <= handler.implemented[1]
+        ):
+            raw = produce_codec().read_produce_request(frame, start)
+            if raw is not None and raw.transactional_id is None:
+                answer = self._produce(connection, frame, start, raw, begun)
+                return answer if answer is None or isinstance(answer, list) else await answer
         try:
             header, request = decode_request(frame, allow_trailing=True, start=start)
         except UnsupportedVersionError as exc:
@@ -160,6 +180,53 @@ class RequestDispatcher:
         if metrics is not None:
             metrics.request_done(APIS[header.request_api_key][0], version, time.perf_counter() - begun)
         return encode(header.correlation_id, header.request_api_key, version, response)
+
+    def _produce(
+        self,
+        connection: ConnectionInfo,
+        frame: memoryview,
+        start: tuple[int, int, int],
+        raw: RawProduce,
+        begun: float,
+    ) -> list[ResponsePart] | Awaitable[list[ResponsePart] | None] | None:
+        """A Produce request on the fast path (``handle`` chose it: no interceptor, request log, authorizer,
+        quota, SASL session or transactional id to consider): served from the codec's tuples by the handler's
+        ``answer_raw`` and answered by ``write_produce_answers``, with no request, context or answer dataclass
+        and no coroutine unless acks=all waits (then what to await). A storage failure is answered as
+        ``handle`` answers it, from the request decoded again."""
+        produce = HANDLERS[_PRODUCE].module or HANDLERS[_PRODUCE].load()
+        try:
+            results = produce.answer_raw(self.services, start[1], raw.acks, raw.timeout_ms, raw.topics)
+        except (StorageError, OSError) as exc:
+            header, request = decode_request(frame, allow_trailing=True, start=start)
+            return encode(start[2], _PRODUCE, start[1], _storage_failure(header, request, connection, exc))
+        if results is None or type(results) is list:
+            return self._produce_answer(start, results, begun)
+        return self._produce_later(start, results, begun)
+
+    async def _produce_later(
+        self, start: tuple[int, int, int], results: Awaitable[Any], begun: float
+    ) -> list[ResponsePart] | None:
+        return self._produce_answer(start, await results, begun)
+
+    def _produce_answer(
+        self, start: tuple[int, int, int], results: Any, begun: float
+    ) -> list[ResponsePart] | None:
+        _, version, correlation_id = start
+        metrics = self.services.metrics
+        if metrics is not None:
+            metrics.request_done(_PRODUCE_NAME, version, time.perf_counter() - begun)
+        if results is None:
+            return None
+        produce = HANDLERS[_PRODUCE].module
+        assert produce is not None
+        out = bytearray(4)  # the frame's size, set below: an answer with no file region is one buffer
+        write_response_header(out, ResponseHeader(correlation_id), _PRODUCE, version)
+        answers = produce.answers_of(results)
+        if answers is None or not produce_codec().write_produce_answers(out, answers, version):
+            return encode(correlation_id, _PRODUCE, version, produce.response_of(results))
+        _SIZE.pack_into(out, 0, len(out) - 4)
+        return [out]
 
 
 def _log_request(header: RequestHeader, connection: ConnectionInfo, seconds: float) -> None:
@@ -319,4 +386,6 @@ def encode(correlation_id: int, api_key: int, api_version: int, message: Any) ->
     return out.parts()
 
 
+_SIZE = struct.Struct(">i")
 _PRODUCE = int(ApiKey.PRODUCE)
+_PRODUCE_NAME = APIS[_PRODUCE][0]

@@ -148,16 +148,14 @@ class HeldResponses:
             return False
         self._parts.extend(cast(Sequence[bytes | bytearray | memoryview], parts))
         self._size = size
-        if self._timer is None:
-            self._timer = self._loop.call_later(HOLD_S, self.release)
+        if self._timer is None:  # one timer outlives the parts it was made for: a later hold's fire no later
+            self._timer = self._loop.call_later(HOLD_S, self._expire)
         return True
 
     def take(self) -> list[bytes | bytearray | memoryview]:
-        """The held parts, no longer held (to write before the next response)."""
+        """The held parts, no longer held (to write before the next response). The timer stays: made and
+        cancelled per held burst, it cost the loop as much as the hold saved."""
         parts, self._parts, self._size = self._parts, [], 0
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         return parts
 
     def release(self) -> None:
@@ -165,6 +163,17 @@ class HeldResponses:
         parts = self.take()
         if parts and not self._writer.transport.is_closing():
             self._writer.writelines(parts)
+
+    def close(self) -> None:
+        """Release what is held and drop the timer (the connection ends)."""
+        self.release()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expire(self) -> None:
+        self._timer = None
+        self.release()
 
 
 async def write_parts(writer: asyncio.StreamWriter, parts: Sequence[ResponsePart]) -> None:
@@ -586,9 +595,8 @@ class Server:
                     if delay > 0:
                         held.release()
                         await asyncio.sleep(delay)
-                if reader.frames_waiting:  # a received frame: nothing to wait for, not idle
-                    frame = await reader.read_frame()
-                else:
+                frame = reader.next_frame()  # a received frame: nothing to wait for, not idle
+                if frame is None:
                     idle_since[task] = loop.time()
                     frame = await reader.read_frame()
                     del idle_since[task]
@@ -627,7 +635,7 @@ class Server:
             log.exception("closing connection %s after an unexpected error", info.connection_id)
         finally:
             self._idle_since.pop(task, None)
-            held.release()  # the answers before a request that ended the connection
+            held.close()  # the answers before a request that ended the connection
             writer.close()
             try:
                 await writer.wait_closed()

@@ -36,7 +36,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from samsa.clock import Clock
 from samsa.cluster.follower import FetchPosition
@@ -168,11 +168,13 @@ class FollowerFetchers(Protocol):
     def lags(self) -> list[tuple[int, TopicPartition, int]]: ...
 
 
+_NONE = ErrorCode.NONE
 IsrChangeSender = Callable[[Partition, frozenset[int]], None]
 
 
-@dataclass(frozen=True, slots=True)
-class ProduceResult:
+class ProduceResult(NamedTuple):
+    """One partition's outcome of a produce (a tuple: one is made per partition of every produce request)."""
+
     error: ErrorCode
     base_offset: int = -1
     log_append_time: int = -1
@@ -517,14 +519,11 @@ class ReplicaManager:
                 self.disk_full(tp)
             return _append_error(tp, exc)
         if not info.duplicate:  # a retry of a batch already in the log is answered with its original offsets
-            self._high_watermark_check(partition)
+            if partition.maybe_increment_high_watermark():  # _high_watermark_check, fetches woken once
+                self.produce_purgatory.notify(tp)
             self.fetch_purgatory.notify(tp)
         return ProduceResult(
-            ErrorCode.NONE,
-            info.first_offset,
-            info.log_append_time,
-            info.log_start_offset,
-            last_offset=info.last_offset,
+            _NONE, info.first_offset, info.log_append_time, info.log_start_offset, None, (), info.last_offset
         )
 
     def acks_pending(self, tp: TopicPartition, result: ProduceResult) -> bool:

@@ -29,10 +29,13 @@ Sans-IO and stateless apart from a bounded cache of encoded topic names; callabl
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from .headers import RequestHeader
 from .messages.produce import (
     PartitionProduceData,
+    PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
     TopicProduceData,
@@ -61,12 +64,26 @@ class _OffShape(Exception):
     """The frame is not of the shape this module reads; the generated decoder takes it."""
 
 
-def decode_produce_request(
-    frame: memoryview, start: tuple[int, int, int]
-) -> tuple[RequestHeader, ProduceRequest, int] | None:
-    """The header and request of a Produce frame (without its size prefix) whose header starts with ``start``
-    (api key, version, correlation id, already unpacked), and where the body ends; or None when the generated
-    decoder must read it (module doc). Record sets are views of ``frame``."""
+class RawProduce(NamedTuple):
+    """A Produce request as read from its frame, before any dataclass is built: the broker's fast path serves
+    it as it is (``samsa.broker.handlers.produce.answer_raw``); ``decode_produce_request`` wraps it."""
+
+    client_id: str | None
+    transactional_id: str | None
+    acks: int
+    timeout_ms: int
+    topics: list[tuple[str, list[tuple[int, memoryview | None]]]]  # (name, [(index, records)])
+    end: int  # where the body ends in the frame
+
+
+Answer = tuple[int, int, int, int, int, "str | None"]
+"""One partition's answer: index, error_code, base_offset, log_append_time_ms, log_start_offset, error_message."""
+
+
+def read_produce_request(frame: memoryview, start: tuple[int, int, int]) -> RawProduce | None:
+    """The fields of a Produce frame (without its size prefix) whose header starts with ``start`` (api key,
+    version, correlation id, already unpacked); or None when the generated decoder must read it (module doc).
+    Record sets are views of ``frame``."""
     version = start[1]
     if not FAST_REQUEST_VERSIONS[0] <= version <= FAST_REQUEST_VERSIONS[1]:
         return None
@@ -74,12 +91,29 @@ def decode_produce_request(
         client_id, pos = _nullable_string(frame, 8)
         if version >= _FLEXIBLE:
             pos = _tags(frame, pos)
-            request, end = _flexible_body(frame, pos)
-        else:
-            request, end = _classic_body(frame, pos)
+            return _flexible_body(frame, pos, client_id)
+        return _classic_body(frame, pos, client_id)
     except (_OffShape, *_MALFORMED):
         return None
-    return RequestHeader(start[0], version, start[2], client_id), request, end
+
+
+def decode_produce_request(
+    frame: memoryview, start: tuple[int, int, int]
+) -> tuple[RequestHeader, ProduceRequest, int] | None:
+    """``read_produce_request`` as the generated dataclasses: the header, the request and where the body ends."""
+    raw = read_produce_request(frame, start)
+    if raw is None:
+        return None
+    request = ProduceRequest(
+        raw.transactional_id,
+        raw.acks,
+        raw.timeout_ms,
+        [
+            TopicProduceData(name, [PartitionProduceData(index, records) for index, records in partitions])
+            for name, partitions in raw.topics
+        ],
+    )
+    return RequestHeader(start[0], start[1], start[2], raw.client_id), request, raw.end
 
 
 def _nullable_string(b: memoryview, p: int) -> tuple[str | None, int]:
@@ -108,30 +142,30 @@ def _count(b: memoryview, p: int) -> tuple[int, int]:
     return count, p
 
 
-def _classic_body(b: memoryview, p: int) -> tuple[ProduceRequest, int]:
+def _classic_body(b: memoryview, p: int, client_id: str | None) -> RawProduce:
     transactional_id, p = _nullable_string(b, p)
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(b, p)
     topics_count, p = _count(b, p + 6)
-    topics = []
+    topics: list[tuple[str, list[tuple[int, memoryview | None]]]] = []
     unpack = _INDEX_SIZE.unpack_from
     limit = len(b)
     for _ in range(topics_count):
         name, p = _string(b, p)
         count, p = _count(b, p)
-        partitions = []
+        partitions: list[tuple[int, memoryview | None]] = []
         for _ in range(count):
             index, size = unpack(b, p)
             p += 8
             if size < 0:
-                partitions.append(PartitionProduceData(index, None))
+                partitions.append((index, None))
                 continue
             end = p + size
             if end > limit:
                 raise _OffShape
-            partitions.append(PartitionProduceData(index, b[p:end]))
+            partitions.append((index, b[p:end]))
             p = end
-        topics.append(TopicProduceData(name, partitions))
-    return ProduceRequest(transactional_id, acks, timeout_ms, topics), p
+        topics.append((name, partitions))
+    return RawProduce(client_id, transactional_id, acks, timeout_ms, topics, p)
 
 
 def _uvarint(b: memoryview, p: int) -> tuple[int, int]:
@@ -166,11 +200,11 @@ def _compact_count(b: memoryview, p: int) -> tuple[int, int]:
     return count, p
 
 
-def _flexible_body(b: memoryview, p: int) -> tuple[ProduceRequest, int]:
+def _flexible_body(b: memoryview, p: int, client_id: str | None) -> RawProduce:
     transactional_id, p = _compact_string(b, p)
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(b, p)
     topics_count, p = _compact_count(b, p + 6)
-    topics = []
+    topics: list[tuple[str, list[tuple[int, memoryview | None]]]] = []
     unpack = _I32.unpack_from
     limit = len(b)
     for _ in range(topics_count):
@@ -178,10 +212,16 @@ def _flexible_body(b: memoryview, p: int) -> tuple[ProduceRequest, int]:
         if name is None:
             raise _OffShape
         count, p = _compact_count(b, p)
-        partitions = []
-        for _ in range(count):
+        partitions: list[tuple[int, memoryview | None]] = []
+        for _ in range(count):  # the hottest loop: _uvarint and _tags written out
             index = unpack(b, p)[0]
-            size, p = _uvarint(b, p + 4)
+            p += 4
+            size = b[p]
+            if size < 0x80:
+                p += 1
+            else:
+                size, p = read_uvarint(b, p)
+            records: memoryview | None
             if size == 0:
                 records = None
             else:
@@ -190,11 +230,11 @@ def _flexible_body(b: memoryview, p: int) -> tuple[ProduceRequest, int]:
                     raise _OffShape
                 records = b[p:end]
                 p = end
-            p = _tags(b, p)
-            partitions.append(PartitionProduceData(index, records))
-        p = _tags(b, p)
-        topics.append(TopicProduceData(name, partitions))
-    return ProduceRequest(transactional_id, acks, timeout_ms, topics), _tags(b, p)
+            p = p + 1 if b[p] == 0 else skip_tagged_fields(b, p)
+            partitions.append((index, records))
+        p = p + 1 if b[p] == 0 else skip_tagged_fields(b, p)
+        topics.append((name, partitions))
+    return RawProduce(client_id, transactional_id, acks, timeout_ms, topics, _tags(b, p))
 
 
 # ---------------------------------------------------------------- the answer
@@ -245,51 +285,75 @@ def encode_produce_response(out: bytearray, response: ProduceResponse, version: 
         return False
     if version >= _TAGGED_ANSWER and response.node_endpoints:
         return False
+    try:
+        answers = [(topic.name, _answers(topic.partition_responses, version)) for topic in response.responses]
+    except (_OffShape, AttributeError):
+        return False
+    return write_produce_answers(out, answers, version, response.throttle_time_ms)
+
+
+def _answers(partitions: list[PartitionProduceResponse], version: int) -> list[Answer]:
+    """The answers as ``write_produce_answers`` takes them; _OffShape for a field it does not write that
+    ``version`` carries (record errors from v8, a current leader from v10)."""
+    out: list[Answer] = []
+    for a in partitions:
+        if version >= _ERROR_MESSAGE and a.record_errors:
+            raise _OffShape
+        leader = a.current_leader
+        if version >= _TAGGED_ANSWER and (leader.leader_id != -1 or leader.leader_epoch != -1):
+            raise _OffShape
+        out.append(
+            (a.index, a.error_code, a.base_offset, a.log_append_time_ms, a.log_start_offset, a.error_message)
+        )
+    return out
+
+
+def write_produce_answers(
+    out: bytearray, answers: Sequence[tuple[str, Sequence[Answer]]], version: int, throttle_time_ms: int = 0
+) -> bool:
+    """Append the body of a Produce answer at ``version`` to ``out``: per topic its name and per partition an
+    ``Answer`` (no record errors, no current leader, no node endpoints); True, or False with nothing written when
+    a value does not fit its field (the generated code then decides)."""
+    if not FAST_RESPONSE_VERSIONS[0] <= version <= FAST_RESPONSE_VERSIONS[1]:
+        return False
     mark = len(out)
     try:
-        _write_response(out, response, version)
-    except (_OffShape, struct.error, UnicodeEncodeError, TypeError, AttributeError):
+        _write_answers(out, answers, version, throttle_time_ms)
+    except (_OffShape, struct.error, UnicodeEncodeError, TypeError):
         del out[mark:]
         return False
     return True
 
 
-def _write_response(out: bytearray, response: ProduceResponse, version: int) -> None:
+def _write_answers(
+    out: bytearray, topics: Sequence[tuple[str, Sequence[Answer]]], version: int, throttle_time_ms: int
+) -> None:
     compact = version >= _FLEXIBLE
     messages = version >= _ERROR_MESSAGE
-    tagged_leader = version >= _TAGGED_ANSWER
-    pack = (_ANSWER_V5 if version >= _LOG_START_OFFSET else _ANSWER_V3).pack
     with_start = version >= _LOG_START_OFFSET
-    topics = response.responses
+    pack = (_ANSWER_V5 if with_start else _ANSWER_V3).pack
     if compact:
         write_uvarint(out, len(topics) + 1)
     else:
         out += _I32.pack(len(topics))
-    for topic in topics:
-        out += _encoded_name(topic.name, compact)
-        answers = topic.partition_responses
+    for name, answers in topics:
+        out += _encoded_name(name, compact)
         if compact:
             write_uvarint(out, len(answers) + 1)
         else:
             out += _I32.pack(len(answers))
-        for a in answers:
+        for index, error_code, base_offset, log_append_time_ms, log_start_offset, message in answers:
             if with_start:
-                out += pack(a.index, a.error_code, a.base_offset, a.log_append_time_ms, a.log_start_offset)
+                out += pack(index, error_code, base_offset, log_append_time_ms, log_start_offset)
             else:
-                out += pack(a.index, a.error_code, a.base_offset, a.log_append_time_ms)
+                out += pack(index, error_code, base_offset, log_append_time_ms)
             if messages:
-                if a.record_errors:
-                    raise _OffShape
-                if tagged_leader and (
-                    a.current_leader.leader_id != -1 or a.current_leader.leader_epoch != -1
-                ):
-                    raise _OffShape
                 out += b"\x01" if compact else b"\x00\x00\x00\x00"  # no record errors
-                _write_message(out, a.error_message, compact)
+                _write_message(out, message, compact)
                 if compact:
                     out.append(0)
         if compact:
             out.append(0)
-    out += _I32.pack(response.throttle_time_ms)
+    out += _I32.pack(throttle_time_ms)
     if compact:
         out.append(0)

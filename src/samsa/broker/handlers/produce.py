@@ -31,6 +31,8 @@ away) and nothing is written. A request without a transactional id is not verifi
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from samsa.protocol import ErrorCode
@@ -50,11 +52,15 @@ from ..context import RequestContext
 
 if TYPE_CHECKING:
     from samsa.metrics.broker_metrics import BrokerMetrics
+    from samsa.protocol.produce_codec import Answer
+
+    from ..services import BrokerServices
 from ..network import ConnectionClosedByHandler
 from ..replica_manager import ProduceResult
 
 _VALID_ACKS = (0, 1, -1)
 _DENIED = ProduceResult(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+_BAD_ACKS = ProduceResult(ErrorCode.INVALID_REQUIRED_ACKS)
 
 _ZSTD_MIN_VERSION = 7
 
@@ -89,6 +95,14 @@ def _invalid(message: str) -> ProduceResult:
     return ProduceResult(ErrorCode.INVALID_RECORD, message=message)
 
 
+Topics = list[tuple[str, list[tuple[int, object]]]]
+"""A request's record sets: per topic its name and per partition (index, records), as the codec reads them."""
+Results = list[tuple[str, list[tuple[int, ProduceResult]]]]
+"""A request's outcome in the same order: per topic its name and per partition (index, result)."""
+_Appends = list[tuple[TopicPartition, memoryview, V2Header | None]]
+_Authorize = Callable[[str], bool]
+
+
 async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
     acks = request.acks
     if acks not in _VALID_ACKS:
@@ -97,42 +111,136 @@ async def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceRespons
         AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
     ):
         return _all_failed(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    version = ctx.api_version
-    refusals: list[ProduceResult | None] = []  # per partition in request order; None: appended
-    appends: list[tuple[TopicPartition, memoryview, V2Header | None]] = []
-    for topic in request.topic_data:
-        allowed = ctx.authorize(AclOperation.WRITE, ResourceType.TOPIC, topic.name)
-        for data in topic.partition_data:
-            checked = _check_record_set(data.records, version) if allowed else _DENIED
+    topics: Topics = [
+        (topic.name, [(data.index, data.records) for data in topic.partition_data])
+        for topic in request.topic_data
+    ]
+    authorize = None
+    if ctx.services.authorizer is not None:
+        authorize = functools.partial(ctx.authorize, AclOperation.WRITE, ResourceType.TOPIC)
+    refusals, appends = _checked(topics, ctx.api_version, authorize)
+    verify = ctx.services.verify_transaction
+    if verify is not None and request.transactional_id and any(_transactional(h) for _, _, h in appends):
+        appends = await _verified(ctx, request.transactional_id, refusals, appends)
+    results, acks_done = _appended(ctx.services, topics, refusals, appends, acks, request.timeout_ms)
+    if acks_done is not None:
+        results = _late(results, await acks_done)
+    if acks == 0:
+        _close_on_error(results)
+        return None
+    return response_of(results)
+
+
+def answer_raw(
+    services: BrokerServices, version: int, acks: int, timeout_ms: int, topics: Topics
+) -> Results | Awaitable[Results] | None:
+    """The fast path (``RequestDispatcher``): a request without a transactional id, on a broker without an
+    authorizer, served from the codec's tuples with no request or answer dataclass built; the same checks,
+    appends, metrics and answers as ``handle``. None for acks=0; an awaitable when acks=all waits."""
+    if acks not in _VALID_ACKS:
+        return [(name, [(i, _BAD_ACKS) for i, _ in partitions]) for name, partitions in topics]
+    refusals, appends = _checked(topics, version, None)
+    results, acks_done = _appended(services, topics, refusals, appends, acks, timeout_ms)
+    if acks_done is not None:
+        return _answered_late(results, acks_done)
+    if acks == 0:
+        _close_on_error(results)
+        return None
+    return results
+
+
+async def _answered_late(results: Results, acks_done: Awaitable[dict[TopicPartition, ErrorCode]]) -> Results:
+    return _late(results, await acks_done)
+
+
+def _checked(
+    topics: Topics, version: int, authorize: _Authorize | None
+) -> tuple[list[ProduceResult | None], _Appends]:
+    """Per partition in request order its refusal (None: to append), and the appends with their headers."""
+    refusals: list[ProduceResult | None] = []
+    appends: _Appends = []
+    for name, partitions in topics:
+        allowed = authorize is None or authorize(name)
+        for index, records in partitions:
+            checked = _check_record_set(records, version) if allowed else _DENIED
             if isinstance(checked, ProduceResult):
                 refusals.append(checked)
             else:
                 refusals.append(None)
-                appends.append((TopicPartition(topic.name, data.index), *checked))
-    verify = ctx.services.verify_transaction
-    if verify is not None and request.transactional_id and any(_transactional(h) for _, _, h in appends):
-        appends = await _verified(ctx, request.transactional_id, refusals, appends)
-    results, acks_done = ctx.services.replica_manager.produce(appends, acks, request.timeout_ms)
-    if ctx.services.metrics is not None:
-        _measure(ctx.services.metrics, request, refusals, appends, results)
-    late = await acks_done if acks_done is not None else None
+                appends.append((TopicPartition(name, index), *checked))
+    return refusals, appends
+
+
+def _appended(
+    services: BrokerServices,
+    topics: Topics,
+    refusals: list[ProduceResult | None],
+    appends: _Appends,
+    acks: int,
+    timeout_ms: int,
+) -> tuple[Results, Awaitable[dict[TopicPartition, ErrorCode]] | None]:
+    """Append as leader (one replica manager call), count it in the metrics, and pair each partition with its
+    outcome; with acks=all, also what to await."""
+    appended, acks_done = services.replica_manager.produce(appends, acks, timeout_ms)
+    if services.metrics is not None:
+        _measure(services.metrics, topics, refusals, appends, appended)
     outcomes = iter(refusals)
-    appended = iter(results)
-    responses = [
-        TopicProduceResponse(
-            topic.name,
+    done = iter(appended)
+    results = [
+        (name, [(index, next(outcomes) or next(done)) for index, _ in partitions])
+        for name, partitions in topics
+    ]
+    return results, acks_done
+
+
+def _late(results: Results, late: dict[TopicPartition, ErrorCode]) -> Results:
+    """The error codes acks=all ended with, over the appends' own."""
+    if not late:
+        return results
+    return [
+        (
+            name,
             [
-                _answer(topic.name, data.index, next(outcomes) or next(appended), late)
-                for data in topic.partition_data
+                (index, result)
+                if result.error or (error := late.get(TopicPartition(name, index))) is None
+                else (index, result._replace(error=error))
+                for index, result in partitions
             ],
         )
-        for topic in request.topic_data
+        for name, partitions in results
     ]
-    if acks == 0:
-        if len(results) < len(refusals) or any(result.error for result in results):
-            raise ConnectionClosedByHandler(f"acks=0 produce failed: {_first_error(responses)}")
-        return None
-    return ProduceResponse(responses=responses)
+
+
+def _close_on_error(results: Results) -> None:
+    """acks=0 has no answer to carry an error: the connection closes (module doc)."""
+    for name, partitions in results:
+        for index, result in partitions:
+            if result.error:
+                raise ConnectionClosedByHandler(
+                    f"acks=0 produce failed: {name}-{index}: error {result.error} {result.message or ''}".rstrip()
+                )
+
+
+def answers_of(results: Results) -> list[tuple[str, list[Answer]]] | None:
+    """``results`` as the codec's ``write_produce_answers`` takes them; None when one carries record errors."""
+    answers: list[tuple[str, list[Answer]]] = []
+    for name, partitions in results:
+        row: list[Answer] = []
+        for index, r in partitions:
+            if r.record_errors:
+                return None
+            row.append((index, r.error, r.base_offset, r.log_append_time, r.log_start_offset, r.message))
+        answers.append((name, row))
+    return answers
+
+
+def response_of(results: Results) -> ProduceResponse:
+    return ProduceResponse(
+        responses=[
+            TopicProduceResponse(name, [_answer(index, result) for index, result in partitions])
+            for name, partitions in results
+        ]
+    )
 
 
 _TRANSACTIONAL = 0x10
@@ -190,9 +298,9 @@ async def _verified(
 
 def _measure(
     metrics: BrokerMetrics,
-    request: ProduceRequest,
+    topics: Topics,
     refusals: list[ProduceResult | None],
-    appends: list[tuple[TopicPartition, memoryview, V2Header | None]],
+    appends: _Appends,
     results: list[ProduceResult],
 ) -> None:
     """Count the request in the broker's metrics: per partition appended, its records and bytes; per partition
@@ -203,36 +311,22 @@ def _measure(
         else:
             metrics.produced(tp.topic, header.records_count if header is not None else 0, len(records))
     refused = iter(refusals)
-    for topic in request.topic_data:
-        for _ in topic.partition_data:
+    for name, partitions in topics:
+        for _ in partitions:
             if next(refused) is not None:
-                metrics.produce_failed(topic.name)
+                metrics.produce_failed(name)
 
 
-def _answer(
-    topic: str, partition: int, result: ProduceResult, late: dict[TopicPartition, ErrorCode] | None
-) -> PartitionProduceResponse:
-    """One partition's answer, with the error code acks=all ended with when it waited."""
-    error = result.error
-    if late and not error:
-        error = late.get(TopicPartition(topic, partition), error)
+def _answer(partition: int, result: ProduceResult) -> PartitionProduceResponse:
     return PartitionProduceResponse(
         partition,
-        error,
+        result.error,
         result.base_offset,
         result.log_append_time,
         result.log_start_offset,
         [BatchIndexAndErrorMessage(i, m) for i, m in result.record_errors] if result.record_errors else [],
         error_message=result.message,
     )
-
-
-def _first_error(responses: list[TopicProduceResponse]) -> str:
-    for topic in responses:
-        for p in topic.partition_responses:
-            if p.error_code:
-                return f"{topic.name}-{p.index}: error {p.error_code} {p.error_message or ''}".rstrip()
-    return "unknown"
 
 
 def _all_failed(request: ProduceRequest, error: ErrorCode) -> ProduceResponse:
