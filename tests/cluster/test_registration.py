@@ -22,6 +22,11 @@ from samsa.cluster.zk_client import ZkClient
 from samsa.cluster.zookeeper import ZooKeeperServer
 from samsa.protocol import ErrorCode
 from samsa.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from samsa.protocol.messages.update_metadata import (
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataTopicState,
+)
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.slow]
 
@@ -111,6 +116,60 @@ def test_a_restarted_broker_answers_metadata_before_the_controller_reached_it(
         )
         assert sorted(b.node_id for b in known.brokers) == [1, 2]
         assert sorted(p.partition_index for p in known.topics[0].partitions) == [0, 1]
+    finally:
+        cluster.down()
+
+
+def _send_update_metadata(port: int, broker_epoch: int, topic: str) -> Any:
+    """An UpdateMetadata naming partition 0 of ``topic`` only, led by broker 1, as a controller sends the changed
+    partitions, for the registration of epoch ``broker_epoch``."""
+
+    async def send() -> Any:
+        connection = BrokerConnection("127.0.0.1", port, client_id="controller", request_timeout_ms=10_000)
+        await connection.open()
+        try:
+            state = UpdateMetadataPartitionState(
+                partition_index=0, controller_epoch=99, leader=1, leader_epoch=99, isr=[1], replicas=[1]
+            )
+            request = UpdateMetadataRequest(
+                controller_id=1,
+                controller_epoch=99,
+                broker_epoch=broker_epoch,
+                topic_states=[UpdateMetadataTopicState(topic_name=topic, partition_states=[state])],
+                live_brokers=[],
+            )
+            return await connection.request(request, UpdateMetadataRequest.API_KEY)
+        finally:
+            await connection.close()
+
+    return asyncio.run(send())
+
+
+def test_a_restarted_broker_refuses_what_the_controller_sends_its_earlier_process(
+    zookeeper: ZooKeeperServer, tmp_path: Path
+) -> None:
+    """Found by the nemesis (2026-11-28): a broker restarted after kill -9 serves while it waits out its earlier
+    process's registration, and a controller that has not seen that process go keeps sending it requests. Broker 2
+    took an UpdateMetadata of the changed partitions meant for its earlier process as its whole catalog, answered
+    Metadata with 4 of a topic's 6 partitions, and librdkafka's consumers rebalanced on the change. A request
+    carrying the earlier registration's epoch is refused with STALE_BROKER_EPOCH, and the answers stay those of a
+    broker the controller has not reached."""
+    connect = f"{zookeeper.connect_string}/samsa-test-{uuid.uuid4().hex[:12]}"
+    cluster = LocalCluster(tmp_path / "cluster", zookeeper=connect, session_timeout_ms=SESSION_MS)
+    try:
+        cluster.up(2)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("t", 2, 2)])["t"].result(60)
+        first, _ = _restart_within_its_session(cluster, connect, 2)
+        assert first is not None
+        port = cluster.broker(2).port
+        answer = _send_update_metadata(port, first, "t")
+        waiting = _metadata_from(port, "t")
+        assert broker_epoch(connect, 2) == first, "asked too late: broker 2 had registered again"
+        assert answer.error_code == ErrorCode.STALE_BROKER_EPOCH
+        assert [(t.name, t.error_code, t.partitions) for t in waiting.topics] == [
+            ("t", ErrorCode.LEADER_NOT_AVAILABLE, [])
+        ]
     finally:
         cluster.down()
 

@@ -159,6 +159,9 @@ class ZkBroker:
         self.shutting_down = False  # a controlled shutdown began: no new fetchers
         self._zk_connected = True
         self.broker_epoch = -1
+        # the epoch of an earlier process's registration this one waited out (``_register``): what the controller
+        # still sends that process must not reach this one (-1: none seen)
+        self._earlier_epoch = -1
         self._session_lost = False
         self._last_config_change = ""
         self._closing = False
@@ -322,7 +325,8 @@ class ZkBroker:
                     interrupted = True
                     log.warning("broker %d: %s; registering again", self.node_id, exc)
                 await asyncio.sleep(0.5)
-            except BrokerAlreadyRegisteredError:
+            except BrokerAlreadyRegisteredError as exc:
+                self._earlier_epoch = max(self._earlier_epoch, exc.epoch)
                 if loop.time() >= deadline:
                     raise
                 if not self._waited_for_old_session:
@@ -608,8 +612,15 @@ class ZkBroker:
 
     def fence_controller_request(self, controller_epoch: int, broker_epoch: int) -> ErrorCode:
         """Kafka's checks on a request from a controller: STALE_BROKER_EPOCH for a request meant for an earlier
-        registration of this broker, STALE_CONTROLLER_EPOCH for a controller older than one already heard."""
-        if 0 <= broker_epoch < self.broker_epoch:
+        registration of this broker, STALE_CONTROLLER_EPOCH for a controller older than one already heard.
+
+        A broker restarted within its session serves before it registers (it waits out its earlier process's
+        registration). A controller that has not yet seen that process go keeps sending it requests, which then
+        reach this one: an UpdateMetadata of a few changed partitions became its first and only catalog, and it
+        answered Metadata with a topic of 4 partitions out of 6, which made librdkafka's consumers rebalance (seen
+        in the nemesis). Kafka serves only once registered; here a request carrying that earlier registration's
+        epoch is refused the same way."""
+        if 0 <= broker_epoch < self.broker_epoch or 0 <= broker_epoch <= self._earlier_epoch:
             return ErrorCode.STALE_BROKER_EPOCH
         if controller_epoch < self.highest_controller_epoch:
             return ErrorCode.STALE_CONTROLLER_EPOCH

@@ -76,7 +76,12 @@ class ZkError(RuntimeError):
 
 
 class BrokerAlreadyRegisteredError(ZkError):
-    """Another live session holds ``/brokers/ids/<id>``: two brokers were given one ``broker.id``."""
+    """Another live session holds ``/brokers/ids/<id>``: two brokers were given one ``broker.id``, or this broker's
+    earlier process, whose session has not expired yet. ``epoch``: that registration's broker epoch."""
+
+    def __init__(self, message: str, epoch: int) -> None:
+        super().__init__(message)
+        self.epoch = epoch
 
 
 class ZkSessionInterruptedError(ZkError):
@@ -267,7 +272,8 @@ class ZkClient:
                 if stat.ephemeralOwner != session_id:
                     raise BrokerAlreadyRegisteredError(
                         f"broker.id {broker_id} is registered by another live broker "
-                        f"(session 0x{stat.ephemeralOwner:x}): every broker needs its own broker.id"
+                        f"(session 0x{stat.ephemeralOwner:x}): every broker needs its own broker.id",
+                        int(stat.czxid),
                     ) from None
                 self.kazoo.set(path, data)
             stat = self.kazoo.exists(path)
