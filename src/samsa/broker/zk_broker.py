@@ -49,7 +49,12 @@ from samsa.cluster.isr_channel import IsrChange, IsrChannel
 from samsa.cluster.metadata_cache import BrokerNode, MetadataCache
 from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from samsa.cluster.replication_quota import DEFAULT_BROKER, FOLLOWER_THROTTLED_RATE, LEADER_THROTTLED_RATE
-from samsa.cluster.zk_client import BrokerAlreadyRegisteredError, ZkClient, ZkSessionInterruptedError
+from samsa.cluster.zk_client import (
+    BrokerAlreadyRegisteredError,
+    ZkClient,
+    ZkSessionInterruptedError,
+    is_session_interruption,
+)
 from samsa.cluster.znodes import BrokerRegistration, Endpoint, ProducerIdBlock
 from samsa.log_throttle import LogThrottle
 from samsa.protocol import ApiKey, ErrorCode
@@ -292,18 +297,39 @@ class ZkBroker:
             loop.call_soon_threadsafe(self._session_state, state)
 
         self.zk.on_session_change(on_change)
-        self._last_config_change = max(await asyncio.to_thread(self.zk.config_changes), default="")
-        await self._config_changed()
-        if self.acl_sync is not None:
-            await self.acl_sync.start()
-        await self._apply_broker_config()
-        await self._apply_quotas()
+        await self._read_configuration()
         await self.controller.start()
         self._spawn(self._shrink_isr_periodically())
         self._spawn(self._retry_transitions_periodically())
         self._prefetch = asyncio.get_running_loop().create_task(
             self._fetch_block()
         )  # ids before ZooKeeper is needed
+
+    async def _read_configuration(self) -> None:
+        """Dynamic configs, ACLs and quotas as ZooKeeper holds them, read once registered. ZooKeeper may go away
+        meanwhile (a restart right after this broker registered: seen in the nemesis, where the broker then exited
+        with "could not start: ConnectionLoss"): the reads are made again once it is back, up to
+        zookeeper.connection.timeout.ms, as Kafka's client waits for its connection."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.connection_timeout_s
+        while True:
+            try:
+                self._last_config_change = max(await asyncio.to_thread(self.zk.config_changes), default="")
+                await self._config_changed()
+                if self.acl_sync is not None:
+                    await self.acl_sync.start()
+                await self._apply_broker_config()
+                await self._apply_quotas()
+                return
+            except Exception as exc:
+                if not is_session_interruption(exc) or loop.time() >= deadline or self._closing:
+                    raise
+                log.warning(
+                    "broker %d: ZooKeeper went away while its configuration was read (%s); reading again",
+                    self.node_id,
+                    type(exc).__name__,
+                )
+                await asyncio.sleep(0.5)
 
     async def _register(self) -> None:
         assert self._registration is not None
