@@ -52,8 +52,13 @@ kafka-jars: system-deps
 # --dist loadfile: each test module on one worker, its tests in file order (modules that share one cluster or
 # JVM need it). The xdist_group markers the conftests add (loadgroup) take no effect with pytest 9 and
 # pytest-xdist 3.8: xdist renames item._nodeid, which pytest 9 no longer reads.
+# Spark's tests run in workers of their own: py4j's callback server (foreachBatch calls back into Python through
+# it) waits on select(), which fails for descriptors numbered 1024 and up, and a worker that has run the other
+# modules holds that many; the streaming query then hung until the test's timeout (CI, 2026-11-28). Exit code 5 of
+# the second run: PYTEST_ARGS selected none of them.
 unit: $(STAMP) system-deps kafka-jars
-	$(PY) -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadfile --ignore=tests/spark $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadfile tests/spark $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 KAFKA_MESSAGES := $(SHARED)/kafka-messages
 # Generated-code freshness is checked only where the descriptors sit beside the project.

@@ -30,6 +30,13 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         raise RuntimeError(
             "Spark needs a JDK: `make test` installs openjdk-17-jre-headless when java is missing"
         )
+    probe = os.dup(0)  # the lowest free descriptor: what py4j's next socket gets
+    os.close(probe)
+    if probe >= 1000:  # py4j's callback server select()s its sockets: past 1023 the streaming queries hang
+        raise RuntimeError(
+            f"this process already holds descriptors up to {probe}: run tests/spark in a pytest run of its own "
+            "(as `make test` does)"
+        )
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
