@@ -74,6 +74,10 @@ class MetadataStore(Protocol):
         handlers answer every topic LEADER_NOT_AVAILABLE: retriable, and no client drops what it knew for it."""
         ...
 
+    async def wait_for_catalog(self, timeout_s: float) -> bool:
+        """``catalog_known``, waiting up to ``timeout_s`` for it."""
+        ...
+
     def alive_brokers(self, listener: str) -> list[Node]: ...
 
     def is_alive(self, broker_id: int) -> bool: ...
@@ -168,6 +172,9 @@ class LocalMetadataStore:
         return self._node_id
 
     def catalog_known(self) -> bool:
+        return True
+
+    async def wait_for_catalog(self, timeout_s: float) -> bool:
         return True
 
     def alive_brokers(self, listener: str) -> list[Node]:
@@ -280,6 +287,9 @@ class ZkMetadataStore:
 
     def catalog_known(self) -> bool:
         return self._cache.known
+
+    async def wait_for_catalog(self, timeout_s: float) -> bool:
+        return await self._cache.wait_known(timeout_s)
 
     def alive_brokers(self, listener: str) -> list[Node]:
         if self._cache.known:

@@ -17,6 +17,7 @@ Event-loop thread only.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 
@@ -64,6 +65,9 @@ class MetadataCache:
         self.topic_ids: dict[str, uuid.UUID] = {}
         self._partitions: dict[str, dict[int, PartitionInfo]] = {}
         self.known = False  # the controller has sent its first UpdateMetadata
+        self._known_event: asyncio.Event | None = (
+            None  # made on first wait (``wait_known``), on the event loop
+        )
         self.provisional_brokers: list[BrokerNode] = []  # read from ZooKeeper until ``known``
         self.provisional_topics: set[str] = set()
 
@@ -84,6 +88,20 @@ class MetadataCache:
         if not self.known:
             self.known = True
             self.provisional_brokers, self.provisional_topics = [], set()
+            if self._known_event is not None:
+                self._known_event.set()
+
+    async def wait_known(self, timeout_s: float) -> bool:
+        """Whether the controller's first UpdateMetadata has come, waiting for it up to ``timeout_s``."""
+        if self.known:
+            return True
+        if self._known_event is None:
+            self._known_event = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._known_event.wait(), timeout_s)
+        except TimeoutError:
+            pass
+        return self.known
 
     def set_partition(self, info: PartitionInfo, topic_id: uuid.UUID | None = None) -> None:
         """Store one partition's state; a partition led by ``LEADER_DELETED`` is removed."""

@@ -5,10 +5,12 @@ both allow it (as Kafka does), else answered with UNKNOWN_TOPIC_OR_PARTITION. Th
 metadata store (``metadata_store``): alone, what this broker hosts; in cluster mode what the controller last sent,
 with the addresses of the listener the request came in on. A newly created topic is LEADER_NOT_AVAILABLE until
 its leaders are elected, a partition whose leader is down LEADER_NOT_AVAILABLE with leader -1. A cluster broker
-that has not heard from the controller since it started answers with the brokers ZooKeeper has registered (read
-at its start and again whenever they change) and every topic LEADER_NOT_AVAILABLE without partitions (clients
-keep the leaders they know and ask again), never with an empty broker list, a registered broker left out, or
-UNKNOWN_TOPIC_OR_PARTITION for a topic that exists. On request (v8+), each topic's and (v8-10) the cluster's
+that has not heard from the controller since it started holds the request until it has (``_catalog_wait_s``), as
+Kafka serves no request before it has registered: a provisional answer, each topic LEADER_NOT_AVAILABLE without
+partitions, made librdkafka's consumer groups take the topic for gone and rebalance (seen in the nemesis). Past
+that wait it answers so: with the brokers ZooKeeper has registered (read at its start and again whenever they
+change), never with an empty broker list, a registered broker left out, or UNKNOWN_TOPIC_OR_PARTITION for a topic
+that exists. On request (v8+), each topic's and (v8-10) the cluster's
 operations the principal may do: every supported one when authorization is off, as Kafka answers.
 """
 
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     store = ctx.services.metadata_store
+    if not store.catalog_known():
+        await store.wait_for_catalog(_catalog_wait_s(ctx))
     # every topic: v0 with an empty list, v1+ with null
     every = request.topics is None or (ctx.api_version == 0 and request.topics == [])
     names = sorted(store.topics()) if every else [t.name for t in request.topics or [] if t.name is not None]
@@ -63,6 +67,14 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
         topics=topics,
         cluster_authorized_operations=cluster_operations,
     )
+
+
+def _catalog_wait_s(ctx: RequestContext) -> float:
+    """How long a starting cluster broker holds a Metadata request for the controller's first UpdateMetadata: as
+    long as it may wait out an earlier process's registration (``zookeeper.session.timeout.ms``) and be reached,
+    within a client's request timeout (30 s in Java)."""
+    session_s = int(ctx.services.config.get("zookeeper.session.timeout.ms")) / 1000
+    return min(session_s * 1.5 + 2, 25.0)
 
 
 def _with_operations(ctx: RequestContext, topic: MetadataResponseTopic) -> MetadataResponseTopic:
