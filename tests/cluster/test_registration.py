@@ -6,8 +6,10 @@ broker could not start" and stayed down."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,22 +68,43 @@ def test_a_broker_waiting_out_its_old_registration_survives_its_new_session_expi
         cluster.down()
 
 
-def _metadata_from(port: int, topic: str) -> Any:
-    """Broker at ``port``'s own answer to a Metadata request for ``topic`` (a client library would send its
-    request to whichever broker it likes once it knows several); a starting broker may hold it for a while."""
+def _request_from(port: int, message: Any, api_key: int, client_id: str = "t") -> Any:
+    """The answer of the broker at ``port`` to one request, over a connection of its own; a starting broker may
+    hold a Metadata request for a while."""
 
-    async def ask() -> Any:
-        connection = BrokerConnection("127.0.0.1", port, client_id="t", request_timeout_ms=40_000)
+    async def send() -> Any:
+        connection = BrokerConnection("127.0.0.1", port, client_id=client_id, request_timeout_ms=40_000)
         await connection.open()
         try:
-            request = MetadataRequest(
-                topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False
-            )
-            return await connection.request(request, MetadataRequest.API_KEY)
+            return await connection.request(message, api_key)
         finally:
             await connection.close()
 
-    return asyncio.run(ask())
+    return asyncio.run(send())
+
+
+def _metadata_from(port: int, topic: str) -> Any:
+    """Broker at ``port``'s own answer to a Metadata request for ``topic`` (a client library would send its
+    request to whichever broker it likes once it knows several)."""
+    request = MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)
+    return _request_from(port, request, MetadataRequest.API_KEY)
+
+
+@contextlib.contextmanager
+def _two_brokers_with_topic_t(
+    zookeeper: ZooKeeperServer, tmp_path: Path
+) -> Iterator[tuple[LocalCluster, str]]:
+    """Two brokers (sessions of SESSION_MS) on a chroot of their own, with topic ``t`` (2 partitions, 2 replicas)
+    created; stopped after."""
+    connect = f"{zookeeper.connect_string}/samsa-test-{uuid.uuid4().hex[:12]}"
+    cluster = LocalCluster(tmp_path / "cluster", zookeeper=connect, session_timeout_ms=SESSION_MS)
+    try:
+        cluster.up(2)
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("t", 2, 2)])["t"].result(60)
+        yield cluster, connect
+    finally:
+        cluster.down()
 
 
 def test_a_restarted_broker_holds_metadata_until_the_controller_reached_it(
@@ -92,12 +115,8 @@ def test_a_restarted_broker_holds_metadata_until_the_controller_reached_it(
     knew; with each topic LEADER_NOT_AVAILABLE and no partitions, its consumer groups took the topic for gone and
     rebalanced. As Kafka serves nothing before it has registered, the request is held until the controller's
     first UpdateMetadata, and then answered in full."""
-    connect = f"{zookeeper.connect_string}/samsa-test-{uuid.uuid4().hex[:12]}"
-    cluster = LocalCluster(tmp_path / "cluster", zookeeper=connect, session_timeout_ms=SESSION_MS)
-    try:
-        cluster.up(2)
+    with _two_brokers_with_topic_t(zookeeper, tmp_path) as (cluster, connect):
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        admin.create_topics([NewTopic("t", 2, 2)])["t"].result(60)
         wait_for(
             "leaders",
             lambda: all(p.leader >= 0 for p in admin.list_topics("t", 10).topics["t"].partitions.values()),
@@ -112,33 +131,22 @@ def test_a_restarted_broker_holds_metadata_until_the_controller_reached_it(
         assert sorted(b.node_id for b in answer.brokers) == [1, 2]
         assert [(t.name, t.error_code) for t in answer.topics] == [("t", ErrorCode.NONE)]
         assert sorted(p.partition_index for p in answer.topics[0].partitions) == [0, 1]
-    finally:
-        cluster.down()
 
 
 def _send_update_metadata(port: int, broker_epoch: int, topic: str) -> Any:
     """An UpdateMetadata naming partition 0 of ``topic`` only, led by broker 1, as a controller sends the changed
     partitions, for the registration of epoch ``broker_epoch``."""
-
-    async def send() -> Any:
-        connection = BrokerConnection("127.0.0.1", port, client_id="controller", request_timeout_ms=10_000)
-        await connection.open()
-        try:
-            state = UpdateMetadataPartitionState(
-                partition_index=0, controller_epoch=99, leader=1, leader_epoch=99, isr=[1], replicas=[1]
-            )
-            request = UpdateMetadataRequest(
-                controller_id=1,
-                controller_epoch=99,
-                broker_epoch=broker_epoch,
-                topic_states=[UpdateMetadataTopicState(topic_name=topic, partition_states=[state])],
-                live_brokers=[],
-            )
-            return await connection.request(request, UpdateMetadataRequest.API_KEY)
-        finally:
-            await connection.close()
-
-    return asyncio.run(send())
+    state = UpdateMetadataPartitionState(
+        partition_index=0, controller_epoch=99, leader=1, leader_epoch=99, isr=[1], replicas=[1]
+    )
+    request = UpdateMetadataRequest(
+        controller_id=1,
+        controller_epoch=99,
+        broker_epoch=broker_epoch,
+        topic_states=[UpdateMetadataTopicState(topic_name=topic, partition_states=[state])],
+        live_brokers=[],
+    )
+    return _request_from(port, request, UpdateMetadataRequest.API_KEY, client_id="controller")
 
 
 def test_a_restarted_broker_refuses_what_the_controller_sends_its_earlier_process(
@@ -149,12 +157,7 @@ def test_a_restarted_broker_refuses_what_the_controller_sends_its_earlier_proces
     took an UpdateMetadata of the changed partitions meant for its earlier process as its whole catalog, answered
     Metadata with 4 of a topic's 6 partitions, and librdkafka's consumers rebalanced on the change. A request
     carrying the earlier registration's epoch is refused with STALE_BROKER_EPOCH."""
-    connect = f"{zookeeper.connect_string}/samsa-test-{uuid.uuid4().hex[:12]}"
-    cluster = LocalCluster(tmp_path / "cluster", zookeeper=connect, session_timeout_ms=SESSION_MS)
-    try:
-        cluster.up(2)
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        admin.create_topics([NewTopic("t", 2, 2)])["t"].result(60)
+    with _two_brokers_with_topic_t(zookeeper, tmp_path) as (cluster, connect):
         first, _ = _restart_within_its_session(cluster, connect, 2)
         assert first is not None
         port = cluster.broker(2).port
@@ -165,8 +168,6 @@ def test_a_restarted_broker_refuses_what_the_controller_sends_its_earlier_proces
         # one partition the refused request named)
         known = _metadata_from(port, "t")
         assert sorted(p.partition_index for p in known.topics[0].partitions) == [0, 1]
-    finally:
-        cluster.down()
 
 
 def test_a_waiting_broker_names_a_broker_that_registered_after_it_started(
