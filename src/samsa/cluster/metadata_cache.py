@@ -64,10 +64,7 @@ class MetadataCache:
         self.brokers: dict[int, BrokerNode] = {}
         self.topic_ids: dict[str, uuid.UUID] = {}
         self._partitions: dict[str, dict[int, PartitionInfo]] = {}
-        self.known = False  # the controller has sent its first UpdateMetadata
-        self._known_event: asyncio.Event | None = (
-            None  # made on first wait (``wait_known``), on the event loop
-        )
+        self._known = asyncio.Event()  # set by the controller's first UpdateMetadata (``known``)
         self.provisional_brokers: list[BrokerNode] = []  # read from ZooKeeper until ``known``
         self.provisional_topics: set[str] = set()
 
@@ -86,21 +83,21 @@ class MetadataCache:
         self.controller_epoch = controller_epoch
         self.brokers = {broker.broker_id: broker for broker in brokers}
         if not self.known:
-            self.known = True
+            self._known.set()
             self.provisional_brokers, self.provisional_topics = [], set()
-            if self._known_event is not None:
-                self._known_event.set()
+
+    @property
+    def known(self) -> bool:
+        """Whether the controller has sent its first UpdateMetadata."""
+        return self._known.is_set()
 
     async def wait_known(self, timeout_s: float) -> bool:
         """Whether the controller's first UpdateMetadata has come, waiting for it up to ``timeout_s``."""
-        if self.known:
-            return True
-        if self._known_event is None:
-            self._known_event = asyncio.Event()
-        try:
-            await asyncio.wait_for(self._known_event.wait(), timeout_s)
-        except TimeoutError:
-            pass
+        if not self.known:
+            try:
+                await asyncio.wait_for(self._known.wait(), timeout_s)
+            except TimeoutError:
+                pass
         return self.known
 
     def set_partition(self, info: PartitionInfo, topic_id: uuid.UUID | None = None) -> None:
