@@ -149,8 +149,8 @@ def schedule(seed: int, seconds: float, brokers: int = 3) -> list[Fault]:
 
 @dataclass(frozen=True, slots=True)
 class Stall:
-    """What one fault did to liveness (module doc): the longest write gap it began, with the lengths of the faults
-    that began while that gap lasted (``overlapped_s``); the longest gap in the group's reads it began, and how
+    """What one fault did to liveness (module doc): the longest write gap it began, with what the faults that began
+    while that gap lasted add to its bound (``overlapped_s``, ``overlap_s``); the longest gap in the group's reads it began, and how
     much of such a gap the writes went on through (``behind_s``: the group's stall beyond the writes')."""
 
     fault: Fault
@@ -221,10 +221,8 @@ def gaps_by_fault(times: list[float], starts: list[float], end: float) -> list[t
     before = bisect.bisect_right(times, starts[0])  # from the last time before the first fault, or its start
     marks = [times[before - 1] if before else starts[0], *times[before:], end]
     for a, b in itertools.pairwise(marks):
-        i = window(starts, a)
-        if (
-            i >= 0 and b - a > found[i][1] - found[i][0]
-        ):  # a gap that began before the first fault is no fault's
+        i = window(starts, a)  # -1: the gap began before the first fault, and is no fault's
+        if i >= 0 and b - a > found[i][1] - found[i][0]:
             found[i] = (a, b)
     return found
 
@@ -244,9 +242,10 @@ def beyond_writes(gap: tuple[float, float], writes: list[float]) -> float:
     cannot be read before it is written, so this is the group's stall beyond the writes'."""
     start, end = gap
     stalled = 0.0
-    marks = [start, *writes[bisect.bisect_right(writes, start) : bisect.bisect_left(writes, end)], end]
-    before = writes[bisect.bisect_right(writes, start) - 1] if bisect.bisect_right(writes, start) else None
-    after = writes[bisect.bisect_left(writes, end)] if bisect.bisect_left(writes, end) < len(writes) else None
+    first, last = bisect.bisect_right(writes, start), bisect.bisect_left(writes, end)
+    marks = [start, *writes[first:last], end]
+    before = writes[first - 1] if first else None
+    after = writes[last] if last < len(writes) else None
     for i, (a, b) in enumerate(itertools.pairwise(marks)):
         # the whole write gap this piece lies in, to tell a stall from the ordinary time between two writes
         whole_from = before if i == 0 and before is not None else a
