@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 from test_reassignment import current_controller, reassign, replica_dirs
 from test_replication import Acked, controller_of, partitions, read_all, wait_for
 
@@ -57,9 +58,10 @@ def legacy(*moves: tuple[str, int, list[int]]) -> bytes:
 
 def listed(kazoo: KazooClient) -> list[tuple[str, int, list[int]]] | None:
     """The moves the znode still lists (None: it is gone)."""
-    if kazoo.exists(ZNODE) is None:
+    try:
+        data, _ = kazoo.get(ZNODE)
+    except NoNodeError:  # gone (it may go between any check and the read)
         return None
-    data, _ = kazoo.get(ZNODE)
     return sorted((e["topic"], e["partition"], e["replicas"]) for e in json.loads(data)["partitions"])
 
 
