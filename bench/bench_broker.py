@@ -139,7 +139,7 @@ def start_mock(work: Path) -> Broker:
     return broker
 
 
-def start_samsa(work: Path, profile: Path | None, strace: Path | None = None) -> Broker:
+def start_samsa(work: Path, profile: Path | None, strace: Path | None = None, uvloop: bool = False) -> Broker:
     """Spawn ``samsa serve``; time spawn -> "started" line and spawn -> first accepted TCP connection."""
     port = free_port()
     data = work / "data"
@@ -149,7 +149,7 @@ def start_samsa(work: Path, profile: Path | None, strace: Path | None = None) ->
     args += [sys.executable]
     if profile is not None:
         args += ["-m", "cProfile", "-o", str(profile / "samsa.prof")]
-    args += ["-m", "samsa.cli", "serve"]
+    args += ["-m", "samsa.cli", "serve"] + (["--uvloop"] if uvloop else [])
     overrides = {
         "listeners": f"PLAINTEXT://127.0.0.1:{port}",
         "log.dirs": str(data),
@@ -416,6 +416,7 @@ def main() -> None:
         "--strace", type=Path, help="run samsa under strace -c (sendfile/pread/pwrite counts) to FILE"
     )
     ap.add_argument("--json", type=Path, help="also write all figures here")
+    ap.add_argument("--uvloop", action="store_true", help="serve Samsa on uvloop (samsa serve --uvloop)")
     ap.add_argument("--c-client", type=Path, help="rdkafka_performance (bench/build_rdkafka_performance.sh)")
     ap.add_argument("--c-records", type=int, default=3_000_000)
     ap.add_argument("--client", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
@@ -452,7 +453,7 @@ def main() -> None:
             else:
                 if a.profile:
                     a.profile.mkdir(parents=True, exist_ok=True)
-                broker = start_samsa(work, a.profile, a.strace)
+                broker = start_samsa(work, a.profile, a.strace, a.uvloop)
             try:
                 results[name] = measure(broker, a.records, a.rate, a.latency_seconds, a.c_client, a.c_records)
             finally:

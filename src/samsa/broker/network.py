@@ -215,19 +215,44 @@ async def _sendfile(writer: asyncio.StreamWriter, region: FileRegion) -> None:
     writable whenever its buffer fills, until the whole region is sent. Afterwards the loop sets the fd's file
     position, which nothing else uses (storage reads and writes with ``pread``/``pwrite``). A region longer than
     the file (truncated under us) stops at the end of the file: the client sees a partial batch, which it
-    tolerates. Where native sendfile is not available (uvloop, which exposes no socket; a non-socket transport),
-    the region is read and queued on the transport.
+    tolerates. uvloop has no ``loop.sendfile`` of its own: there, ``_uvloop_sendfile`` sends what the socket takes
+    at once. Where neither applies (a non-socket transport), the region is read and queued on the transport.
     """
     loop = asyncio.get_running_loop()
     transport = writer.transport
-    if transport.get_extra_info("socket") is not None and not _is_uvloop(loop):
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        writer.write(os.pread(region.fd, region.size, region.position))
+    elif _is_uvloop(loop):
+        _uvloop_sendfile(writer, sock.fileno(), region)
+    else:
         try:
             file = cast(IO[bytes], _RegionFile(region.fd))
             await loop.sendfile(transport, file, region.position, region.size, fallback=False)
-            return
         except (asyncio.SendfileNotAvailableError, RuntimeError, NotImplementedError):
-            pass  # raised before any byte was sent
-    writer.write(os.pread(region.fd, region.size, region.position))
+            # raised before any byte was sent
+            writer.write(os.pread(region.fd, region.size, region.position))
+
+
+def _uvloop_sendfile(writer: asyncio.StreamWriter, sock_fd: int, region: FileRegion) -> None:
+    """On uvloop: ``os.sendfile`` straight to the socket while nothing is queued on the transport (so the bytes
+    stay in order), as much as the socket's buffer takes now; what it does not take is read and queued on the
+    transport, which sends it when the socket drains. libuv writes a queue-less transport's bytes directly too."""
+    position, size = region.position, region.size
+    if writer.transport.get_write_buffer_size() == 0:
+        try:
+            sent = os.sendfile(sock_fd, region.fd, position, size)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except BrokenPipeError as exc:
+            raise ConnectionResetError("the client closed the connection") from exc
+        else:
+            if sent == 0:
+                return  # the file ends before the region does
+        position += sent
+        size -= sent
+    if size > 0:
+        writer.write(os.pread(region.fd, size, position))
 
 
 class _RegionFile:

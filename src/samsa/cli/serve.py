@@ -44,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
         "--uvloop",
         action=argparse.BooleanOptionalAction,
         default=False,
-        help="run on uvloop when installed (no zero-copy sendfile)",
+        help="run on uvloop when installed (fetches still use sendfile while nothing is queued)",
     )
     parser.add_argument(
         "--log-format",

@@ -1,0 +1,100 @@
+"""``write_parts``: a response's byte parts and file regions reach the client whole and in order, on asyncio's
+loop (its ``loop.sendfile``) and on uvloop (``os.sendfile`` while the transport has nothing queued, the rest read
+and queued), including a region larger than the socket's buffer and one that runs past the end of its file."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from samsa.broker.network import write_parts
+from samsa.framing import FrameProtocol
+
+LOOPS = ["asyncio", "uvloop"]
+
+
+@dataclass(frozen=True)
+class Region:
+    fd: int
+    position: int
+    size: int
+
+
+def _run(loop_name: str, scenario: Callable[[], Awaitable[Any]]) -> Any:
+    if loop_name == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        return uvloop.run(scenario())
+    return asyncio.run(scenario())
+
+
+async def _send(parts: list[Any]) -> bytes:
+    """Write ``parts`` on a connected transport as the broker does; what the other end received."""
+    loop = asyncio.get_running_loop()
+    ours, theirs = socket.socketpair()
+    theirs.setblocking(False)
+    protocol = FrameProtocol(2**20, loop)
+    transport, _ = await loop.connect_accepted_socket(lambda: protocol, ours)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    received = bytearray()
+
+    async def read_all() -> None:
+        while chunk := await loop.sock_recv(theirs, 1 << 16):
+            received.extend(chunk)
+
+    reader = asyncio.ensure_future(read_all())
+    await write_parts(writer, parts)
+    writer.close()
+    await reader
+    theirs.close()
+    return bytes(received)
+
+
+@pytest.fixture
+def segment(tmp_path: Path) -> tuple[int, bytes]:
+    data = os.urandom(6 << 20)  # larger than a socket's buffer: sendfile cannot take it in one call
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    yield fd, data
+    os.close(fd)
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_parts_and_regions_arrive_whole_and_in_order(loop_name: str, segment: tuple[int, bytes]) -> None:
+    fd, data = segment
+    parts = [b"head", Region(fd, 10, 1000), b"middle", Region(fd, 4096, len(data) - 4096), b"tail"]
+    got = _run(loop_name, lambda: _send(parts))
+    assert got == b"head" + data[10:1010] + b"middle" + data[4096:] + b"tail"
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_region_past_the_end_of_its_file_stops_there(loop_name: str, segment: tuple[int, bytes]) -> None:
+    fd, data = segment
+    parts = [b"a", Region(fd, len(data) - 100, 1000), b"b", Region(fd, len(data) + 50, 10), b"c"]
+    got = _run(loop_name, lambda: _send(parts))
+    assert got == b"a" + data[-100:] + b"b" + b"c"
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_region_the_socket_takes_is_never_read_into_python(
+    loop_name: str, segment: tuple[int, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fd, data = segment
+    reads: list[int] = []
+    pread = os.pread
+
+    def counted(fd: int, size: int, position: int) -> bytes:
+        reads.append(size)
+        return pread(fd, size, position)
+
+    monkeypatch.setattr(os, "pread", counted)
+    got = _run(loop_name, lambda: _send([b"head", Region(fd, 0, 32768), b"tail"]))
+    assert got == b"head" + data[:32768] + b"tail"
+    assert reads == []
