@@ -14,6 +14,7 @@ import pytest
 from tests.broker.replication_leader import F2, F3, LAG_MS, LEADER, REPLICAS, TP, Leader
 
 from samsa.cluster.isr_channel import IsrChange, IsrChannel
+from samsa.cluster.metadata_cache import MetadataCache
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.messages.alter_partition import (
     AlterPartitionRequest,
@@ -83,6 +84,7 @@ class ChannelLeader(Leader):
         self.controller = Controller()
         self.controller_known: tuple[int, str, int] | None = CONTROLLER
         self.slept: list[float] = []
+        self.hold_sleeps = False
         self.channel = IsrChannel(
             LEADER,
             lambda: 7,
@@ -97,8 +99,10 @@ class ChannelLeader(Leader):
         )
 
     async def sleep(self, seconds: float) -> None:
-        """A backoff: the clock moves, nothing waits."""
+        """A backoff: the clock moves, nothing waits (``hold_sleeps``: it lasts until something ends it)."""
         self.slept.append(seconds)
+        if self.hold_sleeps:
+            await asyncio.Event().wait()
         self.clock.advance(int(seconds * 1000))
         self.controller_known = CONTROLLER
 
@@ -185,3 +189,29 @@ def test_a_failed_request_is_sent_again_after_a_doubling_backoff(leader: Channel
         await leader.channel.close()
 
     asyncio.run(scenario())
+
+
+def test_a_new_controller_ends_a_backoff_at_once(leader: ChannelLeader) -> None:
+    async def scenario() -> None:
+        leader.hold_sleeps = True
+        leader.controller.fail_first = [ErrorCode.NOT_CONTROLLER]
+        await leader.lagging_f3()
+        await settle(leader)
+        assert leader.slept == [0.05]  # backing off, the change still pending
+        assert (leader.isr, leader.pending) == ({LEADER, F2, F3}, frozenset({LEADER, F2}))
+        leader.channel.controller_changed()
+        await settle(leader)
+        assert leader.slept == [0.05] and leader.isr == {LEADER, F2}  # sent to it at once
+        await leader.channel.close()
+
+    asyncio.run(scenario())
+
+
+def test_the_metadata_cache_tells_of_a_new_controller_once() -> None:
+    cache = MetadataCache()
+    told: list[int | None] = []
+    cache.on_new_controller = lambda: told.append(cache.controller_id)
+    cache.set_brokers(1, 5, [])
+    cache.set_brokers(1, 5, [])  # the same controller again: nothing new
+    cache.set_brokers(2, 6, [])
+    assert told == [1, 2]

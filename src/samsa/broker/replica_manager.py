@@ -461,6 +461,8 @@ class ReplicaManager:
             self.isr_shrinks += 1
         elif committed > partition.isr:
             self.isr_expands += 1
+        if committed != partition.isr:
+            log.info("%s: ISR updated to %s (partition epoch %d)", tp, sorted(committed), partition_epoch)
         partition.isr = committed
         partition.partition_epoch = partition_epoch
         self._high_watermark_check(partition)

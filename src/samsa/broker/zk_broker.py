@@ -208,6 +208,7 @@ class ZkBroker:
                 host, port, client_id=client_id, request_timeout_ms=30_000, security=security
             ),
         )
+        self.metadata.on_new_controller = self.isr_channel.controller_changed
         self._attach(self.replica_manager, config)
 
     def _attach(self, replicas: ReplicaManager, config: KafkaConfig) -> None:

@@ -10,7 +10,10 @@ names as controller, and reports each answer:
   ISR;
 - refused as stale (``FENCED_LEADER_EPOCH``, ``INVALID_UPDATE_VERSION``, unknown topic or partition): the change
   stays pending until the next LeaderAndIsr replaces the partition's state, as Kafka's leader does;
-- anything else (no controller yet, ``NOT_CONTROLLER``, a lost connection): sent again after a short backoff.
+- anything else (no controller yet, ``NOT_CONTROLLER``, a lost connection): sent again after a short backoff,
+  which a new controller cuts short (``controller_changed``): after a controller failover the pending changes go
+  to the new one as soon as its UpdateMetadata names it, not a backoff later (the ISR of a partition whose leader
+  stayed, ``__consumer_offsets`` among them, waits on that change before acks=all can complete again).
 
 Its only use of time is those backoffs: they go through an injected ``sleep`` (``asyncio.sleep`` by default; a
 test's sleep advances a manual clock and returns at once), and the connection to the controller is made by an
@@ -117,6 +120,7 @@ class IsrChannel:
         self._answered = answered
         self._pending: dict[TopicPartition, IsrChange] = {}
         self._wake = asyncio.Event()
+        self._controller_moved = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._failures = 0
@@ -128,6 +132,10 @@ class IsrChannel:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="samsa-isr-changes")
         self._wake.set()
+
+    def controller_changed(self) -> None:
+        """The metadata names a new controller: a backoff in progress ends, the pending changes go to it."""
+        self._controller_moved.set()
 
     def pending(self) -> int:
         return len(self._pending)
@@ -146,9 +154,10 @@ class IsrChannel:
                 await self._wake.wait()
                 self._wake.clear()
                 while self._pending and not self._closed:
+                    self._controller_moved.clear()  # a controller named after this read ends the backoff
                     controller = self._controller()
                     if controller is None:
-                        await self._sleep(NO_CONTROLLER_BACKOFF_S)
+                        await self._pause(NO_CONTROLLER_BACKOFF_S)
                         continue
                     batch, self._pending = self._pending, {}
                     response = await self._send(controller, batch)
@@ -159,7 +168,7 @@ class IsrChannel:
                                 "AlterPartition to broker %d: error %d", controller[0], response.error_code
                             )
                         self._requeue(batch)
-                        await self._sleep(self._backoff())
+                        await self._pause(self._backoff())
                         continue
                     self._failures = 0
                     self._apply(batch, response)
@@ -190,6 +199,16 @@ class IsrChannel:
                 await self._connection.close()
             self._connection = None
             return None
+
+    async def _pause(self, seconds: float) -> None:
+        """A backoff of ``seconds``, over early when a new controller is named (``controller_changed``)."""
+        sleeping = asyncio.ensure_future(self._sleep(seconds))
+        moved = asyncio.ensure_future(self._controller_moved.wait())
+        try:
+            await asyncio.wait((sleeping, moved), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeping.cancel()
+            moved.cancel()
 
     def _backoff(self) -> float:
         """50 ms, doubling with each failure in a row, up to a second (the controller may be moving)."""

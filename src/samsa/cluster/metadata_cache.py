@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from samsa.topic_partition import TopicPartition
@@ -67,6 +68,9 @@ class MetadataCache:
         self._known = asyncio.Event()  # set by the controller's first UpdateMetadata (``known``)
         self.provisional_brokers: list[BrokerNode] = []  # read from ZooKeeper until ``known``
         self.provisional_topics: set[str] = set()
+        self.on_new_controller: Callable[[], None] | None = (
+            None  # called when an UpdateMetadata names another
+        )
 
     def set_provisional(self, brokers: list[BrokerNode], topics: set[str]) -> None:
         """What ZooKeeper holds until the controller's first UpdateMetadata: the registered brokers and the topic
@@ -79,9 +83,12 @@ class MetadataCache:
     # --- updates (from UpdateMetadata) -----------------------------------------------------------------------
 
     def set_brokers(self, controller_id: int, controller_epoch: int, brokers: list[BrokerNode]) -> None:
+        moved = controller_epoch != self.controller_epoch or controller_id != self.controller_id
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
         self.brokers = {broker.broker_id: broker for broker in brokers}
+        if moved and self.on_new_controller is not None:
+            self.on_new_controller()
         if not self.known:
             self._known.set()
             self.provisional_brokers, self.provisional_topics = [], set()
