@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,3 +99,37 @@ def test_a_region_the_socket_takes_is_never_read_into_python(
     got = _run(loop_name, lambda: _send([b"head", Region(fd, 0, 32768), b"tail"]))
     assert got == b"head" + data[:32768] + b"tail"
     assert reads == []
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_regions_on_a_tls_connection_arrive_encrypted_and_whole(
+    loop_name: str, segment: tuple[int, bytes]
+) -> None:
+    """TLS: a region must go through the transport's encryption, never ``sendfile`` to the socket beneath."""
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    fd, data = segment
+
+    async def scenario() -> bytes:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        protocol = FrameProtocol(2**20, loop)
+        accepted = asyncio.ensure_future(
+            loop.connect_accepted_socket(lambda: protocol, ours, ssl=server_context)
+        )
+        reader, client = await asyncio.open_connection(
+            sock=theirs, ssl=client_context, server_hostname="localhost"
+        )
+        transport, _ = await accepted
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+        await write_parts(writer, [b"head", Region(fd, 0, 100_000), b"tail"])
+        got = await reader.readexactly(4 + 100_000 + 4)
+        writer.close()
+        client.close()
+        return got
+
+    assert _run(loop_name, scenario) == b"head" + data[:100_000] + b"tail"

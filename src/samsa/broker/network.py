@@ -216,12 +216,12 @@ async def _sendfile(writer: asyncio.StreamWriter, region: FileRegion) -> None:
     position, which nothing else uses (storage reads and writes with ``pread``/``pwrite``). A region longer than
     the file (truncated under us) stops at the end of the file: the client sees a partial batch, which it
     tolerates. uvloop has no ``loop.sendfile`` of its own: there, ``_uvloop_sendfile`` sends what the socket takes
-    at once. Where neither applies (a non-socket transport), the region is read and queued on the transport.
+    at once. Where neither applies (a TLS or non-socket transport), the region is read and queued on the transport.
     """
     loop = asyncio.get_running_loop()
     transport = writer.transport
     sock = transport.get_extra_info("socket")
-    if sock is None:
+    if sock is None or transport.get_extra_info("ssl_object") is not None:  # TLS: the bytes must be encrypted
         writer.write(os.pread(region.fd, region.size, region.position))
     elif _is_uvloop(loop):
         _uvloop_sendfile(writer, sock.fileno(), region)
