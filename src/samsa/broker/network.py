@@ -244,8 +244,10 @@ def _uvloop_sendfile(writer: asyncio.StreamWriter, sock_fd: int, region: FileReg
             sent = os.sendfile(sock_fd, region.fd, position, size)
         except (BlockingIOError, InterruptedError):
             sent = 0
-        except BrokenPipeError as exc:
+        except ConnectionError as exc:
             raise ConnectionResetError("the client closed the connection") from exc
+        except OSError:
+            sent = 0  # no sendfile for this file or socket: read and queue it instead
         else:
             if sent == 0:
                 return  # the file ends before the region does

@@ -68,9 +68,8 @@ class MetadataCache:
         self._known = asyncio.Event()  # set by the controller's first UpdateMetadata (``known``)
         self.provisional_brokers: list[BrokerNode] = []  # read from ZooKeeper until ``known``
         self.provisional_topics: set[str] = set()
-        self.on_new_controller: Callable[[], None] | None = (
-            None  # called when an UpdateMetadata names another
-        )
+        # called when an UpdateMetadata names another controller than the last (``set_brokers``)
+        self.on_new_controller: Callable[[], None] | None = None
 
     def set_provisional(self, brokers: list[BrokerNode], topics: set[str]) -> None:
         """What ZooKeeper holds until the controller's first UpdateMetadata: the registered brokers and the topic
