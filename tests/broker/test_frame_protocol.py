@@ -12,31 +12,12 @@ import mmap
 import random
 import socket
 import struct
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 import pytest
+from tests.broker.event_loops import LOOPS, accepted_connection, run_on
 
-from samsa.framing import HEAP_FRAME, READ_CHUNK, FrameProtocol
+from samsa.framing import HEAP_FRAME, READ_CHUNK
 from samsa.protocol.errors import FrameError
-
-LOOPS = ["asyncio", "uvloop"]
-
-
-def _run(loop_name: str, scenario: Callable[[], Awaitable[Any]]) -> Any:
-    if loop_name == "uvloop":
-        uvloop = pytest.importorskip("uvloop")
-        return uvloop.run(scenario())
-    return asyncio.run(scenario())
-
-
-async def _connected(max_size: int = 2**24) -> tuple[FrameProtocol, socket.socket, asyncio.BaseTransport]:
-    loop = asyncio.get_running_loop()
-    ours, theirs = socket.socketpair()
-    protocol = FrameProtocol(max_size, loop)
-    transport, _ = await loop.connect_accepted_socket(lambda: protocol, ours)
-    theirs.setblocking(False)
-    return protocol, theirs, transport
 
 
 async def _send(loop: asyncio.AbstractEventLoop, sock: socket.socket, data: bytes, pieces: int) -> None:
@@ -56,7 +37,7 @@ async def _received(bodies: list[bytes], pieces: int) -> list[tuple[bytes, bool,
     """Send ``bodies`` as frames in ``pieces`` cuts; each frame received as (bytes, read-only, buffer type), then
     the clean end of stream."""
     loop = asyncio.get_running_loop()
-    protocol, theirs, transport = await _connected()
+    protocol, theirs, transport = await accepted_connection()
     sender = asyncio.create_task(_send(loop, theirs, b"".join(map(_frame, bodies)), pieces))
     got = []
     for _ in bodies:
@@ -74,7 +55,7 @@ async def _received(bodies: list[bytes], pieces: int) -> list[tuple[bytes, bool,
 def test_frames_come_out_whole_and_in_order(loop_name: str) -> None:
     sizes = [0, 1, 100, READ_CHUNK - 4, READ_CHUNK, 3 * READ_CHUNK + 7, 5, 70_000, 17] * 3
     bodies = [bytes(random.Random(i).randbytes(size)) for i, size in enumerate(sizes)]
-    got = _run(loop_name, lambda: _received(bodies, 60))
+    got = run_on(loop_name, lambda: _received(bodies, 60))
     assert [body for body, _, _ in got] == bodies
     assert not any(readonly for _, readonly, _ in got)
 
@@ -82,7 +63,7 @@ def test_frames_come_out_whole_and_in_order(loop_name: str) -> None:
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_a_frame_that_fits_is_a_view_of_the_receive_buffer(loop_name: str) -> None:
     async def scenario() -> None:
-        protocol, theirs, transport = await _connected()
+        protocol, theirs, transport = await accepted_connection()
         theirs.send(_frame(b"a" * 100) + _frame(b"b" * 200))
         first = await asyncio.wait_for(protocol.read_frame(), 10)
         second = await asyncio.wait_for(protocol.read_frame(), 10)
@@ -92,7 +73,7 @@ def test_a_frame_that_fits_is_a_view_of_the_receive_buffer(loop_name: str) -> No
         theirs.close()
         transport.close()
 
-    _run(loop_name, scenario)
+    run_on(loop_name, scenario)
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
@@ -101,7 +82,7 @@ def test_a_large_frame_is_received_into_reused_heap_memory_a_huge_one_into_a_map
     frame (a fresh mapping faulted in 256 pages per frame); one above HEAP_FRAME an anonymous mapping, so a size
     prefix alone does not make the broker hold that much."""
     bodies = [b"m" * 1_000_000, b"h" * (HEAP_FRAME + 1)]
-    got = _run(loop_name, lambda: _received(bodies, 8))
+    got = run_on(loop_name, lambda: _received(bodies, 8))
     assert [body for body, _, _ in got] == bodies
     assert [kind for _, _, kind in got] == [bytearray, mmap.mmap]
 
@@ -109,7 +90,7 @@ def test_a_large_frame_is_received_into_reused_heap_memory_a_huge_one_into_a_map
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_a_bad_size_is_raised_after_the_frames_before_it(loop_name: str) -> None:
     async def scenario() -> None:
-        protocol, theirs, transport = await _connected(max_size=1000)
+        protocol, theirs, transport = await accepted_connection(max_size=1000)
         theirs.send(_frame(b"ok") + struct.pack(">i", 1001) + b"x" * 50)
         assert bytes(await asyncio.wait_for(protocol.read_frame(), 10) or b"") == b"ok"
         with pytest.raises(FrameError):
@@ -117,13 +98,13 @@ def test_a_bad_size_is_raised_after_the_frames_before_it(loop_name: str) -> None
         theirs.close()
         transport.close()
 
-    _run(loop_name, scenario)
+    run_on(loop_name, scenario)
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
 def test_an_end_inside_a_frame_is_an_incomplete_read(loop_name: str) -> None:
     async def scenario() -> None:
-        protocol, theirs, transport = await _connected()
+        protocol, theirs, transport = await accepted_connection()
         theirs.send(_frame(b"whole") + struct.pack(">i", 10) + b"part")
         theirs.close()
         assert bytes(await asyncio.wait_for(protocol.read_frame(), 10) or b"") == b"whole"
@@ -131,4 +112,4 @@ def test_an_end_inside_a_frame_is_an_incomplete_read(loop_name: str) -> None:
             await asyncio.wait_for(protocol.read_frame(), 10)
         transport.close()
 
-    _run(loop_name, scenario)
+    run_on(loop_name, scenario)

@@ -8,17 +8,15 @@ import asyncio
 import os
 import socket
 import ssl
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.broker.event_loops import LOOPS, accepted_connection, run_on
 
 from samsa.broker.network import write_parts
 from samsa.framing import FrameProtocol
-
-LOOPS = ["asyncio", "uvloop"]
 
 
 @dataclass(frozen=True)
@@ -28,20 +26,10 @@ class Region:
     size: int
 
 
-def _run(loop_name: str, scenario: Callable[[], Awaitable[Any]]) -> Any:
-    if loop_name == "uvloop":
-        uvloop = pytest.importorskip("uvloop")
-        return uvloop.run(scenario())
-    return asyncio.run(scenario())
-
-
 async def _send(parts: list[Any]) -> bytes:
     """Write ``parts`` on a connected transport as the broker does; what the other end received."""
     loop = asyncio.get_running_loop()
-    ours, theirs = socket.socketpair()
-    theirs.setblocking(False)
-    protocol = FrameProtocol(2**20, loop)
-    transport, _ = await loop.connect_accepted_socket(lambda: protocol, ours)
+    protocol, theirs, transport = await accepted_connection()
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     received = bytearray()
 
@@ -71,7 +59,7 @@ def segment(tmp_path: Path) -> tuple[int, bytes]:
 def test_parts_and_regions_arrive_whole_and_in_order(loop_name: str, segment: tuple[int, bytes]) -> None:
     fd, data = segment
     parts = [b"head", Region(fd, 10, 1000), b"middle", Region(fd, 4096, len(data) - 4096), b"tail"]
-    got = _run(loop_name, lambda: _send(parts))
+    got = run_on(loop_name, lambda: _send(parts))
     assert got == b"head" + data[10:1010] + b"middle" + data[4096:] + b"tail"
 
 
@@ -79,7 +67,7 @@ def test_parts_and_regions_arrive_whole_and_in_order(loop_name: str, segment: tu
 def test_a_region_past_the_end_of_its_file_stops_there(loop_name: str, segment: tuple[int, bytes]) -> None:
     fd, data = segment
     parts = [b"a", Region(fd, len(data) - 100, 1000), b"b", Region(fd, len(data) + 50, 10), b"c"]
-    got = _run(loop_name, lambda: _send(parts))
+    got = run_on(loop_name, lambda: _send(parts))
     assert got == b"a" + data[-100:] + b"b" + b"c"
 
 
@@ -96,7 +84,7 @@ def test_a_region_the_socket_takes_is_never_read_into_python(
         return pread(fd, size, position)
 
     monkeypatch.setattr(os, "pread", counted)
-    got = _run(loop_name, lambda: _send([b"head", Region(fd, 0, 32768), b"tail"]))
+    got = run_on(loop_name, lambda: _send([b"head", Region(fd, 0, 32768), b"tail"]))
     assert got == b"head" + data[:32768] + b"tail"
     assert reads == []
 
@@ -132,4 +120,4 @@ def test_regions_on_a_tls_connection_arrive_encrypted_and_whole(
         client.close()
         return got
 
-    assert _run(loop_name, scenario) == b"head" + data[:100_000] + b"tail"
+    assert run_on(loop_name, scenario) == b"head" + data[:100_000] + b"tail"
