@@ -92,6 +92,9 @@ PRODUCER_ID_WAIT_S = 5.0
 LOG_DIR_EVENT_INTERVAL_S = 10.0
 # a LeaderAndIsr state a full disk kept from being applied is tried again this often
 TRANSITION_RETRY_S = 5.0
+# registering and the reads after it are tried again this often while ZooKeeper is away or an earlier
+# registration of this broker is still live
+ZK_RETRY_S = 0.5
 
 
 def _fetcher_config(config: KafkaConfig) -> FetcherConfig:
@@ -330,7 +333,7 @@ class ZkBroker:
                     self.node_id,
                     type(exc).__name__,
                 )
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(ZK_RETRY_S)
 
     async def _register(self) -> None:
         assert self._registration is not None
@@ -351,7 +354,7 @@ class ZkBroker:
                 if not interrupted:
                     interrupted = True
                     log.warning("broker %d: %s; registering again", self.node_id, exc)
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(ZK_RETRY_S)
             except BrokerAlreadyRegisteredError as exc:
                 self._earlier_epoch = max(self._earlier_epoch, exc.epoch)
                 if loop.time() >= deadline:
@@ -363,7 +366,7 @@ class ZkBroker:
                         "zookeeper.session.timeout.ms?): waiting for it to expire",
                         self.node_id,
                     )
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(ZK_RETRY_S)
         log.info("broker %d registered in ZooKeeper (broker epoch %d)", self.node_id, self.broker_epoch)
 
     def _session_state(self, state: str) -> None:
