@@ -72,6 +72,22 @@ def as_alice(setup: SecureSetup, bootstrap: str, **extra: str) -> dict[str, str]
     )
 
 
+def _alice_sees_the_topic_everywhere(setup: SecureSetup, local: LocalCluster) -> bool:
+    """Whether each broker, asked alone as alice, answers Metadata for ``TOPIC`` without an error."""
+    for broker in local.brokers:
+        client = Producer(as_alice(setup, broker.address))
+        try:
+            topic = client.list_topics(TOPIC, timeout=5).topics.get(TOPIC)
+        except KafkaException:
+            return False
+        finally:
+            client.flush(0)
+            del client
+        if topic is None or topic.error is not None:
+            return False
+    return True
+
+
 def _allow(kind: ResourceType, name: str, operation: AclOperation) -> AclBinding:
     return AclBinding(
         kind, name, ResourcePatternType.LITERAL, "User:alice", "*", operation, AclPermissionType.ALLOW
@@ -160,6 +176,11 @@ def test_controller_killed_under_acks_all_load_over_sasl_ssl(
     for future in admin.create_acls(grants).values():
         future.result(20)
 
+    # the grants and alice's credential reach each broker through ZooKeeper's change notifications, a moment after
+    # the admin's answer (as in Kafka): the load starts once every broker lets alice see the topic
+    wait_for(
+        "alice allowed on every broker", lambda: _alice_sees_the_topic_everywhere(setup, local), timeout=60
+    )
     load = Load(as_alice(setup, local.bootstrap_servers))
     load.start()
     wait_for("alice's first acknowledgements", lambda: len(load.acked) > 50, timeout=60)
