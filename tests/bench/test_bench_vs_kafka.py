@@ -42,3 +42,27 @@ def test_quick_run_reports_every_samsa_figure(tmp_path: Path) -> None:
                     phase = samsa[f"confluent|{size}|{partitions}|{op}"]
                     assert phase["msgs_s"] > 0, (kind, size, partitions, op, phase)
     assert "single:" in done.stdout and "cluster:" in done.stdout
+
+
+def test_repeated_phases_report_the_median_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--repeat``: every phase runs once per round, and its figure is the round with the median rate."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import bench_vs_kafka as bench
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    seconds = iter([1.0, 4.0, 2.0, 8.0, 3.0, 5.0])  # per round: the produce phase, then the consume phase
+    phases = [bench.Phase("confluent", 100, 1, "produce acks=1"), bench.Phase("confluent", 100, 1, "consume")]
+
+    def rounds(*_args: object) -> object:
+        for phase in phases:
+            yield phase, {"records": 100, "seconds": next(seconds), "broker_cpu_s": 0.0}
+
+    monkeypatch.setattr(bench, "run_phases", rounds)
+    deployment = bench.Deployment("samsa", [], [], 1, lambda: None, startup_s=0.1, idle_rss_mib=20.0)
+    figures = bench.measure(deployment, ["confluent"], {100: 100}, None, repeat=3)
+    produce, consume = figures["confluent|100|1|produce acks=1"], figures["confluent|100|1|consume"]
+    assert [r["seconds"] for r in produce["rounds"]] == [1.0, 2.0, 3.0]
+    assert produce["seconds"] == 2.0 and produce["msgs_s"] == 50.0
+    assert [r["seconds"] for r in consume["rounds"]] == [4.0, 8.0, 5.0]
+    assert consume["seconds"] == 5.0 and consume["msgs_s"] == 20.0
