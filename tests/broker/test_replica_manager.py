@@ -396,3 +396,60 @@ def test_a_follower_takes_the_leaders_high_watermark_bounded_by_its_own_log_end(
     follower.append(5, 5, epoch=0, high_watermark=7)
     assert follower.log.high_watermark == 7
     follower.logs.shutdown()
+
+
+# --- a fetch of many partitions, most of them with nothing new ---------------------------------------------------
+
+
+def test_a_fetch_at_the_log_end_answers_without_reading_the_log(
+    leader: Leader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caught-up follower's fetch names every partition it follows, most at their log end: those are answered
+    from the log's offsets alone (a read there could only find nothing); one below the end still reads."""
+
+    async def scenario() -> None:
+        last = leader.append(3, acks=1)
+        await leader.catch_up(F2, F3)
+
+        def no_read(*_args: object, **_kwargs: object) -> None:
+            raise AssertionError("the log was read for a fetch at its end")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(type(leader.log), "read", no_read)  # slotted: the class, for this block
+            at_end = await leader.fetch(F2, last + 1)
+        assert at_end.error is ErrorCode.NONE and at_end.records is None
+        assert (at_end.high_watermark, at_end.log_start_offset) == (last + 1, 0)
+        assert at_end.last_stable_offset == leader.log.last_stable_offset
+        below = await leader.fetch(F2, 1)
+        assert below.records is not None and below.records.size > 0
+
+    asyncio.run(scenario())
+
+
+def test_a_fetch_at_the_log_end_of_an_offline_log_is_a_storage_error(leader: Leader) -> None:
+    async def scenario() -> None:
+        last = leader.append(2, acks=1)
+        leader.log.offline_error = OSError(5, "Input/output error")
+        result = await leader.fetch(F2, last + 1)
+        assert result.error is ErrorCode.KAFKA_STORAGE_ERROR
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_takes_a_new_high_watermark_and_log_start_from_an_answer_without_records(
+    tmp_path: Path,
+) -> None:
+    """The follower's shortcut for an answer with nothing new must not skip what did change: the leader's high
+    watermark and log start offset arrive in answers without records too."""
+    follower = Follower(tmp_path)
+    follower.append(0, 10, epoch=0, high_watermark=4)
+    assert follower.log.high_watermark == 4
+    woken = []
+    follower.manager.fetch_purgatory.notify = woken.append  # type: ignore[method-assign]
+    assert follower.manager.append_fetched(TP, memoryview(b""), 4, 0) == 10
+    assert woken == []  # nothing changed: nobody to wake
+    assert follower.manager.append_fetched(TP, memoryview(b""), 9, 0) == 10
+    assert follower.log.high_watermark == 9 and woken == [TP]
+    follower.manager.append_fetched(TP, memoryview(b""), 9, 6)
+    assert follower.log.log_start_offset == 6 and woken == [TP, TP]
+    follower.logs.shutdown()

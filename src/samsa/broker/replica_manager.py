@@ -637,6 +637,11 @@ class ReplicaManager:
             diverging = self._diverging(plog, request)
             if diverging is not None:
                 return diverging
+        if request.fetch_offset == plog.log_end_offset and plog.offline_error is None:
+            # nothing past the log end (a caught-up follower's usual fetch, one partition of many): no read
+            return FetchResult(
+                ErrorCode.NONE, plog.high_watermark, plog.last_stable_offset, plog.log_start_offset
+            )
         try:
             info = plog.read(request.fetch_offset, min(request.max_bytes, budget), isolation, min_one_message)
         except OffsetOutOfRangeError:
@@ -809,6 +814,11 @@ class ReplicaManager:
         plog = partition.log
         if len(records):
             plog.append_as_follower(records)
+        elif (
+            plog.clamped_high_watermark(high_watermark) == plog.high_watermark
+            and log_start_offset <= plog.log_start_offset
+        ):  # a caught-up partition's usual answer in a fetch of many: nothing to set, nobody to wake
+            return plog.log_end_offset
         plog.update_high_watermark(high_watermark)
         if log_start_offset > plog.log_start_offset:
             plog.maybe_increment_log_start_offset(min(log_start_offset, plog.high_watermark))
