@@ -440,16 +440,26 @@ def test_a_follower_takes_a_new_high_watermark_and_log_start_from_an_answer_with
     tmp_path: Path,
 ) -> None:
     """The follower's shortcut for an answer with nothing new must not skip what did change: the leader's high
-    watermark and log start offset arrive in answers without records too."""
+    watermark and log start offset arrive in answers without records too, and a fetch waiting on the follower
+    (a consumer's, KIP-392) is woken by a new high watermark, not by an answer that changes nothing."""
     follower = Follower(tmp_path)
     follower.append(0, 10, epoch=0, high_watermark=4)
     assert follower.log.high_watermark == 4
-    woken = []
-    follower.manager.fetch_purgatory.notify = woken.append  # type: ignore[method-assign]
-    assert follower.manager.append_fetched(TP, memoryview(b""), 4, 0) == 10
-    assert woken == []  # nothing changed: nobody to wake
-    assert follower.manager.append_fetched(TP, memoryview(b""), 9, 0) == 10
-    assert follower.log.high_watermark == 9 and woken == [TP]
-    follower.manager.append_fetched(TP, memoryview(b""), 9, 6)
-    assert follower.log.log_start_offset == 6 and woken == [TP, TP]
+    manager = follower.manager
+
+    async def scenario() -> None:
+        waiting = asyncio.create_task(
+            manager.fetch_purgatory.wait([TP], follower.clock.monotonic_ms() + 60_000)
+        )
+        await settle()
+        assert manager.append_fetched(TP, memoryview(b""), 4, 0) == 10
+        await settle()
+        assert not waiting.done()  # nothing changed: nobody woken
+        assert manager.append_fetched(TP, memoryview(b""), 9, 0) == 10
+        assert follower.log.high_watermark == 9
+        assert await asyncio.wait_for(waiting, 5) is True
+
+    asyncio.run(scenario())
+    manager.append_fetched(TP, memoryview(b""), 9, 6)
+    assert follower.log.log_start_offset == 6
     follower.logs.shutdown()
