@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from samsa.broker.handlers.fetch import requested_partitions
+from samsa.broker.fetch_sessions import FetchSessions
+from samsa.broker.handlers.fetch import forgotten_partitions, requested_partitions
 from samsa.broker.replica_manager import ReplicaManager, ReplicaState
 from samsa.clock import ManualClock
 from samsa.cluster.replica_fetcher import FetcherConfig, ReplicaFetcherManager
@@ -40,11 +41,16 @@ PATIENT = FetcherConfig(wait_max_ms=60_000)  # a fetch parked at the leader ends
 
 
 class InMemoryConnection:
-    """A follower's connection to ``leader``: each Fetch is the leader's ``ReplicaManager.fetch``."""
+    """A follower's connection to ``leader``: each Fetch is the leader's ``ReplicaManager.fetch``, in the
+    leader's fetch sessions as its Fetch handler serves it; every request is kept in ``sent``."""
 
-    def __init__(self, leader: ReplicaManager, opened: list[int]) -> None:
+    def __init__(
+        self, leader: ReplicaManager, opened: list[int], sessions: FetchSessions, sent: list[FetchRequest]
+    ) -> None:
         self._leader = leader
         self._opened = opened
+        self._sessions = sessions
+        self._sent = sent
         self.closed = False
 
     async def open(self) -> None:
@@ -54,9 +60,15 @@ class InMemoryConnection:
         self.closed = True
 
     async def request(self, message: FetchRequest, api_key: int, version: int | None = None) -> Any:
+        self._sent.append(message)
         wanted = requested_partitions(message, message.replica_id)  # as the leader's Fetch handler reads them
+        context = self._sessions.context(
+            message.session_id, message.session_epoch, wanted, forgotten_partitions(message), offered=True
+        )
+        if isinstance(context, ErrorCode):
+            return FetchResponse(error_code=context)
         results = await self._leader.fetch(
-            wanted,
+            context.partitions,
             max_wait_ms=message.max_wait_ms,
             min_bytes=message.min_bytes,
             max_bytes=message.max_bytes,
@@ -75,9 +87,12 @@ class InMemoryConnection:
                 else EpochEndOffset(),
                 records=result.records.read_bytes() if result.records is not None else b"",
             )
-            for want, result in zip(wanted, results, strict=True)
+            for want, result in self._sessions.answered(context, results)
         ]
-        return FetchResponse(responses=[FetchableTopicResponse(topic="t", partitions=partitions)])
+        return FetchResponse(
+            session_id=context.session_id,
+            responses=[FetchableTopicResponse(topic="t", partitions=partitions)],
+        )
 
 
 @dataclass
@@ -89,6 +104,8 @@ class Pair:
     follower: ReplicaManager
     fetchers: ReplicaFetcherManager
     opened: list[int]
+    sessions: FetchSessions  # the leader's
+    sent: list[FetchRequest]  # every fetch the follower sent
 
     def lead(self, tp: TopicPartition, epoch: int = 1) -> None:
         plog = self.leader.log_manager.get_log(tp)
@@ -124,13 +141,14 @@ async def pair(directory: Path) -> AsyncIterator[Pair]:
         managers.append(ReplicaManager(logs, node, clock))
     leader, follower = managers
     opened: list[int] = []
+    sessions, sent = FetchSessions(), list[FetchRequest]()
 
     def connect(host: str, port: int, client_id: str, timeout_ms: int) -> InMemoryConnection:
-        return InMemoryConnection(leader, opened)
+        return InMemoryConnection(leader, opened, sessions, sent)
 
     fetchers = ReplicaFetcherManager(follower, FOLLOWER, PATIENT, clock=clock, connect=connect)
     try:
-        yield Pair(clock, leader, follower, fetchers, opened)
+        yield Pair(clock, leader, follower, fetchers, opened, sessions, sent)
     finally:
         await fetchers.close()
         for manager in managers:
@@ -203,5 +221,58 @@ def test_a_fetch_past_the_leaders_epoch_truncates_the_follower_then_replicates(t
             end = FetchIsolation.LOG_END
             copied = follower_log.read(0, 1 << 20, end).records.read_bytes()
             assert copied == leader_log.read(0, 1 << 20, end).records.read_bytes()
+
+    asyncio.run(scenario())
+
+
+# --- fetch sessions (KIP-227) -------------------------------------------------------------------------------------
+
+
+def named(request: FetchRequest) -> set[TopicPartition]:
+    return {TopicPartition(t.topic, p.partition) for t in request.topics for p in t.partitions}
+
+
+def test_in_a_session_a_fetch_names_only_the_partitions_whose_position_changed(tmp_path: Path) -> None:
+    """The first fetch names both partitions and gets a session; from then on a fetch names only the partition
+    the last answer moved, and both partitions still replicate and complete their acks=all produces."""
+
+    async def scenario() -> None:
+        async with pair(tmp_path) as p:
+            for tp in (T0, T1):
+                p.lead(tp)
+                p.follow(tp)
+            assert await asyncio.wait_for(p.produce(T0, 2), 5) == {T0: ErrorCode.NONE}
+            assert await asyncio.wait_for(p.produce(T0, 3), 5) == {T0: ErrorCode.NONE}
+            assert await asyncio.wait_for(p.produce(T1, 4), 5) == {T1: ErrorCode.NONE}
+            assert (p.log_end(p.follower, T0), p.log_end(p.follower, T1)) == (5, 4)
+            last_full = max(i for i, r in enumerate(p.sent) if r.session_epoch == 0)
+            first, later = p.sent[last_full], p.sent[last_full + 1 :]
+            assert named(first) == {T0, T1}  # the full fetch, after t-1 was added
+            assert len(later) >= 3 and len({r.session_id for r in later}) == 1 and later[0].session_id != 0
+            assert [r.session_epoch for r in later] == list(range(1, len(later) + 1))
+            assert all(named(r) in ({T0}, {T1}, set()) for r in later)  # never both: one moved at a time
+            assert len(p.sessions) == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_whose_session_the_leader_lost_starts_over_with_a_full_fetch(tmp_path: Path) -> None:
+    """The leader forgets every session (a restart, an eviction): the follower's next incremental fetch is
+    answered FETCH_SESSION_ID_NOT_FOUND, its next names every partition again, and replication goes on."""
+
+    async def scenario() -> None:
+        async with pair(tmp_path) as p:
+            for tp in (T0, T1):
+                p.lead(tp)
+                p.follow(tp)
+            assert await asyncio.wait_for(p.produce(T0), 5) == {T0: ErrorCode.NONE}
+            p.sessions._sessions.clear()  # what an evicted or restarted leader has
+            p.leader.fetch_purgatory.notify(T0)  # end the parked fetch, as new records would
+            assert await asyncio.wait_for(p.produce(T1, 2), 5) == {T1: ErrorCode.NONE}
+            assert await asyncio.wait_for(p.produce(T0, 2), 5) == {T0: ErrorCode.NONE}
+            assert (p.log_end(p.follower, T0), p.log_end(p.follower, T1)) == (3, 2)
+            full = [r for r in p.sent if r.session_epoch == 0]
+            assert len(full) == 2 and all(named(r) == {T0, T1} for r in full)
+            assert full[1].session_id != 0  # it also closes the lost session, by its id
 
     asyncio.run(scenario())

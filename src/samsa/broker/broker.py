@@ -34,6 +34,7 @@ from .broker_configs import load_dynamic_config, load_quotas
 from .config import ConfigError, KafkaConfig
 from .dispatch import RequestDispatcher
 from .dynamic_config import DynamicBrokerConfig
+from .fetch_sessions import FetchSessions
 from .network import ConnectionLimits, Server
 from .producer_ids import ProducerIdManager
 from .quotas import QuotaManager
@@ -119,6 +120,7 @@ class KafkaServer:
             authorizer=_create_authorizer(config, clock, self.zk_broker),
             scram_credentials=self.scram_credentials,
             verify_transaction=self._transaction_verifier(config),
+            fetch_sessions=FetchSessions(int(config.get("max.incremental.fetch.session.cache.slots"))),
         )
         dynamic_config.listeners.append(self._apply_connection_limits)
         dynamic_config.listeners.append(self._apply_cleaner_config)

@@ -241,6 +241,7 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("replica.fetch.max.bytes", INT, minimum=0),
     ConfigKey("replica.fetch.response.max.bytes", INT, minimum=0),
     ConfigKey("replica.fetch.wait.max.ms", INT, minimum=0),
+    ConfigKey("max.incremental.fetch.session.cache.slots", INT, 1000, minimum=0),
     ConfigKey("replica.fetch.min.bytes", INT, minimum=1),
     ConfigKey("replica.fetch.backoff.ms", INT, minimum=0),
     ConfigKey("replica.socket.timeout.ms", INT, minimum=1),

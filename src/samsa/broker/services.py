@@ -17,7 +17,7 @@ Event-loop thread only.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from .config import KafkaConfig
     from .dynamic_config import DynamicBrokerConfig
+    from .fetch_sessions import FetchSessions
     from .metadata_store import MetadataStore
     from .quotas import QuotaManager
     from .replica_manager import ReplicaManager
@@ -159,6 +160,8 @@ class BrokerServices:
     # KIP-890: (transactional id, producer id, epoch, partitions) -> per partition NONE when it is in the producer's
     # open transaction, as its coordinator says; None: transaction.partition.verification.enable=false
     verify_transaction: TransactionVerifier | None = None
+    # the leader's incremental fetch sessions (KIP-227), for followers
+    fetch_sessions: FetchSessions = field(default_factory=lambda: _fetch_sessions())
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -180,3 +183,9 @@ class BrokerServices:
     def metadata_store(self) -> MetadataStore:
         """The catalog handlers answer from: ZooKeeper's in cluster mode, this broker's own alone."""
         return self.metadata_store_provider()
+
+
+def _fetch_sessions() -> FetchSessions:
+    from .fetch_sessions import FetchSessions
+
+    return FetchSessions()

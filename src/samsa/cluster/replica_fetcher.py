@@ -26,6 +26,13 @@ of a connection does not hold the next fetch back) and the next round asks for i
 is read from the follower's logs once when the request is built and once to check it still holds when the answer
 comes; the append returns the new log end.
 
+**A fetch session** (KIP-227) with each leader: the first request names every partition and asks for a session;
+while the leader keeps it, each later request names only the partitions whose position the leader does not have
+(and forgets the ones no longer fetched), and the answer carries only the partitions with something new. A
+partition the answer leaves out is as it was: nothing appended, the same high watermark and log start. A failed
+or ended request, or an answer that says the leader lost the session, starts over with a full request (which
+also closes the old session there); a leader that makes none (session id 0) gets full requests throughout.
+
 The follower's replication throttle (:mod:`.replication_quota`, as Kafka's ``ReplicaFetcherThread``): while the
 bytes fetched for throttled partitions (``follower.replication.throttled.replicas`` naming this broker) are over
 ``follower.replication.throttled.rate``, step 1 leaves out each throttled partition that has not caught up with the
@@ -56,11 +63,13 @@ from samsa.client.errors import KafkaError
 from samsa.clock import SYSTEM_CLOCK, Clock
 from samsa.log_throttle import LogThrottle
 from samsa.protocol import ApiKey, ErrorCode
+from samsa.protocol.fetch_session import INITIAL_EPOCH, next_epoch
 from samsa.protocol.messages.fetch import (
     FetchPartition,
     FetchRequest,
     FetchResponse,
     FetchTopic,
+    ForgottenTopic,
     PartitionData,
 )
 from samsa.server_defaults import default
@@ -84,6 +93,8 @@ _NOT_READY = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
     ErrorCode.UNKNOWN_LEADER_EPOCH,
 }
+# the leader does not have the session the request named, or not at that epoch: a full request follows at once
+_SESSION_ERRORS = {ErrorCode.FETCH_SESSION_ID_NOT_FOUND, ErrorCode.INVALID_FETCH_SESSION_EPOCH}
 
 
 class FetchConnection(Protocol):
@@ -137,6 +148,16 @@ class _Leader:
     in_flight_partitions: frozenset[TopicPartition] = frozenset()
     aborted: bool = False  # the fetch in flight was ended for a partition added meanwhile
     stopped: bool = False
+    # the fetch session with this leader (KIP-227, module doc): its id (0: none), the epoch the next request
+    # carries (0: a full request that asks for a session), and where the leader's session has each partition
+    session_id: int = 0
+    session_epoch: int = INITIAL_EPOCH
+    session_positions: dict[TopicPartition, FetchPosition] = field(default_factory=dict)
+
+    def reset_session(self) -> None:
+        """Send a full request next (it closes the old session on the leader and asks for a new one)."""
+        self.session_epoch = INITIAL_EPOCH
+        self.session_positions = {}
 
     def abort_for(self, tp: TopicPartition) -> None:
         """End the fetch in flight when it does not ask for ``tp`` (module doc, "One round trip")."""
@@ -248,8 +269,10 @@ class ReplicaFetcherManager:
                             self._config.socket_timeout_ms,
                         )
                         await connection.open()
-                    response = await self._send(leader, connection, sent)
+                    request, changed, forgotten = self._request(leader, sent)
+                    response = await self._send(leader, connection, request, sent)
                 except KafkaError as exc:
+                    leader.reset_session()
                     failures += 1
                     level = logging.INFO if failures == 1 else logging.DEBUG  # once per outage
                     log.log(level, "fetch from broker %d failed: %s (retrying)", leader.broker_id, exc)
@@ -259,22 +282,28 @@ class ReplicaFetcherManager:
                     await asyncio.sleep(self._config.backoff_ms / 1000)
                     continue
                 if response is None:  # ended for a partition added meanwhile: ask again at once
+                    leader.reset_session()
                     await connection.close()
                     connection = None
                     continue
                 failures = 0
+                if not self._session_answered(leader, sent, changed, forgotten, response):
+                    continue  # the leader lost the session: a full request at once
                 self._process(leader, sent, response, self._clock.monotonic_ms())
         finally:
             if connection is not None:
                 await connection.close()
 
     async def _send(
-        self, leader: _Leader, connection: FetchConnection, sent: dict[TopicPartition, FetchPosition]
+        self,
+        leader: _Leader,
+        connection: FetchConnection,
+        request: FetchRequest,
+        sent: dict[TopicPartition, FetchPosition],
     ) -> FetchResponse | None:
-        """The leader's answer to a fetch of ``sent``; None when a partition added meanwhile ended it."""
-        in_flight = asyncio.ensure_future(
-            connection.request(self._request(sent), ApiKey.FETCH, FETCH_VERSION)
-        )
+        """The leader's answer to ``request``, a fetch of ``sent``; None when a partition added meanwhile ended
+        it."""
+        in_flight = asyncio.ensure_future(connection.request(request, ApiKey.FETCH, FETCH_VERSION))
         leader.in_flight, leader.in_flight_partitions = in_flight, frozenset(sent)
         try:
             response: FetchResponse = await in_flight
@@ -313,9 +342,24 @@ class ReplicaFetcherManager:
         except asyncio.TimeoutError:
             pass
 
-    def _request(self, positions: dict[TopicPartition, FetchPosition]) -> FetchRequest:
+    def _request(
+        self, leader: _Leader, positions: dict[TopicPartition, FetchPosition]
+    ) -> tuple[FetchRequest, dict[TopicPartition, FetchPosition], list[TopicPartition]]:
+        """The fetch of ``positions``, with the partitions it names and the ones it forgets: outside a session
+        all of them (asking for one); in a session only those whose position is not the one the leader has, and
+        those no longer fetched as forgotten."""
+        forgotten: list[TopicPartition] = []
+        if leader.session_epoch == INITIAL_EPOCH:
+            changed = positions
+        else:
+            known = leader.session_positions
+            changed = {tp: position for tp, position in positions.items() if known.get(tp) != position}
+            forgotten = [tp for tp in known if tp not in positions]
+        by_forgotten: dict[str, list[int]] = {}
+        for tp in forgotten:
+            by_forgotten.setdefault(tp.topic, []).append(tp.partition)
         by_topic: dict[str, list[FetchPartition]] = {}
-        for tp, position in sorted(positions.items()):
+        for tp, position in sorted(changed.items()):
             by_topic.setdefault(tp.topic, []).append(
                 FetchPartition(
                     partition=tp.partition,
@@ -326,14 +370,49 @@ class ReplicaFetcherManager:
                     partition_max_bytes=self._config.max_bytes,
                 )
             )
-        return FetchRequest(
+        request = FetchRequest(
             replica_id=self._node_id,
             max_wait_ms=self._config.wait_max_ms,
             min_bytes=self._config.min_bytes,
             max_bytes=self._config.response_max_bytes,
             isolation_level=0,
+            session_id=leader.session_id,
+            session_epoch=leader.session_epoch,
             topics=[FetchTopic(topic=t, partitions=p) for t, p in by_topic.items()],
+            forgotten_topics_data=[ForgottenTopic(topic=t, partitions=p) for t, p in by_forgotten.items()],
         )
+        return request, changed, forgotten
+
+    def _session_answered(
+        self,
+        leader: _Leader,
+        sent: dict[TopicPartition, FetchPosition],
+        changed: dict[TopicPartition, FetchPosition],
+        forgotten: list[TopicPartition],
+        response: FetchResponse,
+    ) -> bool:
+        """Keep the session as the leader now has it; False when the leader does not have it (its top-level
+        session errors): the next request is a full one, sent at once."""
+        if response.error_code in _SESSION_ERRORS:
+            log.debug("fetch session %d with broker %d: error %d, starting over with a full fetch",
+                      leader.session_id, leader.broker_id, response.error_code)  # fmt: skip
+            leader.reset_session()
+            return False
+        if response.error_code:
+            leader.reset_session()
+        elif leader.session_epoch == INITIAL_EPOCH:
+            leader.session_id = response.session_id
+            if response.session_id:  # 0: the leader made none; every request stays a full one
+                leader.session_epoch = next_epoch(INITIAL_EPOCH)
+                leader.session_positions = dict(sent)
+        elif response.session_id != leader.session_id:
+            leader.reset_session()
+        else:
+            leader.session_epoch = next_epoch(leader.session_epoch)
+            leader.session_positions.update(changed)
+            for tp in forgotten:
+                leader.session_positions.pop(tp, None)
+        return True
 
     def _process(
         self, leader: _Leader, sent: dict[TopicPartition, FetchPosition], response: FetchResponse, now: int

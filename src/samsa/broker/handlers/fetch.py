@@ -1,8 +1,8 @@
 """Fetch (1): read each partition from its fetch offset, long-polling until ``min_bytes`` or ``max_wait_ms``.
 
 Record data leaves as file slices of the segments (see ``dispatch``: they are sent with ``sendfile``). Incremental
-fetch sessions (KIP-227) are not offered: every response has session id 0, which tells clients to send full
-fetch requests, as a broker with no session slots does.
+fetch sessions (KIP-227) are offered to followers naming topics by name (``samsa.broker.fetch_sessions``);
+consumers get session id 0, which tells them to send full fetch requests, as a broker with no session slots does.
 
 A fetch with a replica id is a follower's (cluster mode): it reads to the log end, moves that follower's position
 on the leader (the ISR and the high watermark follow), and when the follower's last fetched epoch ended earlier
@@ -36,6 +36,7 @@ from samsa.storage import FetchIsolation
 from samsa.storage.topic import TopicPartition
 
 from ..context import RequestContext
+from ..fetch_sessions import SESSION_VERSIONS
 from ..replica_manager import FetchRequestPartition, FetchResult
 
 if TYPE_CHECKING:
@@ -59,9 +60,21 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     by_id = ctx.api_version >= 13
     named, unknown_ids = _named_by_id(ctx, request) if by_id else (request, [])
     wanted, denied = _authorized(ctx, replica_id, requested_partitions(named, replica_id))
+    sessions = ctx.services.fetch_sessions
+    context = sessions.context(
+        request.session_id,
+        request.session_epoch,
+        wanted,
+        forgotten_partitions(request) if not by_id else (),
+        offered=replica_id >= 0 and ctx.api_version in SESSION_VERSIONS,
+    )
+    if isinstance(
+        context, ErrorCode
+    ):  # an incremental fetch in a session this broker does not have (any more)
+        return FetchResponse(error_code=context, session_id=0, responses=[])
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     results = await ctx.services.replica_manager.fetch(
-        wanted,
+        context.partitions,
         max_wait_ms=request.max_wait_ms,
         min_bytes=request.min_bytes,
         max_bytes=max_bytes,
@@ -69,9 +82,9 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         replica_id=replica_id,
     )
     if ctx.services.metrics is not None:
-        _measure(ctx.services.metrics, replica_id, wanted, results)
+        _measure(ctx.services.metrics, replica_id, context.partitions, results)
     responses: list[FetchableTopicResponse] = []
-    for want, result in zip(wanted, results, strict=True):
+    for want, result in sessions.answered(context, results):
         data = PartitionData(
             partition_index=want.tp.partition,
             error_code=result.error,
@@ -95,7 +108,12 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
     for topic in unknown_ids:
         errors = [PartitionData(p.partition, ErrorCode.UNKNOWN_TOPIC_ID) for p in topic.partitions]
         responses.append(FetchableTopicResponse(topic_id=topic.topic_id, partitions=errors))
-    return FetchResponse(error_code=ErrorCode.NONE, session_id=0, responses=responses)
+    return FetchResponse(error_code=ErrorCode.NONE, session_id=context.session_id, responses=responses)
+
+
+def forgotten_partitions(request: FetchRequest) -> list[TopicPartition]:
+    """The partitions an incremental fetch drops from its session (topics by name, v7-v12)."""
+    return [TopicPartition(t.topic, p) for t in request.forgotten_topics_data for p in t.partitions]
 
 
 def _topic_response(
