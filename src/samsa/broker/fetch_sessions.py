@@ -6,8 +6,9 @@ follower's next requests name only the partitions whose position changed (and th
 topics), and the leader's answers carry only the partitions that have something to say: records, an error, a
 diverging epoch, or a high watermark, last stable offset or log start offset other than the one last sent; a
 partition that brought records moves to the back of the session, so that the response's byte budget goes to the
-others first next time, as in Kafka. The leader still reads every partition of the session on each fetch (the follower's position on all of them counts
-for the ISR and the high watermark, as in Kafka), but neither side encodes, decodes or walks the unchanged ones.
+others first next time, as in Kafka. The leader still reads every partition of the session on each fetch (the
+follower's position on all of them counts for the ISR and the high watermark, as in Kafka), but neither side
+encodes, decodes or walks the unchanged ones.
 
 The rules are Kafka's, by the request's ``session_id`` and ``session_epoch``:
 
@@ -160,10 +161,9 @@ class FetchSessions:
             ):
                 _sent(known, result)
                 carried.append((request, result))
-                if result.records is not None and known is not None:  # to the back: the next read starts with
-                    session.partitions[request.tp] = session.partitions.pop(
-                        request.tp
-                    )  # the others (Kafka's)
+                if result.records is not None and known is not None:
+                    # to the back: the next read gives the byte budget to the others first (Kafka's fairness)
+                    session.partitions[request.tp] = session.partitions.pop(request.tp)
         return carried
 
 

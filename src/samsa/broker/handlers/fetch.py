@@ -68,9 +68,8 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         forgotten_partitions(request) if not by_id else (),
         offered=replica_id >= 0 and ctx.api_version in SESSION_VERSIONS,
     )
-    if isinstance(
-        context, ErrorCode
-    ):  # an incremental fetch in a session this broker does not have (any more)
+    if isinstance(context, ErrorCode):
+        # an incremental fetch in a session this broker does not have (any more), or not at that epoch
         return FetchResponse(error_code=context, session_id=0, responses=[])
     max_bytes = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
     results = await ctx.services.replica_manager.fetch(
