@@ -814,12 +814,12 @@ class ReplicaManager:
         plog = partition.log
         if len(records):
             plog.append_as_follower(records)
+            plog.update_high_watermark(high_watermark)
         elif (
-            plog.clamped_high_watermark(high_watermark) == plog.high_watermark
+            plog.maybe_update_high_watermark(high_watermark) is None
             and log_start_offset <= plog.log_start_offset
-        ):  # a caught-up partition's usual answer in a fetch of many: nothing to set, nobody to wake
-            return plog.log_end_offset
-        plog.update_high_watermark(high_watermark)
+        ):
+            return plog.log_end_offset  # a caught-up partition's usual answer: nothing to set, nobody to wake
         if log_start_offset > plog.log_start_offset:
             plog.maybe_increment_log_start_offset(min(log_start_offset, plog.high_watermark))
         self.fetch_purgatory.notify(tp)

@@ -161,7 +161,7 @@ class BrokerServices:
     # open transaction, as its coordinator says; None: transaction.partition.verification.enable=false
     verify_transaction: TransactionVerifier | None = None
     # the leader's incremental fetch sessions (KIP-227), for followers
-    fetch_sessions: FetchSessions = field(default_factory=lambda: _fetch_sessions())
+    fetch_sessions: FetchSessions = field(kw_only=True)
 
     @property
     def group_coordinator(self) -> GroupCoordinator:
@@ -183,9 +183,3 @@ class BrokerServices:
     def metadata_store(self) -> MetadataStore:
         """The catalog handlers answer from: ZooKeeper's in cluster mode, this broker's own alone."""
         return self.metadata_store_provider()
-
-
-def _fetch_sessions() -> FetchSessions:
-    from .fetch_sessions import FetchSessions
-
-    return FetchSessions()

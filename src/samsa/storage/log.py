@@ -389,13 +389,12 @@ class Log:
         """``offset`` with the segment and position of the batch holding it (Kafka's convertToOffsetMetadata)."""
         return self._read(offset, 1, self.log_end_offset_metadata, False).fetch_offset_metadata
 
-    def clamped_high_watermark(self, high_watermark: int) -> int:
-        """``high_watermark`` clamped to [log_start_offset, LEO]: what ``update_high_watermark`` would set."""
+    def _clamped_high_watermark(self, high_watermark: int) -> int:
         return min(max(high_watermark, self._log_start_offset), self._log_end_offset)
 
     def update_high_watermark(self, high_watermark: int) -> int:
         """Set the HW, clamped to [log_start_offset, LEO]; returns the value set."""
-        clamped = self.clamped_high_watermark(high_watermark)
+        clamped = self._clamped_high_watermark(high_watermark)
         self._high_watermark = clamped
         self._hw_metadata = None
         self.producer_state.on_high_watermark_updated(clamped)
@@ -411,8 +410,9 @@ class Log:
         return False
 
     def maybe_update_high_watermark(self, high_watermark: int) -> int | None:
-        """Follower path: set the HW (bounded by LEO) and return it when it changed, else None."""
-        new = min(high_watermark, self._log_end_offset)
+        """Follower path: set the HW (clamped as ``update_high_watermark`` clamps it) and return it when it
+        changed, else None."""
+        new = self._clamped_high_watermark(high_watermark)
         if new == self._high_watermark:
             return None
         return self.update_high_watermark(new)
