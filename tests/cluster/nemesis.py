@@ -16,7 +16,9 @@ The checker reads every partition from the start and counts, as Jepsen does:
   writer sent again under a new producer epoch, which are counted apart (``resends.py``: librdkafka #4953);
 - ``reordered``: records of one producer out of their send order within a partition;
 - ``offsets changed``: acknowledged records not found at the offset their acknowledgement gave (a record moved,
-  or an offset given twice, passes the value checks above);
+  or an offset given twice, passes the value checks above). librdkafka acknowledges some records without an
+  offset (a later batch's success acks them implicitly); those are checked by value alone, and only as many as
+  its log says it acked so;
 - ``diverged``: partitions whose replicas do not hold the same bytes once the cluster is healed;
 - ``vanished``: records a consumer received that are no longer in the log.
 
@@ -60,6 +62,7 @@ import itertools
 import json
 import logging
 import random
+import re
 import threading
 import time
 from collections import Counter, deque
@@ -304,6 +307,8 @@ class Report:
     unexplained_resends: int = 0
     reordered: int = 0
     offsets_changed: int = 0  # acknowledged records not at the offset their acknowledgement gave
+    # acknowledged by librdkafka with no offset (implicit acks, DUPLICATE_SEQUENCE_NUMBER): checked by value only
+    acked_without_offset: int = 0
     diverged: int = 0
     vanished: int = 0
     stuck: bool = False  # the consumers had not received every acknowledged record 2 minutes after the end
@@ -337,7 +342,8 @@ class Report:
         )
         lines.append(
             f"lost {self.lost}, duplicates {self.duplicates}, reordered {self.reordered}, "
-            f"offsets changed {self.offsets_changed}, "
+            f"offsets changed {self.offsets_changed} "
+            f"({self.acked_without_offset} acknowledged without an offset, checked by value), "
             f"written again under a new producer epoch {self.resent} "
             f"({self.unexplained_resends} beyond what was in flight), "
             f"diverged {self.diverged}, vanished {self.vanished}"
@@ -378,14 +384,23 @@ class _EosEvents(logging.Handler):
         self.logger.propagate = False
         self.logger.setLevel(logging.DEBUG)
         self.logger.addHandler(self)
+        # messages librdkafka acknowledged without an offset: those a later batch's success acked implicitly (a
+        # request whose answer was lost, its messages then found written) and those a broker answered
+        # DUPLICATE_SEQUENCE_NUMBER; their delivery reports carry offset -1 (``rd_kafka_dr_implicit_ack``)
+        self.offsetless = 0
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
         if any(word in message for word in _EOS_WORDS):
             self.lines.append(f"{time.monotonic() - self.started:7.1f} s  {message}")
+        if (found := _OFFSETLESS.search(message)) is not None:
+            self.offsetless += int(found.group(1) or found.group(2))
 
 
-_EOS_WORDS = ("PID", "pid", "epoch", "Epoch", "seq", "DRAIN", "drain", "fatal")
+_EOS_WORDS = ("PID", "pid", "epoch", "Epoch", "seq", "DRAIN", "drain", "fatal", "implicitly")
+_OFFSETLESS = re.compile(
+    r"(\d+) message\(s\) implicitly acked|with (\d+) message\(s\) failed due to duplicate sequence number"
+)
 
 
 class _Writer(threading.Thread):
@@ -395,7 +410,8 @@ class _Writer(threading.Thread):
         super().__init__(daemon=True, name=f"nemesis-writer-{writer_id}")
         self.writer_id = writer_id
         self.acked: list[tuple[int, str]] = []  # (partition, value)
-        self.acked_offsets: list[tuple[int, int, str]] = []  # (partition, offset, value) as acknowledged
+        # (partition, offset, value) as acknowledged; offset None: acknowledged without one (``_EosEvents``)
+        self.acked_offsets: list[tuple[int, int | None, str]] = []
         self.ack_times: dict[
             int, list[float]
         ] = {}  # partition -> when each acknowledgement arrived (monotonic)
@@ -795,8 +811,14 @@ def _check(report: Report, cluster: LocalCluster, writers: list[_Writer], worker
         (p, o, v, by_offset[p].get(o))
         for writer in writers
         for p, o, v in writer.acked_offsets
-        if by_offset[p].get(o) != v
+        if o is not None and by_offset[p].get(o) != v
     ]
+    for writer in writers:  # acknowledged without an offset: only as many as librdkafka said it acked so
+        offsetless = sum(o is None for _, o, _ in writer.acked_offsets)
+        report.acked_without_offset += offsetless
+        if offsetless > writer.events.offsetless:
+            unexplained = offsetless - writer.events.offsetless
+            moved += [(p, o, v, None) for p, o, v in writer.acked_offsets if o is None][:unexplained]
     report.offsets_changed = len(moved)
     report.details += [f"acknowledged {v} at {p}/{o}, found {f!r} there" for p, o, v, f in moved[:10]]
     lost = [(p, v) for p, v in acked if (p, v) not in where]

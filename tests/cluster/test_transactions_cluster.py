@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from tests.badinput.wire import Connection
@@ -214,7 +214,7 @@ def test_consume_transform_produce_through_kills_and_a_producer_crash(cluster: L
     expected = sorted(b"out:" + v for v in inputs)
     assert sorted(output) == expected, (len(output), len(set(output)), len(set(expected) - set(output)))
     check = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group})
-    committed = check.committed([CkTopicPartition(source, p) for p in range(PARTITIONS)], 30)
+    committed = _committed(check, [CkTopicPartition(source, p) for p in range(PARTITIONS)])
     check.close()
     assert sum(tp.offset for tp in committed) == len(inputs)
     # nothing left hanging: every output partition's last stable offset reaches its high watermark
@@ -267,10 +267,30 @@ def _leader(cluster: LocalCluster, topic: str, partition: int) -> int:
 
 def _rewind(consumer: Consumer) -> None:
     """After an abort, go back to the group's committed offsets (the aborted output is gone)."""
-    assignment = consumer.assignment()
-    committed = consumer.committed(assignment, 30)
+    committed = _committed(consumer, consumer.assignment())
     for tp in committed:
         consumer.seek(CkTopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+
+
+_COORDINATOR_MOVING = (
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+)
+
+
+def _committed(consumer: Consumer, partitions: list[CkTopicPartition]) -> list[CkTopicPartition]:
+    """The group's committed offsets, asked again while its coordinator moves, as an application does: librdkafka
+    retries an OffsetFetch on the broker it sent it to, so one sent just before the group moved (a killed or
+    restarted broker) ends with NOT_COORDINATOR; Kafka answers so too."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return consumer.committed(partitions, 30)
+        except KafkaException as exc:
+            if exc.args[0].code() not in _COORDINATOR_MOVING or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def test_kafka_python_and_aiokafka_transactions(cluster: LocalCluster) -> None:
