@@ -121,3 +121,31 @@ def test_regions_on_a_tls_connection_arrive_encrypted_and_whole(
         return got
 
     assert run_on(loop_name, scenario) == b"head" + data[:100_000] + b"tail"
+
+
+def test_on_asyncio_a_region_the_socket_takes_skips_the_loops_sendfile(segment: tuple[int, bytes]) -> None:
+    """asyncio's ``loop.sendfile`` pauses reading and, after a send that took everything, waits a loop turn for
+    the socket to turn writable; a region the socket's buffer takes at once is sent without it, and a region
+    larger than the buffer still reaches the client whole through it."""
+    fd, data = segment
+    calls: list[int] = []
+
+    async def scenario(parts: list[Any]) -> bytes:
+        loop = asyncio.get_running_loop()
+        loops_sendfile = loop.sendfile
+
+        async def counted(
+            transport: Any, file: Any, offset: int = 0, count: int | None = None, **kw: Any
+        ) -> int:
+            calls.append(offset)
+            return await loops_sendfile(transport, file, offset, count, **kw)
+
+        loop.sendfile = counted  # type: ignore[method-assign]
+        return await _send(parts)
+
+    got = run_on("asyncio", lambda: scenario([b"head", Region(fd, 0, 32768), b"tail"]))
+    assert got == b"head" + data[:32768] + b"tail"
+    assert calls == []
+    got = run_on("asyncio", lambda: scenario([b"head", Region(fd, 0, len(data)), b"tail"]))
+    assert got == b"head" + data + b"tail"
+    assert len(calls) == 1 and calls[0] > 0  # the loop sent only what the first send left

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from tests.cluster.nemesis import (
-    _EosEvents,
     FAULT_S,
     FAULTS,
     GROUP_EXTRA_S,
@@ -18,6 +17,7 @@ from tests.cluster.nemesis import (
     SESSION_S,
     Fault,
     Stall,
+    _EosEvents,
     beyond_writes,
     gaps_by_fault,
     liveness,

@@ -210,10 +210,12 @@ def _check_open(writer: asyncio.StreamWriter) -> None:
 async def _sendfile(writer: asyncio.StreamWriter, region: FileRegion) -> None:
     """Send a file region on the connection without copying it through Python.
 
-    This is the event loop's own ``sendfile`` on the transport: it waits until the transport's buffer is empty
-    (so bytes stay in order), then calls ``os.sendfile`` with an explicit offset, waiting for the socket to become
-    writable whenever its buffer fills, until the whole region is sent. Afterwards the loop sets the fd's file
-    position, which nothing else uses (storage reads and writes with ``pread``/``pwrite``). A region longer than
+    While nothing is queued on the transport, ``os.sendfile`` goes straight to the socket (``_sendfile_now``);
+    what the socket does not take then goes through the event loop's own ``sendfile`` on the transport: it waits
+    until the transport's buffer is empty (so bytes stay in order), then calls ``os.sendfile`` with an explicit
+    offset, waiting for the socket to become writable whenever its buffer fills, until the whole region is sent.
+    Afterwards the loop sets the fd's file position, which nothing else uses (storage reads and writes with
+    ``pread``/``pwrite``). A region longer than
     the file (truncated under us) stops at the end of the file: the client sees a partial batch, which it
     tolerates. uvloop has no ``loop.sendfile`` of its own: there, ``_uvloop_sendfile`` sends what the socket takes
     at once. Where neither applies (a TLS or non-socket transport), the region is read and queued on the transport.
@@ -226,31 +228,51 @@ async def _sendfile(writer: asyncio.StreamWriter, region: FileRegion) -> None:
     elif _is_uvloop(loop):
         _uvloop_sendfile(writer, sock.fileno(), region)
     else:
+        position, size = region.position, region.size
+        if transport.get_write_buffer_size() == 0:
+            sent = _sendfile_now(sock.fileno(), region.fd, position, size)
+            if sent is None:
+                return  # the file ends before the region does
+            position += sent
+            size -= sent
+            if size == 0:
+                return
         try:
             file = cast(IO[bytes], _RegionFile(region.fd))
-            await loop.sendfile(transport, file, region.position, region.size, fallback=False)
+            await loop.sendfile(transport, file, position, size, fallback=False)
         except (asyncio.SendfileNotAvailableError, RuntimeError, NotImplementedError):
-            # raised before any byte was sent
-            writer.write(os.pread(region.fd, region.size, region.position))
+            # raised before any byte of the rest was sent
+            writer.write(os.pread(region.fd, size, position))
+
+
+def _sendfile_now(sock_fd: int, fd: int, position: int, size: int) -> int | None:
+    """``os.sendfile`` straight to the socket, as much as its buffer takes now: the bytes sent (0 when it takes
+    none or sendfile does not apply to this file or socket), None at the file's end. Called only while nothing is
+    queued on the transport, so the bytes stay in order.
+
+    On asyncio's loop this is the common case of a whole fetch answer: ``loop.sendfile`` would first pause reading,
+    then after a send that took everything still wait for the socket to turn writable before it finishes (an
+    extra loop turn and four ``epoll_ctl`` calls per region)."""
+    try:
+        sent = os.sendfile(sock_fd, fd, position, size)
+    except (BlockingIOError, InterruptedError):
+        return 0
+    except ConnectionError as exc:
+        raise ConnectionResetError("the client closed the connection") from exc
+    except OSError:
+        return 0  # no sendfile for this file or socket: the caller's other way sends it
+    return sent if sent > 0 else None
 
 
 def _uvloop_sendfile(writer: asyncio.StreamWriter, sock_fd: int, region: FileRegion) -> None:
-    """On uvloop: ``os.sendfile`` straight to the socket while nothing is queued on the transport (so the bytes
-    stay in order), as much as the socket's buffer takes now; what it does not take is read and queued on the
-    transport, which sends it when the socket drains. libuv writes a queue-less transport's bytes directly too."""
+    """On uvloop: ``_sendfile_now`` while nothing is queued on the transport; what the socket does not take at
+    once is read and queued on the transport, which sends it when the socket drains. libuv writes a queue-less
+    transport's bytes directly too."""
     position, size = region.position, region.size
     if writer.transport.get_write_buffer_size() == 0:
-        try:
-            sent = os.sendfile(sock_fd, region.fd, position, size)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        except ConnectionError as exc:
-            raise ConnectionResetError("the client closed the connection") from exc
-        except OSError:
-            sent = 0  # no sendfile for this file or socket: read and queue it instead
-        else:
-            if sent == 0:
-                return  # the file ends before the region does
+        sent = _sendfile_now(sock_fd, region.fd, position, size)
+        if sent is None:
+            return  # the file ends before the region does
         position += sent
         size -= sent
     if size > 0:
