@@ -618,8 +618,18 @@ class ReplicaManager:
     # --- fetch -------------------------------------------------------------------------------------------------
 
     def read(
-        self, request: FetchRequestPartition, isolation: FetchIsolation, min_one_message: bool, budget: int
+        self,
+        request: FetchRequestPartition,
+        isolation: FetchIsolation,
+        min_one_message: bool,
+        budget: int,
+        *,
+        hard_max_bytes: bool = False,
     ) -> FetchResult:
+        """One partition of a fetch: up to ``min(request.max_bytes, budget)`` bytes from the fetch offset, the
+        first batch whole when ``min_one_message``. A first batch that does not fit is left out altogether (no
+        bytes for the partition, as Kafka answers Fetch v3+: a client cannot make progress on a cut batch alone),
+        except under ``hard_max_bytes`` (Fetch v0-2), where the cut batch goes out as Kafka sends it."""
         partition = self.partitions.get(request.tp)
         if partition is None or partition.leader_id != self.node_id:
             found = self.leader_partition(request.tp)
@@ -652,6 +662,8 @@ class ReplicaManager:
             log.warning("read of %s failed: %s", request.tp, exc)
             return FetchResult(ErrorCode.KAFKA_STORAGE_ERROR)
         records = info.records if info.records.size > 0 else None
+        if info.first_entry_incomplete and not hard_max_bytes:
+            records = None
         lso = plog.last_stable_offset
         aborted = None
         if records is not None and isolation is _txn_committed():
@@ -698,9 +710,11 @@ class ReplicaManager:
         max_bytes: int,
         isolation: FetchIsolation,
         replica_id: int = -1,
+        hard_max_bytes: bool = False,
     ) -> list[FetchResult]:
         """Read every partition; if fewer than ``min_bytes`` are ready, wait for appends up to ``max_wait_ms``.
-        A follower's fetch (``replica_id`` >= 0) first records where the follower is."""
+        A follower's fetch (``replica_id`` >= 0) first records where the follower is. ``hard_max_bytes``: the
+        limits of Fetch v0-2, which may cut a first batch (``read``)."""
         if replica_id >= 0:
             for request in requests:
                 partition = self.partitions.get(request.tp)
@@ -713,7 +727,9 @@ class ReplicaManager:
                     self._follower_fetched(partition, replica_id, request.fetch_offset)
         deadline = self.clock.monotonic_ms() + max(max_wait_ms, 0)
         while True:
-            results = self._throttle(requests, self._read_all(requests, max_bytes, isolation), replica_id)
+            results = self._throttle(
+                requests, self._read_all(requests, max_bytes, isolation, hard_max_bytes), replica_id
+            )
             ready = sum(r.records.size for r in results if r.records is not None)
             errors = any(r.error is not ErrorCode.NONE or r.diverging_epoch is not None for r in results)
             remaining_ms = deadline - self.clock.monotonic_ms()
@@ -721,7 +737,9 @@ class ReplicaManager:
                 return results
             woken = await self.fetch_purgatory.wait([r.tp for r in requests], deadline)
             if not woken:
-                return self._throttle(requests, self._read_all(requests, max_bytes, isolation), replica_id)
+                return self._throttle(
+                    requests, self._read_all(requests, max_bytes, isolation, hard_max_bytes), replica_id
+                )
 
     def _on_leaders_log(self, plog: Log, request: FetchRequestPartition) -> bool:
         """Whether a follower's fetch offset is a position on this leader's log: within it and not past the end
@@ -762,13 +780,17 @@ class ReplicaManager:
         return out
 
     def _read_all(
-        self, requests: Iterable[FetchRequestPartition], max_bytes: int, isolation: FetchIsolation
+        self,
+        requests: Iterable[FetchRequestPartition],
+        max_bytes: int,
+        isolation: FetchIsolation,
+        hard_max_bytes: bool = False,
     ) -> list[FetchResult]:
         budget = max_bytes
         results = []
         first = True
         for request in requests:
-            result = self.read(request, isolation, first, max(budget, 0))
+            result = self.read(request, isolation, first, max(budget, 0), hard_max_bytes=hard_max_bytes)
             if result.records is not None:
                 budget -= result.records.size
                 first = False

@@ -79,6 +79,7 @@ async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
         max_bytes=max_bytes,
         isolation=isolation,
         replica_id=replica_id,
+        hard_max_bytes=ctx.api_version < 3,
     )
     if ctx.services.metrics is not None:
         _measure(ctx.services.metrics, replica_id, context.partitions, results)
