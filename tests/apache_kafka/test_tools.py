@@ -273,3 +273,31 @@ def test_kafka_39_client_and_tools(kafka3: KafkaJars, samsa: BrokerProcess) -> N
     assert len(seen) == len(set(seen)) == 3000
     rows = table(kafka3.run(GROUPS, *b, "--describe", "--group", "readers-39").stdout, "GROUP")
     assert sum(int(r["CURRENT-OFFSET"]) for r in rows) == 3000 and {r["LAG"] for r in rows} == {"0"}
+
+
+def test_java_consumer_with_a_partition_limit_below_the_batches(
+    kafka4: KafkaJars, samsa: BrokerProcess
+) -> None:
+    """Two partitions, each one batch larger than ``max.partition.fetch.bytes``: the fetch's first partition gets
+    its batch whole (KIP-74), the other no bytes rather than a cut batch alone, on which Kafka's Java consumer
+    stops ("no complete records were found"); it then reads both on, every record once."""
+    from confluent_kafka import Producer
+
+    topic = "big-batches"
+    kafka4.run(TOPICS, *bootstrap(samsa), "--create", "--topic", topic, "--partitions", "2")
+    producer = Producer({"bootstrap.servers": samsa.bootstrap, "linger.ms": 200})
+    for partition in (0, 1):
+        for i in range(50):
+            producer.produce(topic, value=b"%03d" % i + b"v" * 97, partition=partition)
+    assert producer.flush(30) == 0
+    del producer  # its handle closes now, not reconnecting to a broker this module stops
+    assert end_offsets(kafka4, samsa, topic) == {0: 50, 1: 50}
+    done = kafka4.run(
+        CONSOLE_CONSUMER, *bootstrap(samsa), "--topic", topic, "--from-beginning", "--max-messages", "100",
+        "--timeout-ms", "20000", "--consumer-property", "max.partition.fetch.bytes=1000",
+        "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
+        "--formatter-property", "print.value=false", check=False,
+    )  # fmt: skip
+    assert "no complete records" not in done.stderr, done.stderr[-2000:]
+    seen = re.findall(r"Partition:(\d+)\s+Offset:(\d+)", done.stdout)
+    assert sorted((int(p), int(o)) for p, o in seen) == [(p, o) for p in (0, 1) for o in range(50)]
