@@ -215,10 +215,10 @@ async def _sendfile(writer: asyncio.StreamWriter, region: FileRegion) -> None:
     until the transport's buffer is empty (so bytes stay in order), then calls ``os.sendfile`` with an explicit
     offset, waiting for the socket to become writable whenever its buffer fills, until the whole region is sent.
     Afterwards the loop sets the fd's file position, which nothing else uses (storage reads and writes with
-    ``pread``/``pwrite``). A region longer than
-    the file (truncated under us) stops at the end of the file: the client sees a partial batch, which it
-    tolerates. uvloop has no ``loop.sendfile`` of its own: there, ``_uvloop_sendfile`` sends what the socket takes
-    at once. Where neither applies (a TLS or non-socket transport), the region is read and queued on the transport.
+    ``pread``/``pwrite``). A region longer than the file (truncated under us) stops at the end of the file: the
+    client sees a partial batch, which it tolerates. uvloop has no ``loop.sendfile`` of its own: there,
+    ``_uvloop_sendfile`` sends what the socket takes at once. Where neither applies (a TLS or non-socket
+    transport), the region is read and queued on the transport.
     """
     loop = asyncio.get_running_loop()
     transport = writer.transport
