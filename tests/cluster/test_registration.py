@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from samsa.cluster.launcher import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 from samsa.cluster.zookeeper import ZooKeeperServer
 from samsa.protocol import ErrorCode
+from samsa.protocol.messages.api_versions import ApiVersionsRequest
 from samsa.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from samsa.protocol.messages.update_metadata import (
     UpdateMetadataPartitionState,
@@ -131,6 +133,31 @@ def test_a_restarted_broker_holds_metadata_until_the_controller_reached_it(
         assert sorted(b.node_id for b in answer.brokers) == [1, 2]
         assert [(t.name, t.error_code) for t in answer.topics] == [("t", ErrorCode.NONE)]
         assert sorted(p.partition_index for p in answer.topics[0].partitions) == [0, 1]
+        # the UpdateMetadata that released it is in the broker's log, with the live brokers it named
+        log = (cluster.directory / "broker-2" / "broker.out").read_text(errors="replace")
+        assert re.search(
+            r"metadata from controller \d+ \(epoch \d+\): live brokers \[1, 2\], \d+ partition", log
+        )
+
+
+def test_a_restarted_broker_serves_nothing_before_it_has_registered(
+    zookeeper: ZooKeeperServer, tmp_path: Path
+) -> None:
+    """Found by the nemesis (seed 7, 2026-11-29): a broker restarted after kill -9 answered ApiVersions, and so
+    looked usable to librdkafka, while it waited out its earlier registration. Both consumers of a group sent it
+    their FindCoordinator, behind a Metadata request it held, and the group waited 8 s beyond the writes. As
+    Kafka's broker does in ZooKeeper mode, it now listens (the connection is made) but serves nothing until it is
+    registered."""
+    with _two_brokers_with_topic_t(zookeeper, tmp_path) as (cluster, connect):
+        first, _ = _restart_within_its_session(cluster, connect, 2)
+        port = cluster.broker(2).port
+        asked = time.monotonic()
+        answer = _request_from(port, ApiVersionsRequest(), ApiVersionsRequest.API_KEY)
+        waited = time.monotonic() - asked
+        assert broker_epoch(connect, 2) not in (None, first), (
+            f"answered after {waited:.1f} s, before registering"
+        )
+        assert answer.error_code == ErrorCode.NONE
 
 
 def _send_update_metadata(port: int, broker_epoch: int, topic: str) -> Any:
@@ -161,8 +188,9 @@ def test_a_restarted_broker_refuses_what_the_controller_sends_its_earlier_proces
         first, _ = _restart_within_its_session(cluster, connect, 2)
         assert first is not None
         port = cluster.broker(2).port
-        answer = _send_update_metadata(port, first, "t")
         assert broker_epoch(connect, 2) == first, "asked too late: broker 2 had registered again"
+        # sent while it waits; served once it has registered (it serves nothing before), and refused then
+        answer = _send_update_metadata(port, first, "t")
         assert answer.error_code == ErrorCode.STALE_BROKER_EPOCH
         # Metadata is held until the controller reached the new process, then answered in full (not from the
         # one partition the refused request named)

@@ -81,6 +81,8 @@ def run_confluent(bootstrap: str, topic: str, group: str) -> None:
             "topic.metadata.refresh.interval.ms": 1000,
             # librdkafka's debug contexts (e.g. "cgrp,fetch") into the worker's log, to follow a stuck member
             **({"debug": os.environ["SAMSA_WORKER_DEBUG"]} if os.environ.get("SAMSA_WORKER_DEBUG") else {}),
+            # what the test starting the worker adds (``Worker(client_config=...)``)
+            **json.loads(os.environ.get("SAMSA_WORKER_CONFIG", "{}")),
         }
     )
     owned: set[int] = set()

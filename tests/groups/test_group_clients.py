@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,7 @@ class Worker:
         group: str,
         log: Path | None = None,
         session_timeout_ms: int | None = None,  # the worker's own (6 s) unless given
+        client_config: dict[str, Any] | None = None,  # more librdkafka properties (confluent-kafka only)
     ) -> None:
         self.log = log  # the client library's log lines, for a failure's report (none kept without it)
         session = [] if session_timeout_ms is None else [str(session_timeout_ms)]
@@ -60,7 +62,11 @@ class Worker:
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={
+                    **os.environ,
+                    "PYTHONUNBUFFERED": "1",
+                    **({"SAMSA_WORKER_CONFIG": json.dumps(client_config)} if client_config else {}),
+                },
             )
         self.assigned: list[int] | None = None
         self.consumed: list[tuple[int, int, str]] = []

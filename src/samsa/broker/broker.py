@@ -170,13 +170,20 @@ class KafkaServer:
                 principal_rules=str(self.config.listener_setting(name, "ssl.principal.mapping.rules")),
                 sasl=self.config.sasl_settings(name) if name in sasl_listeners else None,
             )
-            bound_host, bound_port = await server.start(host, port)
+            # in a cluster, connections are taken only once registered (below)
+            bound_host, bound_port = await server.start(host, port, accepting=self.zk_broker is None)
             self._servers.append(server)
             self.bound_addresses.append((name, bound_host, bound_port))
         await self._start_metrics()
         self._scheduler = asyncio.create_task(self._run_scheduler(), name="samsa-scheduler")
         if self.zk_broker is not None:
+            # Kafka's broker in ZooKeeper mode binds its listeners, registers, and only then processes requests.
+            # Serving before registration (while a restarted broker waits out its earlier session, up to 1.5
+            # sessions) let clients take it for usable: seen in the nemesis, librdkafka's consumers sent it their
+            # FindCoordinator behind a Metadata request it held, and waited 8 s for it.
             await self.zk_broker.register()
+            for server in self._servers:
+                server.accept_connections()
 
     def _make_metrics(self, config: KafkaConfig) -> BrokerMetrics | None:
         """The broker's metrics when ``metrics.prometheus.port`` is set (``samsa.metrics``; imported only then)."""

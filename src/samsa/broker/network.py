@@ -462,14 +462,27 @@ class Server:
         self._next_id = 0
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        loop = self._loop = asyncio.get_running_loop()
+    async def start(self, host: str, port: int, accepting: bool = True) -> tuple[str, int]:
+        """Listen on ``host:port`` (port 0: any free one) and return the address bound. With ``accepting`` false
+        the socket listens but nothing is accepted until ``accept_connections``: a client's connection is made
+        (the kernel completes it into the backlog) and its first request waits there, as Kafka's broker binds its
+        listeners before it registers and serves only after."""
+        self._loop = asyncio.get_running_loop()
         self._sockets = _listening_sockets(host, port, self._limits.backlog)
+        if accepting:
+            self.accept_connections()
+        sockname = self._sockets[0].getsockname()
+        return str(sockname[0]), int(sockname[1])
+
+    def accept_connections(self) -> None:
+        """Start accepting (and serving) the connections of the listening sockets; once only."""
+        loop = self._loop
+        assert loop is not None, "accept_connections before start"
+        if self._sweeper is not None:
+            return
         for sock in self._sockets:
             loop.add_reader(sock.fileno(), self._accept, sock)
         self._sweeper = asyncio.create_task(self._close_idle_connections(), name="samsa-idle-sweeper")
-        sockname = self._sockets[0].getsockname()
-        return str(sockname[0]), int(sockname[1])
 
     def _accept(self, listening: socket.socket) -> None:
         """The listening socket is readable: accept up to a backlog's worth, admitting or closing each before the

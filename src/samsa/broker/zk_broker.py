@@ -644,12 +644,12 @@ class ZkBroker:
         """Kafka's checks on a request from a controller: STALE_BROKER_EPOCH for a request meant for an earlier
         registration of this broker, STALE_CONTROLLER_EPOCH for a controller older than one already heard.
 
-        A broker restarted within its session serves before it registers (it waits out its earlier process's
-        registration). A controller that has not yet seen that process go keeps sending it requests, which then
-        reach this one: an UpdateMetadata of a few changed partitions became its first and only catalog, and it
-        answered Metadata with a topic of 4 partitions out of 6, which made librdkafka's consumers rebalance (seen
-        in the nemesis). Kafka serves only once registered; here a request carrying that earlier registration's
-        epoch is refused the same way."""
+        A broker restarted within its session waits out its earlier process's registration before it registers
+        and serves (``Broker.start``). A controller that has not yet seen that process go keeps sending it
+        requests, which reach this one once it serves: an UpdateMetadata of a few changed partitions became its
+        first and only catalog, and it answered Metadata with a topic of 4 partitions out of 6, which made
+        librdkafka's consumers rebalance (seen in the nemesis). A request carrying that earlier registration's
+        epoch is refused, as Kafka refuses it."""
         if 0 <= broker_epoch < self.broker_epoch or 0 <= broker_epoch <= self._earlier_epoch:
             return ErrorCode.STALE_BROKER_EPOCH
         if controller_epoch < self.highest_controller_epoch:

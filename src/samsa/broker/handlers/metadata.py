@@ -70,9 +70,10 @@ async def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataRespo
 
 
 def _catalog_wait_s(ctx: RequestContext) -> float:
-    """How long a starting cluster broker holds a Metadata request for the controller's first UpdateMetadata: as
-    long as it may wait out an earlier process's registration (``zookeeper.session.timeout.ms``) and be reached,
-    within a client's request timeout (30 s in Java)."""
+    """How long a starting cluster broker holds a Metadata request for the controller's first UpdateMetadata. It
+    serves only once registered (``Broker.start``), and the controller reaches a new registration at once, unless
+    there is no controller: one is elected within a session (``zookeeper.session.timeout.ms``) of the last one's
+    end. Bounded by a client's request timeout (30 s in Java)."""
     session_s = int(ctx.services.config.get("zookeeper.session.timeout.ms")) / 1000
     return min(session_s * 1.5 + 2, 25.0)
 

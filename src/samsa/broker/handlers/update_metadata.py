@@ -3,9 +3,15 @@
 Fenced as Kafka does: an older controller epoch than the newest seen is STALE_CONTROLLER_EPOCH, a broker epoch
 older than this broker's registration STALE_BROKER_EPOCH (-1: any). A broker without ``zookeeper.connect`` has no
 controller and answers STALE_CONTROLLER_EPOCH to any.
+
+Each one applied is logged at INFO (as Kafka's state-change log does): which controller sent it, the live brokers it
+names, and how many partition states it carries. A partition whose leader is not among those brokers is answered
+with leader -1 until the next one.
 """
 
 from __future__ import annotations
+
+import logging
 
 from samsa.cluster.metadata_cache import BrokerNode, PartitionInfo
 from samsa.protocol import ErrorCode
@@ -18,6 +24,8 @@ from samsa.security.acl import AclOperation
 from samsa.topic_partition import TopicPartition
 
 from ..context import RequestContext
+
+log = logging.getLogger(__name__)
 
 
 async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
@@ -35,11 +43,21 @@ async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateM
             for b in request.live_brokers
         ],
     )
+    states = 0
     for state in request.ungrouped_partition_states:
         cache.set_partition(_info(state.topic_name, state))
+        states += 1
     for topic in request.topic_states:
         for state in topic.partition_states:
             cache.set_partition(_info(topic.topic_name, state), topic.topic_id)
+            states += 1
+    log.info(
+        "metadata from controller %d (epoch %d): live brokers %s, %d partition states",
+        request.controller_id,
+        request.controller_epoch,
+        sorted(b.id for b in request.live_brokers),
+        states,
+    )
     return UpdateMetadataResponse(error_code=ErrorCode.NONE)
 
 
