@@ -8,7 +8,7 @@ Produce v7 requests of one pre-built batch of ``--batch`` records each (acks=1, 
 offset the broker stamps). Then, against each:
 
 - **raw fetches**: one connection walks the partition with Fetch v11 requests as librdkafka sends them
-  (``max.partition.fetch.bytes`` 1 MiB, read_committed), each answer read whole before the next request. Printed:
+  (``max.partition.fetch.bytes`` 1 MiB, ``fetch.max.bytes`` 50 MiB, read_committed), each answer read whole before the next request. Printed:
   the median and 90th percentile time per fetch, and whether the first answer is byte-identical on both brokers;
 - **rdkafka_performance -C** (``--rounds`` times, a new group each): its own rate (from its first record), and the
   CPU seconds of the client process and of the broker in that round.
@@ -49,6 +49,7 @@ from samsa.records import Record, build_batch
 
 TOPIC = "same-log"
 PARTITION_MAX_BYTES = 1 << 20  # librdkafka's and Kafka's max.partition.fetch.bytes
+FETCH_MAX_BYTES = 50 << 20  # fetch.max.bytes
 CREATE_TIME_MS = 1_700_000_000_000
 
 
@@ -94,6 +95,7 @@ def raw_fetches(bootstrap: str, records: int, per_batch: int, figures: Figures) 
             request = FetchRequest(
                 max_wait_ms=500,
                 min_bytes=1,
+                max_bytes=FETCH_MAX_BYTES,
                 isolation_level=1,
                 session_epoch=-1,
                 topics=[

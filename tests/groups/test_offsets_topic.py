@@ -5,7 +5,15 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from samsa.coordinator.group import Group, GroupConfig, GroupState, JoinRequest, OffsetAndMetadata
+from samsa.coordinator.group import (
+    Group,
+    GroupConfig,
+    GroupState,
+    JoinRequest,
+    JoinResult,
+    OffsetAndMetadata,
+    Pending,
+)
 from samsa.coordinator.offsets_topic import (
     GroupRecord,
     LoadedPartition,
@@ -24,6 +32,7 @@ from samsa.coordinator.offsets_topic import (
 from samsa.protocol.errors import ErrorCode
 from samsa.records import Record
 from samsa.storage.topic import TopicPartition
+from tests.groups.test_group_state import SESSION, T0, joins, new_member, request, stable_group
 
 
 def test_java_string_hash_known_values() -> None:
@@ -122,6 +131,43 @@ def test_group_metadata_round_trip_restores_a_stable_group() -> None:
     assert member.assignment == b"assigned" and member.metadata("range") == b"sub"
     assert member.last_heartbeat_ms == 99
     assert restored.static_members == {"inst": member.member_id}
+
+
+def _loaded(group: Group, loaded_at: int) -> Group:
+    """``group`` as a new coordinator loads it from its stored generation at ``loaded_at``."""
+    decoded = decode_record(Record(0, 0, group_metadata_key("g"), group_metadata_value(group)))
+    assert isinstance(decoded, GroupRecord) and decoded.value is not None
+    loaded = Group("g", GroupConfig(initial_rebalance_delay_ms=0))
+    restore_group(loaded, decoded.value, now_ms=loaded_at)
+    return loaded
+
+
+def test_a_member_that_rejoined_under_a_new_id_leaves_its_old_one_a_full_session_after_each_load() -> None:
+    """Found by the nemesis (2026-11-29): a consumer whose session ran out on its side rejoins as a new member, and
+    its old id is still in the stored generation. A coordinator that loads the group gives every stored member a
+    fresh session, as Kafka's does, so the rebalance completes only a session after the load: each coordinator
+    move starts that wait again (187 s of no reads through 11 moves)."""
+    stored, (ghost, other) = stable_group(2)
+    loaded_at = T0 + 500_000
+    group = _loaded(stored, loaded_at)
+    again = new_member(group, loaded_at + 100)  # the consumer that lost its session, under a new id
+    assert isinstance(group.join(request(again), loaded_at + 100), Pending)
+    assert isinstance(group.join(request(other), loaded_at + 200), Pending)
+    group.poll(loaded_at + SESSION - 1)
+    assert joins(group) == {} and ghost in group.members
+    group.poll(loaded_at + SESSION)  # the ghost's session, counted from the load
+    assert set(joins(group)) == {again, other} and ghost not in group.members
+
+
+def test_a_static_member_that_rejoins_takes_its_stored_place_at_once_after_a_load() -> None:
+    """The same consumer as a static member (``group.instance.id``): it rejoins in its old member's place, with
+    its assignment and no rebalance, however recently the group was loaded."""
+    loaded_at = T0 + 500_000
+    group = _loaded(_stable_group(), loaded_at)
+    [old] = group.members
+    again = group.join(request(instance="inst", protocols=[("range", b"sub")]), loaded_at + 100)
+    assert isinstance(again, JoinResult) and again.error is ErrorCode.NONE and again.member_id != old
+    assert group.state is GroupState.STABLE and old not in group.members
 
 
 def test_replay_applies_tombstones_in_log_order() -> None:
