@@ -46,7 +46,10 @@ doubled (it shares two cores with another worker).
 Also whether the consumers received every acknowledged record within two minutes of the end (``stuck``).
 "Received" counts the records of a poll whose commit failed: such a commit may have been applied all the same (its
 answer lost with a killed coordinator, as in Kafka), and then the partition's next owner starts after them and
-nobody reports them again. Counting only committed polls made runs look stuck while the group's lag was 0.
+nobody reports them again. Counting only committed polls made runs look stuck while the group's lag was 0. The
+records of a poll whose commit never returned count too: librdkafka 2.16 can deadlock inside a commit when it
+drops a broker from its metadata (librdkafka #5476; seed 11, 2026-11-29: the commit was applied, the reader hung,
+and the group went on without it once its session expired).
 
 The report also gives failover times (``tests/cluster/failover.py``) for the faults that take leaderships away
 (``kill``, ``long-pause``, ``restart``, ``controller-kill``): from the fault until the metadata names a new live
@@ -814,8 +817,8 @@ def _stop(worker: Any) -> None:
 
 
 def _received_values(workers: list[Any]) -> set[str]:
-    """Every value a consumer received, its poll committed or not (module doc)."""
-    return {value for worker in workers for _, value in worker.delivered()}
+    """Every value a consumer received, its poll committed or not, or its commit never answered (module doc)."""
+    return {value for worker in workers for _, value in worker.polled()}
 
 
 def _check(report: Report, cluster: LocalCluster, writers: list[_Writer], workers: list[Any]) -> None:

@@ -104,6 +104,8 @@ def run_confluent(bootstrap: str, topic: str, group: str) -> None:
             if not records:
                 continue
             got = [(m.partition(), m.offset(), m.value().decode()) for m in records]
+            # said before the commit, which may never return (a client hung inside it: nemesis, 2026-11-29)
+            emit({"committing": [list(r) for r in got]})
             try:
                 consumer.commit(
                     offsets=[TopicPartition(topic, p, o) for p, o in next_offsets(got)], asynchronous=False

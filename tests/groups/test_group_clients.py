@@ -71,6 +71,7 @@ class Worker:
         self.assigned: list[int] | None = None
         self.consumed: list[tuple[int, int, str]] = []
         self.uncommitted: list[tuple[int, int, str]] = []  # delivered, but their commit failed
+        self.committing: list[tuple[int, int, str]] = []  # polled, their commit sent (confluent-kafka only)
         # partition -> when each report holding records of it arrived (monotonic)
         self.reported_at: dict[int, list[float]] = {}
         self.lock = threading.Lock()
@@ -87,6 +88,8 @@ class Worker:
                     self.consumed.append((partition, offset, value))
                 for partition, offset, value in doc.get("uncommitted", []):
                     self.uncommitted.append((partition, offset, value))
+                for partition, offset, value in doc.get("committing", []):
+                    self.committing.append((partition, offset, value))
                 now = time.monotonic()
                 records = doc.get("consumed", []) + doc.get("uncommitted", [])
                 for partition in {r[0] for r in records}:
@@ -102,6 +105,13 @@ class Worker:
         (a failed commit may still have been applied, as in Kafka, and then nobody reads those records again)."""
         with self.lock:
             return {(p, v) for p, _, v in self.consumed + self.uncommitted}
+
+    def polled(self) -> set[tuple[int, str]]:
+        """``delivered``, and the records of a poll whose commit was sent but never returned: a client that hangs
+        inside its commit (librdkafka #5476, seen in the nemesis) may have had it applied, and then the
+        partition's next owner starts after them."""
+        with self.lock:
+            return {(p, v) for p, _, v in self.consumed + self.uncommitted + self.committing}
 
     def leave(self) -> None:
         self.process.send_signal(signal.SIGTERM)

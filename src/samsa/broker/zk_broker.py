@@ -547,8 +547,9 @@ class ZkBroker:
         config = self.config
         if not config.get("controlled.shutdown.enable") or self.broker_epoch < 0:
             return False  # disabled, or never registered: nothing to move
-        if self._session_lost or not self._zk_connected:
-            return False  # without ZooKeeper the controller could not write the new leaders
+        if self._session_lost or not self._zk_connected:  # the controller could not write the new leaders
+            log.info("broker %d: controlled shutdown skipped: no ZooKeeper session", self.node_id)
+            return False
         self.shutting_down = True
         attempts = int(config.get("controlled.shutdown.max.retries"))
         backoff_s = int(config.get("controlled.shutdown.retry.backoff.ms")) / 1000
