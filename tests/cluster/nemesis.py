@@ -38,8 +38,7 @@ writes', since a record cannot be read before it is written). Each against a bou
 
 The readers run with the clients' default session timeout (``READER_SESSION_MS``, 45 s), and writers and readers
 cap librdkafka's reconnect backoff at 1 s (``CLIENT_CONFIG``), so that the bounds measure the brokers. The readers
-are static members of their group (``group.instance.id``, KIP-345; ``STATIC_MEMBERS``). The
-report prints the
+are static members of their group (``group.instance.id``, KIP-345; ``STATIC_MEMBERS``). The report prints the
 faults past a bound (``liveness``); the test suite asserts both, with the write margin and the group's allowance
 doubled (it shares two cores with another worker).
 
@@ -126,10 +125,10 @@ GROUP_EXTRA_S = 3.0
 READER_SESSION_MS = 45_000
 # librdkafka doubles its wait after each refused connection up to reconnect.backoff.max.ms (10 s by default). A
 # restarted broker refuses connections until it has recovered its logs (Kafka binds its listeners after log
-# recovery too), so with the default a client may not try it again for up to 10 s after it has come back: seed 7's
-# run of 2026-11-29 had a reader refused by a restarted broker at 296.9 s and trying it next at 306.9 s; the group's stall
-# outlasted the writes' by 4.8-5.1 s for that alone (docs/benchmarks.md; the README's cluster section says the same
-# for users). The writers and readers here cap it at 1 s, as the README advises.
+# recovery too), so with the default a client may not try it again for up to 10 s after it has come back: in seed
+# 7's run of 2026-11-29 a reader was refused by a restarted broker at 296.9 s and tried it next at 306.9 s, and the
+# group's stall outlasted the writes' by 4.8-5.1 s for that alone (docs/benchmarks.md; the README's cluster section
+# says the same for users). The writers and readers here cap it at 1 s, as the README advises.
 CLIENT_CONFIG = {"reconnect.backoff.max.ms": 1000}
 # A reader whose session ran out on its own side (no coordinator answered its heartbeats for session.timeout.ms)
 # rejoins as a new member, and its old member id stays in the group's stored generation. Each coordinator that
