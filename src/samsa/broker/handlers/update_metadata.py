@@ -43,20 +43,17 @@ async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateM
             for b in request.live_brokers
         ],
     )
-    states = 0
     for state in request.ungrouped_partition_states:
         cache.set_partition(_info(state.topic_name, state))
-        states += 1
     for topic in request.topic_states:
         for state in topic.partition_states:
             cache.set_partition(_info(topic.topic_name, state), topic.topic_id)
-            states += 1
     log.info(
         "metadata from controller %d (epoch %d): live brokers %s, %d partition states",
         request.controller_id,
         request.controller_epoch,
         sorted(b.id for b in request.live_brokers),
-        states,
+        len(request.ungrouped_partition_states) + sum(len(t.partition_states) for t in request.topic_states),
     )
     return UpdateMetadataResponse(error_code=ErrorCode.NONE)
 
