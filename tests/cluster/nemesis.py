@@ -34,7 +34,12 @@ writes', since a record cannot be read before it is written). Each against a bou
   waits for one), + the 6 s session (a broker that went away is noticed when its
   session expires) + ``MARGIN_S`` (8 s: an election, LeaderAndIsr and UpdateMetadata, the client's metadata
   refresh and retry backoff, and a loaded machine's start of a broker process);
-- the group: its stall beyond the writes' at most ``GROUP_EXTRA_S`` (3 s, issue 28's goal).
+- the group: its stall beyond the writes' at most ``GROUP_EXTRA_S`` (3 s, issue 28's goal). The readers commit
+  each poll before the next, so a coordinator that does not answer stops them as a partition without writes
+  does: a probe (``_CoordinatorProbe``) commits for a group with the same coordinator every 50 ms, and the gaps
+  in its acknowledged commits are left out with the partition's own write gaps. Before it, a reader's stall
+  behind a paused coordinator (7 s: its session, then an election) counted against the group wherever the
+  partition's own writes had stalled less (3 s: an ISR shrink), as in seed 11's runs of 2026-11-29.
 
 The readers run with the clients' default session timeout (``READER_SESSION_MS``, 45 s), and writers and readers
 cap librdkafka's reconnect backoff at 1 s (``CLIENT_CONFIG``), so that the bounds measure the brokers. The readers
@@ -84,6 +89,8 @@ from tests.cluster.resends import resent_values, unexplained_resends, without_re
 from samsa.cluster.launcher import LocalCluster
 from samsa.cluster.zk_client import ZkClient
 from samsa.cluster.zookeeper import ZooKeeperServer
+from samsa.coordinator.offsets_topic import partition_for
+from samsa.server_defaults import SERVER_DEFAULTS
 
 TOPIC = "nemesis"
 PARTITIONS = 6
@@ -138,6 +145,9 @@ CLIENT_CONFIG = {"reconnect.backoff.max.ms": 1000}
 # writes went on. A static member rejoins in its old member's place (no ghost, no rebalance), which is what Kafka
 # advises for groups that must ride out broker faults (the README's cluster section says so).
 STATIC_MEMBERS = True
+GROUP = "nemesis-readers"
+OFFSETS_PARTITIONS = SERVER_DEFAULTS["offsets.topic.num.partitions"]  # the cluster keeps Kafka's default (50)
+PROBE_INTERVAL_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +191,7 @@ class Stall:
     group_s: float
     behind_s: float = 0.0
     overlapped_s: float = 0.0
+    coordinator_s: float | None = None  # the longest gap in the coordinator's commit answers (when measured)
 
     def write_bound(self, margin: float = MARGIN_S) -> float:
         return FAULT_S[self.fault.kind] + self.overlapped_s + SESSION_S + margin
@@ -203,8 +214,9 @@ class Stall:
         return found
 
     def __str__(self) -> str:
+        commits = "" if self.coordinator_s is None else f", commits {self.coordinator_s:5.1f} s"
         return (
-            f"{str(self.fault).strip():<40} writes {self.write_s:5.1f} s (bound {self.write_bound():4.1f}), "
+            f"{str(self.fault).strip():<40} writes {self.write_s:5.1f} s (bound {self.write_bound():4.1f}){commits}, "
             f"group {self.group_s:5.1f} s, {self.behind_s:4.1f} s of it beyond the writes (bound {GROUP_EXTRA_S:.0f})"
         )
 
@@ -259,23 +271,42 @@ def overlap_s(fault: Fault) -> float:
 WRITE_GAP_S = 1.0  # a partition without acknowledged writes this long is stalled (it has ~30 a second)
 
 
-def beyond_writes(gap: tuple[float, float], writes: list[float]) -> float:
-    """How much of a read ``gap`` (from, to) a partition's writes (``writes``: sorted acknowledgement times) went
-    on through: the part not covered by the partition's own write gaps longer than ``WRITE_GAP_S``. A record
-    cannot be read before it is written, so this is the group's stall beyond the writes'."""
-    start, end = gap
-    stalled = 0.0
-    first, last = bisect.bisect_right(writes, start), bisect.bisect_left(writes, end)
-    marks = [start, *writes[first:last], end]
-    before = writes[first - 1] if first else None
-    after = writes[last] if last < len(writes) else None
+def stalled_spans(times: list[float], start: float, end: float) -> list[tuple[float, float]]:
+    """The parts of [start, end] that lie in a gap of ``times`` (sorted) longer than ``WRITE_GAP_S``, each gap
+    taken whole (to the times on either side, beyond ``start`` and ``end``) to tell a stall from the ordinary time
+    between two events. No times at all: the whole span."""
+    first, last = bisect.bisect_right(times, start), bisect.bisect_left(times, end)
+    marks = [start, *times[first:last], end]
+    before = times[first - 1] if first else None
+    after = times[last] if last < len(times) else None
+    spans = []
     for i, (a, b) in enumerate(itertools.pairwise(marks)):
-        # the whole write gap this piece lies in, to tell a stall from the ordinary time between two writes
         whole_from = before if i == 0 and before is not None else a
         whole_to = after if i == len(marks) - 2 and after is not None else b
-        if whole_to - whole_from > WRITE_GAP_S:
-            stalled += b - a
-    return end - start - stalled
+        if whole_to - whole_from > WRITE_GAP_S and b > a:
+            spans.append((a, b))
+    return spans
+
+
+def beyond_writes(gap: tuple[float, float], writes: list[float], commits: list[float] | None = None) -> float:
+    """How much of a read ``gap`` (from, to) a partition's writes (``writes``: sorted acknowledgement times) went
+    on through: the part not covered by the partition's own write gaps longer than ``WRITE_GAP_S``. A record
+    cannot be read before it is written, so this is the group's stall beyond the writes'.
+
+    ``commits`` (sorted), when measured: when the group's coordinator acknowledged a commit (``_CoordinatorProbe``).
+    The readers commit each poll before the next one, as a consumer that wants at-least-once with no record read
+    twice does, so they cannot read past a coordinator that does not answer: its gaps are the writes of the
+    group's own partition (``__consumer_offsets``), and they are not counted against the group either."""
+    start, end = gap
+    spans = stalled_spans(writes, start, end)
+    if commits is not None:
+        spans += stalled_spans(commits, start, end)
+    covered, reached = 0.0, start
+    for a, b in sorted(spans):
+        if b > reached:
+            covered += b - max(a, reached)
+            reached = b
+    return end - start - covered
 
 
 def stalls(
@@ -283,17 +314,21 @@ def stalls(
     end: float,
     writes: dict[int, list[float]],
     reads: dict[int, list[float]],
+    commits: list[float] | None = None,
 ) -> list[Stall]:
     """Per applied fault (with its monotonic start): the longest time any one partition went without an
     acknowledged write, and without a record of it reaching the group (``writes`` and ``reads``: partition ->
     times), over the gaps that began with that fault (``gaps_by_fault``), and how much of that read gap the
-    partition's writes went on through (``beyond_writes``). Per partition, since the other partitions' writes go on
-    while a leader is away and would hide its gap."""
+    partition's writes, and the group's coordinator (``commits``: when it acknowledged one, if measured), went on
+    through (``beyond_writes``). Per partition, since the other partitions' writes go on while a leader is away
+    and would hide its gap."""
     starts = [start for _, start in applied]
     partitions = sorted(set(writes) | set(reads))
     written = {p: sorted(writes.get(p, [])) for p in partitions}
     write_gaps = [gaps_by_fault(written[p], starts, end) for p in partitions]
     read_gaps = {p: gaps_by_fault(sorted(reads.get(p, [])), starts, end) for p in partitions}
+    committed = None if commits is None else sorted(commits)
+    commit_gaps = [] if committed is None else gaps_by_fault(committed, starts, end)
     found = []
     for i, (fault, _) in enumerate(applied):
         write_from, write_to = max((g[i] for g in write_gaps), key=lambda g: g[1] - g[0], default=(0.0, 0.0))
@@ -303,8 +338,9 @@ def stalls(
                 fault,
                 write_to - write_from,
                 max((g[i][1] - g[i][0] for g in read_gaps.values()), default=0.0),
-                max((beyond_writes(g[i], written[p]) for p, g in read_gaps.items()), default=0.0),
+                max((beyond_writes(g[i], written[p], committed) for p, g in read_gaps.items()), default=0.0),
                 sum((overlap_s(f) for f in during), 0.0),
+                commit_gaps[i][1] - commit_gaps[i][0] if commit_gaps else None,
             )
         )
     return found
@@ -337,6 +373,9 @@ class Report:
     # per fault: the longest time without an acknowledged write and without a record reaching the group, from the
     # fault to the next one (or the end)
     stalls: list[Stall] = field(default_factory=list)
+    probe_errors: dict[str, int] = field(
+        default_factory=dict
+    )  # the coordinator probe's failed commits, by kind
     client_events: list[str] = field(
         default_factory=list
     )  # the writers' idempotence log, on an anomaly or a failed send
@@ -375,12 +414,15 @@ class Report:
             lines += [f"  {e}" for e in self.client_events[-150:]]
         if self.stalls:
             lines.append(
-                "stalls (a partition's longest time without an acknowledged write / a record reaching the group):"
+                "stalls (a partition's longest time without an acknowledged write / the coordinator without an "
+                "acknowledged commit / a record reaching the group):"
             )
             lines += [f"  {stall}" for stall in self.stalls]
             slow = liveness(self.stalls)
             lines.append(f"liveness: {len(slow)} of {len(self.stalls)} faults past a bound")
             lines += [f"  {line}" for line in slow]
+        if self.probe_errors:
+            lines.append(f"the coordinator probe's failed commits: {self.probe_errors}")
         if self.failovers:
             lines.append(
                 "failovers (from the fault: new live leaders in the metadata, then acknowledged writes):"
@@ -469,6 +511,55 @@ class _Writer(threading.Thread):
             n += 1
             self.producer.poll(0.004)
         self.producer.flush(240)
+
+
+def probe_group(group: str, partitions: int = OFFSETS_PARTITIONS) -> str:
+    """A group id whose records go to the same ``__consumer_offsets`` partition as ``group``'s, so the same
+    coordinator answers both."""
+    target = partition_for(group, partitions)
+    for i in itertools.count():
+        if partition_for(name := f"nemesis-coordinator-probe-{i}", partitions) == target:
+            return name
+    raise AssertionError("unreachable")
+
+
+class _CoordinatorProbe(threading.Thread):
+    """Commits an offset every ``PROBE_INTERVAL_S`` for a group with the readers' coordinator (``probe_group``;
+    no member, as a consumer that assigns its partitions itself commits) and keeps when each commit was
+    acknowledged: how long the coordinator did not answer, measured apart from the readers. With kafka-python,
+    not librdkafka, so that a reader hung inside its own client (librdkafka #5476) does not pass for a
+    coordinator that does not answer."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(daemon=True, name="nemesis-coordinator-probe")
+        self.bootstrap = bootstrap
+        self.acked: list[float] = []
+        self.errors: Counter[str] = Counter()
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        from kafka import KafkaConsumer
+        from kafka import TopicPartition as Partition
+        from kafka.structs import OffsetAndMetadata
+
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap,
+            group_id=probe_group(GROUP),
+            enable_auto_commit=False,
+            reconnect_backoff_max_ms=1000,  # as the readers (``CLIENT_CONFIG``)
+        )
+        partition = Partition(TOPIC, 0)
+        consumer.assign([partition])
+        n = 0
+        while not self.stop.is_set():
+            try:
+                consumer.commit({partition: OffsetAndMetadata(n, "", -1)}, timeout_ms=5000)
+                self.acked.append(time.monotonic())
+                n += 1
+            except Exception as exc:  # a timeout or an error the client does not retry: try again
+                self.errors[type(exc).__name__] += 1
+            self.stop.wait(PROBE_INTERVAL_S)
+        consumer.close(autocommit=False)
 
 
 def _wait(what: str, check: Callable[[], Any], timeout: float) -> Any:
@@ -728,7 +819,7 @@ def _load_and_inflict(
             "confluent-kafka",
             cluster.bootstrap_servers,
             TOPIC,
-            "nemesis-readers",
+            GROUP,
             log=cluster.directory / f"reader-{i}.log",
             session_timeout_ms=READER_SESSION_MS,
             client_config={
@@ -740,9 +831,15 @@ def _load_and_inflict(
     ]
     for writer in writers:
         writer.start()
+    probe = _CoordinatorProbe(cluster.bootstrap_servers)
+    probe.start()
     applied: list[tuple[Fault, float]] = []
-    report.failovers = _inflict(report.faults, seconds, cluster, zookeeper, writers, rng, applied)
+    try:
+        report.failovers = _inflict(report.faults, seconds, cluster, zookeeper, writers, rng, applied)
+    finally:
+        probe.stop.set()
     ended = time.monotonic()
+    probe.join(30)
     for writer in writers:
         writer.stop.set()
     for writer in writers:
@@ -765,7 +862,8 @@ def _load_and_inflict(
     for worker in workers:
         for partition, times in worker.reported_at.items():
             received.setdefault(partition, []).extend(times)
-    report.stalls = stalls(applied, ended, acks, received)
+    report.stalls = stalls(applied, ended, acks, received, probe.acked)
+    report.probe_errors = dict(probe.errors)
     # kept with --keep, to look at a stall again beside the brokers' and readers' logs (times: time.monotonic())
     timings = {
         "faults": [[str(f).strip(), at] for f, at in applied],
@@ -773,6 +871,7 @@ def _load_and_inflict(
         "wall": time.time() - time.monotonic(),
         "acks": acks,
         "received": received,
+        "commits": probe.acked,
     }
     (cluster.directory / "liveness.json").write_text(json.dumps(timings))
 

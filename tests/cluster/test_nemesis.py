@@ -12,8 +12,10 @@ import pytest
 from tests.cluster.nemesis import (
     FAULT_S,
     FAULTS,
+    GROUP,
     GROUP_EXTRA_S,
     MARGIN_S,
+    OFFSETS_PARTITIONS,
     SESSION_S,
     Fault,
     Stall,
@@ -22,10 +24,13 @@ from tests.cluster.nemesis import (
     gaps_by_fault,
     liveness,
     longest_gap,
+    probe_group,
     run,
     schedule,
     stalls,
 )
+
+from samsa.coordinator.offsets_topic import partition_for
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.slow, pytest.mark.clients]
 
@@ -83,6 +88,35 @@ def test_the_group_stall_beyond_the_writes_leaves_out_the_writes_own_gaps() -> N
     assert beyond_writes((2.0, 4.0), [1.0, 5.0]) == 0.0  # inside the writes' gap
     assert beyond_writes((2.0, 4.0), [1.5, 2.5, 3.0, 3.5, 4.5]) == 2.0  # the writes went on throughout
     assert beyond_writes((2.0, 4.0), []) == 0.0  # no writes at all: nothing to read
+
+
+def test_a_coordinator_that_does_not_answer_commits_is_not_the_groups_stall() -> None:
+    """The readers commit each poll before the next: a coordinator away (the probe's commit gaps) stops them as
+    surely as a partition without writes, and its gap is left out with the writes' own (the union of both)."""
+    steady = [i / 4 for i in range(41)]  # writes every 0.25 s, 0 -> 10
+    assert beyond_writes((2.0, 8.0), steady) == 6.0
+    assert beyond_writes((2.0, 8.0), steady, commits=None) == 6.0  # not measured
+    assert beyond_writes((2.0, 8.0), steady, commits=steady) == 6.0  # the coordinator answered throughout
+    assert beyond_writes((2.0, 8.0), steady, commits=[0.5, 1.0, 1.5, 7.0, 7.5]) == 1.0  # away 1.5 -> 7
+    assert beyond_writes((2.0, 8.0), steady, commits=[]) == 0.0  # never answered
+    # the write gap (1.5 -> 4) and the commit gap (3 -> 6) overlap: counted once, 1.5 -> 6
+    writes = [0.5, 1.0, 1.5, *[4.0 + i / 4 for i in range(25)]]
+    assert beyond_writes((2.0, 8.0), writes, commits=[2.5, 3.0, 6.0, 6.5, 7.0, 7.5, 8.0]) == 2.0
+    found = stalls(
+        [(Fault(0, "long-pause", 2), 0.0)],
+        10.0,
+        writes={0: steady},
+        reads={0: [0.5, 8.0]},
+        commits=[0.25, 0.5, 7.5, 7.75],
+    )
+    assert [(s.group_s, s.behind_s, s.coordinator_s) for s in found] == [(7.5, 0.5, 7.0)]
+
+
+def test_the_probe_group_has_the_readers_coordinator() -> None:
+    found = probe_group(GROUP)
+    assert found != GROUP and found.startswith("nemesis-coordinator-probe-")
+    assert partition_for(found, OFFSETS_PARTITIONS) == partition_for(GROUP, OFFSETS_PARTITIONS)
+    assert partition_for(probe_group(GROUP, 7), 7) == partition_for(GROUP, 7)
 
 
 def test_liveness_bounds_each_fault_by_its_length_and_the_session_and_the_group_by_the_writes() -> None:

@@ -166,3 +166,50 @@ def test_brokers_keep_their_sessions_leaders_and_writes_through_a_zookeeper_outa
     assert after[2] == before[2], "a partition's leader changed"
     assert writer.failed == []
     assert gap <= WRITE_GAP_BOUND_S, f"writes stalled {gap:.2f} s after ZooKeeper's return"
+
+
+def controller_and_leaders(connect: str) -> tuple[int | None, dict[int, int]]:
+    zk = ZkClient(connect)
+    zk.start()
+    try:
+        leaders = {}
+        for p in range(PARTITIONS):
+            found = zk.partition_state(TOPIC, p)
+            assert found is not None
+            leaders[p] = found[0].leader
+        return zk.controller(), leaders
+    finally:
+        zk.close()
+
+
+def test_a_broker_stopped_while_its_zookeeper_connection_is_away_still_hands_its_leaderships_over(
+    cluster: LocalCluster, zookeeper: ZooKeeperServer
+) -> None:
+    """A clean stop asks the controller to move the broker's leaderships whatever the broker's own connection to
+    ZooKeeper: the controller writes them once its connection is back. Before, a broker whose connection was
+    away skipped it, and its partitions (the group coordinator's among them) stayed led by a stopped process
+    until its session expired (the nemesis, 2026-11-29: a restart right after a ZooKeeper outage)."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS, replication_factor=3)])[TOPIC].result(30)
+    wait_for("every partition's ISR full", lambda: isr_full(cluster.zookeeper_connect))
+    controller, leaders = controller_and_leaders(cluster.zookeeper_connect)
+    stopping = next(b for b in sorted(set(leaders.values())) if b != controller)
+    assert zookeeper.pid is not None
+    os.killpg(zookeeper.pid, signal.SIGKILL)  # killed: no clean shutdown, sessions stay in its data
+    zookeeper.stop()
+    time.sleep(0.5)  # every broker has seen its connection go
+    stopped = threading.Thread(target=cluster.stop_broker, args=(stopping,), daemon=True)
+    stopped.start()  # SIGTERM: the broker asks the controller, which waits for ZooKeeper
+    time.sleep(0.5)
+    zookeeper.start()
+    stopped.join(40)
+    assert not stopped.is_alive()
+    out = cluster.output(stopping, limit=200_000)
+    assert "controlled shutdown succeeded" in out, out[-3000:]
+    _, after = controller_and_leaders(cluster.zookeeper_connect)
+    assert stopping not in after.values(), f"broker {stopping} still leads {after}"
+    assert controller is not None
+    moved = re.search(
+        rf"controlled shutdown of broker {stopping}: (\d+) leaderships moved", cluster.output(controller)
+    )
+    assert moved is not None and int(moved.group(1)) >= 1

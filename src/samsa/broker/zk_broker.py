@@ -547,10 +547,32 @@ class ZkBroker:
         config = self.config
         if not config.get("controlled.shutdown.enable") or self.broker_epoch < 0:
             return False  # disabled, or never registered: nothing to move
-        if self._session_lost or not self._zk_connected:  # the controller could not write the new leaders
-            log.info("broker %d: controlled shutdown skipped: no ZooKeeper session", self.node_id)
+        if self._session_lost:  # the controller saw this broker leave and moved its leaderships already
+            log.info("broker %d: controlled shutdown skipped: its ZooKeeper session expired", self.node_id)
             return False
         self.shutting_down = True
+        if self._zk_connected:
+            return await self._controlled_shutdown_attempts()
+        # This broker's own connection is away, but its session may live on (ZooKeeper restarting, the client
+        # between two tries) and the controller, on a connection of its own, can still move the leaderships: Kafka
+        # asks it whatever its own connection. A broker that skipped it left its leaderships on a dead process
+        # until its session expired (the nemesis, 2026-11-29: 37 partitions for 5 s, commits included). Past one
+        # session timeout the session has expired (and the controller moves them itself) or ZooKeeper is still
+        # down (and nobody can), so the wait ends there.
+        timeout_s = self._session_timeout_ms / 1000
+        try:
+            return await asyncio.wait_for(self._controlled_shutdown_attempts(), timeout_s)
+        except asyncio.TimeoutError:
+            log.info(
+                "broker %d: controlled shutdown: no answer within zookeeper.session.timeout.ms (%.0f s) with "
+                "ZooKeeper away; stopping",
+                self.node_id,
+                timeout_s,
+            )
+            return False
+
+    async def _controlled_shutdown_attempts(self) -> bool:
+        config = self.config
         attempts = int(config.get("controlled.shutdown.max.retries"))
         backoff_s = int(config.get("controlled.shutdown.retry.backoff.ms")) / 1000
         for attempt in range(attempts):
