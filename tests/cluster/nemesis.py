@@ -39,7 +39,9 @@ writes', since a record cannot be read before it is written). Each against a bou
   does: a probe (``_CoordinatorProbe``) commits for a group with the same coordinator every 50 ms, and the gaps
   in its acknowledged commits are left out with the partition's own write gaps. Before it, a reader's stall
   behind a paused coordinator (7 s: its session, then an election) counted against the group wherever the
-  partition's own writes had stalled less (3 s: an ISR shrink), as in seed 11's runs of 2026-11-29.
+  partition's own writes had stalled less (3 s: an ISR shrink), as in seed 11's runs of 2026-11-29. The
+  coordinator is held to the same bound in turn: the part of its commit gap through which no partition's writes
+  stalled (``uncovered``) at most ``GROUP_EXTRA_S``.
 
 The readers run with the clients' default session timeout (``READER_SESSION_MS``, 45 s), and writers and readers
 cap librdkafka's reconnect backoff at 1 s (``CLIENT_CONFIG``), so that the bounds measure the brokers. The readers
@@ -192,6 +194,8 @@ class Stall:
     behind_s: float = 0.0
     overlapped_s: float = 0.0
     coordinator_s: float | None = None  # the longest gap in the coordinator's commit answers (when measured)
+    # how much of that gap no partition's writes stalled through: the coordinator's stall beyond the writes'
+    coordinator_behind_s: float = 0.0
 
     def write_bound(self, margin: float = MARGIN_S) -> float:
         return FAULT_S[self.fault.kind] + self.overlapped_s + SESSION_S + margin
@@ -211,10 +215,19 @@ class Stall:
                 f"{str(self.fault).strip()}: the group stalled {self.behind_s:.1f} s beyond the writes "
                 f"> {group_extra:.0f} s"
             )
+        if group and self.coordinator_behind_s > group_extra:
+            found.append(
+                f"{str(self.fault).strip()}: the coordinator answered no commit for {self.coordinator_behind_s:.1f} s "
+                f"beyond the writes > {group_extra:.0f} s"
+            )
         return found
 
     def __str__(self) -> str:
-        commits = "" if self.coordinator_s is None else f", commits {self.coordinator_s:5.1f} s"
+        commits = (
+            ""
+            if self.coordinator_s is None
+            else f", commits {self.coordinator_s:5.1f} s ({self.coordinator_behind_s:.1f} beyond)"
+        )
         return (
             f"{str(self.fault).strip():<40} writes {self.write_s:5.1f} s (bound {self.write_bound():4.1f}){commits}, "
             f"group {self.group_s:5.1f} s, {self.behind_s:4.1f} s of it beyond the writes (bound {GROUP_EXTRA_S:.0f})"
@@ -297,10 +310,14 @@ def beyond_writes(gap: tuple[float, float], writes: list[float], commits: list[f
     The readers commit each poll before the next one, as a consumer that wants at-least-once with no record read
     twice does, so they cannot read past a coordinator that does not answer: its gaps are the writes of the
     group's own partition (``__consumer_offsets``), and they are not counted against the group either."""
+    return uncovered(gap, writes, *([] if commits is None else [commits]))
+
+
+def uncovered(gap: tuple[float, float], *series: list[float]) -> float:
+    """How much of ``gap`` (from, to) lies outside every stall (``stalled_spans``) of each of ``series`` (sorted
+    times): the union of their stalls is left out."""
     start, end = gap
-    spans = stalled_spans(writes, start, end)
-    if commits is not None:
-        spans += stalled_spans(commits, start, end)
+    spans = [span for times in series for span in stalled_spans(times, start, end)]
     covered, reached = 0.0, start
     for a, b in sorted(spans):
         if b > reached:
@@ -341,6 +358,7 @@ def stalls(
                 max((beyond_writes(g[i], written[p], committed) for p, g in read_gaps.items()), default=0.0),
                 sum((overlap_s(f) for f in during), 0.0),
                 commit_gaps[i][1] - commit_gaps[i][0] if commit_gaps else None,
+                uncovered(commit_gaps[i], *written.values()) if commit_gaps else 0.0,
             )
         )
     return found

@@ -110,6 +110,16 @@ def test_a_coordinator_that_does_not_answer_commits_is_not_the_groups_stall() ->
         commits=[0.25, 0.5, 7.5, 7.75],
     )
     assert [(s.group_s, s.behind_s, s.coordinator_s) for s in found] == [(7.5, 0.5, 7.0)]
+    # the coordinator in turn: here every partition's writes went on while it did not answer, 0.5 -> 7.5
+    assert found[0].coordinator_behind_s == 7.0
+    (slow,) = liveness(found)
+    assert "the coordinator answered no commit for 7.0 s beyond the writes > 3 s" in slow
+    # its gap through two write stalls 0.1 s apart (two faults in a row) is the writes' own
+    stalled = [0.0, 0.25, 5.0, 5.1, 9.0, 9.25]
+    found = stalls(
+        [(Fault(0, "kill", 1), 0.0)], 9.5, writes={0: stalled}, reads={0: [0.25, 9.0]}, commits=[0.25, 9.0]
+    )
+    assert found[0].coordinator_behind_s == pytest.approx(0.1) and liveness(found) == []
 
 
 def test_the_probe_group_has_the_readers_coordinator() -> None:
