@@ -7,6 +7,7 @@ The session timeout is 6 s unless given: short, so that a killed member is notic
 
 Prints one JSON object a line on stdout:
     {"assigned": [partitions]}              after every assignment change (the whole current assignment)
+    {"fatal": "...", "assigned": []}        the client's fatal error: the consumer is closed and another started
     {"consumed": [[partition, offset, value], ...]}
                                             records of one poll, printed only after their offsets were committed
                                             synchronously
@@ -68,8 +69,21 @@ def on_term(*_: object) -> None:
 
 
 def run_confluent(bootstrap: str, topic: str, group: str) -> None:
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
+    """Consume and commit until SIGTERM. A fatal client error (librdkafka's: the consumer cannot go on) closes the
+    consumer and starts another, as an application must: librdkafka 2.16 heartbeats a static member with the
+    member id it has just cleared after its own session timed out, the coordinator answers FENCED_INSTANCE_ID,
+    as Kafka's does, and librdkafka treats that as fatal (the nemesis, seed 13, 2026-11-29: both readers, after
+    45 s of overlapping faults with no coordinator, never read again)."""
+    while not stopping:
+        if not _consume_confluent(bootstrap, topic, group):
+            return
 
+
+def _consume_confluent(bootstrap: str, topic: str, group: str) -> bool:
+    """One consumer's life: False when stopped, True after a fatal error (start another)."""
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    fatal_code = KafkaError._FATAL
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -100,6 +114,14 @@ def run_confluent(bootstrap: str, topic: str, group: str) -> None:
     try:
         while not stopping:
             messages = consumer.consume(num_messages=100, timeout=0.2)
+            fatal = [
+                e
+                for e in (m.error() for m in messages)
+                if e is not None and (e.fatal() or e.code() == fatal_code)
+            ]
+            if fatal:
+                emit({"fatal": str(fatal[0]), "assigned": []})
+                return True
             records = [m for m in messages if m.error() is None]
             if not records:
                 continue
@@ -115,7 +137,9 @@ def run_confluent(bootstrap: str, topic: str, group: str) -> None:
                 continue
             emit({"consumed": [list(r) for r in got]})
     finally:
-        consumer.close()
+        with contextlib.suppress(Exception):  # a consumer in a fatal state may refuse to close cleanly
+            consumer.close()
+    return False
 
 
 def run_kafka_python(bootstrap: str, topic: str, group: str) -> None:

@@ -226,6 +226,11 @@ class LoadedPartition:
         """Replay ``records`` in order; a record that cannot be decoded raises, or with ``bad`` is added there
         and skipped (the records after it still count: a later commit replaces what it held)."""
         loaded = cls({}, {})
+        loaded.add(records, bad)
+        return loaded
+
+    def add(self, records: Iterable[Record], bad: list[OffsetsRecordError] | None = None) -> None:
+        """Replay ``records``, the next ones in log order (``replay``), onto what is loaded so far."""
         for record in records:
             try:
                 decoded = decode_record(record)
@@ -235,17 +240,16 @@ class LoadedPartition:
                 bad.append(exc)
                 continue
             if isinstance(decoded, OffsetRecord):
-                group_offsets = loaded.offsets.setdefault(decoded.group_id, {})
+                group_offsets = self.offsets.setdefault(decoded.group_id, {})
                 if decoded.value is None:
                     group_offsets.pop(decoded.tp, None)
                 else:
                     group_offsets[decoded.tp] = decoded.value
             elif isinstance(decoded, GroupRecord):
                 if decoded.value is None:
-                    loaded.groups.pop(decoded.group_id, None)
+                    self.groups.pop(decoded.group_id, None)
                 else:
-                    loaded.groups[decoded.group_id] = decoded.value
-        return loaded
+                    self.groups[decoded.group_id] = decoded.value
 
     def group_ids(self) -> set[str]:
         return {g for g, o in self.offsets.items() if o} | set(self.groups)

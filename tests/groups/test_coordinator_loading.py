@@ -1,0 +1,170 @@
+"""A broker that becomes a group's coordinator in a cluster loads the group's ``__consumer_offsets`` partition in the
+background, as Kafka's coordinator does: the event loop serves on between slices of the replay, and the group's
+requests are answered COORDINATOR_LOAD_IN_PROGRESS until its offsets and members are back.
+
+The coordinator runs on an in-memory ``OffsetsLog`` (its seam to the broker's log) holding real
+``__consumer_offsets`` batches; the dispatcher's check runs on real decoded requests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Mapping
+from types import SimpleNamespace
+
+import pytest
+
+from samsa.broker.dispatch import RequestDispatcher
+from samsa.clock import ManualClock
+from samsa.coordinator import coordinator as coordinator_module
+from samsa.coordinator import offsets_topic
+from samsa.coordinator.coordinator import GroupCoordinator
+from samsa.coordinator.group import OffsetAndMetadata
+from samsa.protocol.api_keys import ApiKey
+from samsa.protocol.errors import ErrorCode
+from samsa.protocol.messages.describe_groups import DescribeGroupsRequest
+from samsa.protocol.messages.heartbeat import HeartbeatRequest
+from samsa.protocol.messages.list_groups import ListGroupsRequest
+from samsa.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
+from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
+
+PARTITIONS = 50
+GROUP = "loading-group"
+OTHER = "other-group"  # a group of another partition, led and loaded all along
+TOPIC = TopicPartition("events", 0)
+
+
+class MemoryOffsetsLog:
+    """The partitions this broker leads and their batches, in memory."""
+
+    def __init__(self) -> None:
+        self.led: set[TopicPartition] = set()
+        self.batches: dict[TopicPartition, list[bytes]] = {}
+
+    def offsets_partitions(self) -> list[TopicPartition]:
+        return sorted(self.led)
+
+    def create_offsets_topic(self, partitions: int, config: Mapping[str, str | int]) -> None:
+        raise AssertionError("not used")
+
+    def restore_set_aside(self, tp: TopicPartition) -> None:
+        pass
+
+    def read_from_start(self, tp: TopicPartition) -> tuple[int, Iterator[bytes]]:
+        return 0, iter(self.batches.get(tp, []))
+
+    def append(self, tp: TopicPartition, records: memoryview) -> tuple[ErrorCode, int]:
+        self.batches.setdefault(tp, []).append(bytes(records))
+        return ErrorCode.NONE, 0
+
+    async def wait_replicated(self, tp: TopicPartition, last_offset: int, timeout_ms: int) -> ErrorCode:
+        return ErrorCode.NONE
+
+    def coordinates(self, tp: TopicPartition) -> bool:
+        return tp in self.led
+
+    def is_hosted(self, tp: TopicPartition) -> bool:
+        return True
+
+
+def partition_of(group_id: str) -> TopicPartition:
+    return TopicPartition(CONSUMER_OFFSETS_TOPIC, offsets_topic.partition_for(group_id, PARTITIONS))
+
+
+def commits(group_id: str, count: int) -> bytes:
+    """One batch of ``count`` commits of ``TOPIC`` by ``group_id``, offsets 1..count: the last one stands."""
+    items = [
+        (
+            offsets_topic.offset_commit_key(group_id, TOPIC),
+            offsets_topic.offset_commit_value(OffsetAndMetadata(n)),
+        )
+        for n in range(1, count + 1)
+    ]
+    return bytes(offsets_topic.build_records(items, 0))
+
+
+def coordinator_with(log: MemoryOffsetsLog) -> GroupCoordinator:
+    made = GroupCoordinator(log, ManualClock())
+    assert made.config.offsets_topic_partitions == PARTITIONS
+    return made
+
+
+def test_a_new_coordinator_answers_load_in_progress_until_the_group_is_back() -> None:
+    assert partition_of(GROUP) != partition_of(OTHER)
+    log = MemoryOffsetsLog()
+    records = 5 * coordinator_module.LOAD_SLICE  # several slices: the loop turns between them
+    log.batches[partition_of(GROUP)] = [commits(GROUP, records)]
+    log.batches[partition_of(OTHER)] = [commits(OTHER, 3)]
+    dispatcher = RequestDispatcher.__new__(RequestDispatcher)
+
+    async def scenario() -> None:
+        groups = coordinator_with(log)
+        dispatcher.services = SimpleNamespace(group_coordinator_made=groups)  # type: ignore[assignment]
+        log.led = {partition_of(OTHER)}
+        groups.leadership_changed()
+        await asyncio.sleep(0.05)
+        assert not groups.loading() and groups.fetch_offsets(OTHER, [TOPIC])[TOPIC] == OffsetAndMetadata(3)
+
+        log.led.add(partition_of(GROUP))  # LeaderAndIsr made this broker the group's coordinator
+        groups.leadership_changed()
+        assert groups.loading(GROUP) and groups.loading() and not groups.loading(OTHER)
+        answer = dispatcher._load_in_progress(ApiKey.HEARTBEAT, HeartbeatRequest(group_id=GROUP))
+        assert answer.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert dispatcher._load_in_progress(ApiKey.HEARTBEAT, HeartbeatRequest(group_id=OTHER)) is None
+        fetch = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=GROUP)])
+        (group,) = dispatcher._load_in_progress(ApiKey.OFFSET_FETCH, fetch).groups
+        assert group.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        (described,) = dispatcher._load_in_progress(
+            ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest(groups=[GROUP])
+        ).groups
+        assert (described.group_id, described.error_code) == (GROUP, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        listed = dispatcher._load_in_progress(ApiKey.LIST_GROUPS, ListGroupsRequest())
+        assert listed.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+        turns = 0
+        while groups.loading(GROUP):  # the loop serves on meanwhile
+            turns += 1
+            await asyncio.sleep(0)
+        assert turns >= 5
+        assert groups.fetch_offsets(GROUP, [TOPIC])[TOPIC] == OffsetAndMetadata(records)
+        assert dispatcher._load_in_progress(ApiKey.HEARTBEAT, HeartbeatRequest(group_id=GROUP)) is None
+        groups.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_a_partition_lost_while_it_loads_is_not_installed() -> None:
+    log = MemoryOffsetsLog()
+    log.batches[partition_of(GROUP)] = [commits(GROUP, 3 * coordinator_module.LOAD_SLICE)]
+
+    async def scenario() -> None:
+        groups = coordinator_with(log)
+        log.led = {partition_of(GROUP)}
+        groups.leadership_changed()
+        await asyncio.sleep(0)
+        assert groups.loading(GROUP)
+        log.led = set()  # leadership moved on before the replay ended
+        groups.leadership_changed()
+        assert not groups.loading(GROUP)
+        await asyncio.sleep(0.05)
+        assert GROUP not in groups.groups and groups.fetch_offsets(GROUP, [TOPIC])[TOPIC] is None
+        groups.shutdown()
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("count", [1, 2 * coordinator_module.LOAD_SLICE + 7])
+def test_a_background_load_ends_as_the_replay_at_start_up(count: int) -> None:
+    """The slices replay to what the whole log replayed at once gives (``LoadedPartition.replay``)."""
+    log = MemoryOffsetsLog()
+    log.batches[partition_of(GROUP)] = [commits(GROUP, count), commits(GROUP, 2)]  # the later batch wins
+
+    async def scenario() -> None:
+        groups = coordinator_with(log)
+        log.led = {partition_of(GROUP)}
+        groups.leadership_changed()
+        while groups.loading():
+            await asyncio.sleep(0)
+        assert groups.fetch_offsets(GROUP, None) == {TOPIC: OffsetAndMetadata(2)}
+        groups.shutdown()
+
+    asyncio.run(scenario())
