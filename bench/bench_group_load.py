@@ -17,55 +17,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from collections.abc import Iterator, Mapping
 
 from samsa.clock import SystemClock
 from samsa.coordinator import offsets_topic
 from samsa.coordinator.coordinator import GroupCoordinator
 from samsa.coordinator.group import OffsetAndMetadata
-from samsa.protocol.errors import ErrorCode
+from samsa.coordinator.offsets_log import MemoryOffsetsLog
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 
 GROUP = "bench-group"
-
-
-class MemoryOffsetsLog:
-    def __init__(self, tp: TopicPartition, batches: list[bytes]) -> None:
-        self.tp = tp
-        self.batches = batches
-        self.led: set[TopicPartition] = set()
-
-    def offsets_partitions(self) -> list[TopicPartition]:
-        return sorted(self.led)
-
-    def create_offsets_topic(self, partitions: int, config: Mapping[str, str | int]) -> None:
-        raise AssertionError("not used")
-
-    def restore_set_aside(self, tp: TopicPartition) -> None:
-        pass
-
-    def read_from_start(self, tp: TopicPartition) -> tuple[int, Iterator[bytes]]:
-        # one chunk of about 1 MiB at a time, as the broker reads its segments
-        chunks, chunk = [], bytearray()
-        for batch in self.batches:
-            chunk += batch
-            if len(chunk) >= 1 << 20:
-                chunks.append(bytes(chunk))
-                chunk = bytearray()
-        chunks.append(bytes(chunk))
-        return 0, iter(chunks)
-
-    def append(self, tp: TopicPartition, records: memoryview) -> tuple[ErrorCode, int]:
-        return ErrorCode.NONE, 0
-
-    async def wait_replicated(self, tp: TopicPartition, last_offset: int, timeout_ms: int) -> ErrorCode:
-        return ErrorCode.NONE
-
-    def coordinates(self, tp: TopicPartition) -> bool:
-        return tp in self.led
-
-    def is_hosted(self, tp: TopicPartition) -> bool:
-        return True
 
 
 def commits(count: int, partitions: int) -> list[bytes]:
@@ -113,7 +73,8 @@ async def measure(count: int, per_commit: int) -> None:
     batches = commits(count, per_commit)
     size = sum(map(len, batches))
 
-    log = MemoryOffsetsLog(tp, batches)
+    log = MemoryOffsetsLog()
+    log.batches[tp] = batches
     log.led = {tp}
     at_once = GroupCoordinator(log, SystemClock())
     started = time.perf_counter()
@@ -125,7 +86,8 @@ async def measure(count: int, per_commit: int) -> None:
         f"{took * 1000:.0f} ms, the loop held {hold * 1000:.0f} ms"
     )
 
-    log = MemoryOffsetsLog(tp, batches)
+    log = MemoryOffsetsLog()
+    log.batches[tp] = batches
     background = GroupCoordinator(log, SystemClock())
 
     async def load() -> None:

@@ -8,7 +8,6 @@ The coordinator runs on an in-memory ``OffsetsLog`` (its seam to the broker's lo
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Mapping
 from types import SimpleNamespace
 
 import pytest
@@ -19,6 +18,7 @@ from samsa.coordinator import coordinator as coordinator_module
 from samsa.coordinator import offsets_topic
 from samsa.coordinator.coordinator import GroupCoordinator
 from samsa.coordinator.group import OffsetAndMetadata
+from samsa.coordinator.offsets_log import MemoryOffsetsLog
 from samsa.protocol.api_keys import ApiKey
 from samsa.protocol.errors import ErrorCode
 from samsa.protocol.messages.describe_groups import DescribeGroupsRequest
@@ -31,39 +31,6 @@ PARTITIONS = 50
 GROUP = "loading-group"
 OTHER = "other-group"  # a group of another partition, led and loaded all along
 TOPIC = TopicPartition("events", 0)
-
-
-class MemoryOffsetsLog:
-    """The partitions this broker leads and their batches, in memory."""
-
-    def __init__(self) -> None:
-        self.led: set[TopicPartition] = set()
-        self.batches: dict[TopicPartition, list[bytes]] = {}
-
-    def offsets_partitions(self) -> list[TopicPartition]:
-        return sorted(self.led)
-
-    def create_offsets_topic(self, partitions: int, config: Mapping[str, str | int]) -> None:
-        raise AssertionError("not used")
-
-    def restore_set_aside(self, tp: TopicPartition) -> None:
-        pass
-
-    def read_from_start(self, tp: TopicPartition) -> tuple[int, Iterator[bytes]]:
-        return 0, iter(self.batches.get(tp, []))
-
-    def append(self, tp: TopicPartition, records: memoryview) -> tuple[ErrorCode, int]:
-        self.batches.setdefault(tp, []).append(bytes(records))
-        return ErrorCode.NONE, 0
-
-    async def wait_replicated(self, tp: TopicPartition, last_offset: int, timeout_ms: int) -> ErrorCode:
-        return ErrorCode.NONE
-
-    def coordinates(self, tp: TopicPartition) -> bool:
-        return tp in self.led
-
-    def is_hosted(self, tp: TopicPartition) -> bool:
-        return True
 
 
 def partition_of(group_id: str) -> TopicPartition:

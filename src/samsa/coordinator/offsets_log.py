@@ -54,3 +54,49 @@ class OffsetsLog(Protocol):
     def is_hosted(self, tp: TopicPartition) -> bool:
         """Whether ``tp`` is a partition of this broker (offsets are only committed for those)."""
         ...
+
+
+class MemoryOffsetsLog:
+    """An ``OffsetsLog`` in memory: the partitions this broker leads (``led``) and each partition's batches, read
+    back in chunks of about ``chunk_bytes`` as the broker reads its segments. For the coordinator's unit tests and
+    ``bench/bench_group_load.py``; every append is replicated at once, as at a broker alone."""
+
+    def __init__(self, chunk_bytes: int = 1 << 20) -> None:
+        self.led: set[TopicPartition] = set()
+        self.batches: dict[TopicPartition, list[bytes]] = {}
+        self.chunk_bytes = chunk_bytes
+
+    def offsets_partitions(self) -> list[TopicPartition]:
+        return sorted(self.led)
+
+    def create_offsets_topic(self, partitions: int, config: Mapping[str, str | int]) -> None:
+        raise NotImplementedError("the partitions are set in ``led``")
+
+    def restore_set_aside(self, tp: TopicPartition) -> None:
+        pass
+
+    def read_from_start(self, tp: TopicPartition) -> tuple[int, Iterator[bytes]]:
+        return 0, self._chunks(list(self.batches.get(tp, [])))
+
+    def _chunks(self, batches: list[bytes]) -> Iterator[bytes]:
+        chunk = bytearray()
+        for batch in batches:
+            chunk += batch
+            if len(chunk) >= self.chunk_bytes:
+                yield bytes(chunk)
+                chunk = bytearray()
+        if chunk:
+            yield bytes(chunk)
+
+    def append(self, tp: TopicPartition, records: memoryview) -> tuple[ErrorCode, int]:
+        self.batches.setdefault(tp, []).append(bytes(records))
+        return ErrorCode.NONE, 0
+
+    async def wait_replicated(self, tp: TopicPartition, last_offset: int, timeout_ms: int) -> ErrorCode:
+        return ErrorCode.NONE
+
+    def coordinates(self, tp: TopicPartition) -> bool:
+        return tp in self.led
+
+    def is_hosted(self, tp: TopicPartition) -> bool:
+        return True
