@@ -149,9 +149,8 @@ CLIENT_CONFIG = {"reconnect.backoff.max.ms": 1000}
 STATIC_MEMBERS = True
 GROUP = "nemesis-readers"
 OFFSETS_PARTITIONS = SERVER_DEFAULTS["offsets.topic.num.partitions"]  # the cluster keeps Kafka's default (50)
-PROBE_INTERVAL_S = (
-    0.2  # its commits go to the readers' partition, which a new coordinator replays: few of them
-)
+# the probe's commits go to the readers' partition, which a new coordinator replays: few of them
+PROBE_INTERVAL_S = 0.2
 
 
 @dataclass(frozen=True, slots=True)

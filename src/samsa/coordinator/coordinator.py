@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import logging
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -164,19 +164,15 @@ class GroupCoordinator:
 
     async def _load_in_background(self, tp: TopicPartition) -> None:
         try:
-            self.offsets_log.restore_set_aside(tp)
-            log_start_offset, chunks = self.offsets_log.read_from_start(tp)
             bad: list[OffsetsRecordError] = []
             loaded = LoadedPartition({}, {})
             pending: list[Record] = []
-            for chunk in chunks:
-                for record in offsets_topic.iter_log_records(chunk, bad):
-                    if record.offset >= log_start_offset:
-                        pending.append(record)
-                    if len(pending) >= LOAD_SLICE:
-                        loaded.add(pending, bad)
-                        pending = []
-                        await asyncio.sleep(0)  # the broker serves on between slices
+            for record in self._log_records(tp, bad):
+                pending.append(record)
+                if len(pending) >= LOAD_SLICE:
+                    loaded.add(pending, bad)
+                    pending = []
+                    await asyncio.sleep(0)  # the broker serves on between slices
             loaded.add(pending, bad)
             if not self.offsets_log.coordinates(tp):
                 return  # led no more: ``leadership_changed`` dropped it
@@ -224,19 +220,18 @@ class GroupCoordinator:
         self._waiters.clear()
 
     def _load_partition(self, tp: TopicPartition, now: int) -> None:
+        bad: list[OffsetsRecordError] = []
+        self._install(tp, LoadedPartition.replay(self._log_records(tp, bad), bad), bad, now)
+
+    def _log_records(self, tp: TopicPartition, bad: list[OffsetsRecordError]) -> Iterator[Record]:
+        """The records of ``tp`` from its log start, what recovery set aside restored first; a batch that cannot
+        be read is added to ``bad`` and skipped."""
         self.offsets_log.restore_set_aside(tp)
         log_start_offset, chunks = self.offsets_log.read_from_start(tp)
-        bad: list[OffsetsRecordError] = []
-        loaded = LoadedPartition.replay(
-            (
-                record
-                for chunk in list(chunks)
-                for record in offsets_topic.iter_log_records(chunk, bad)
-                if record.offset >= log_start_offset
-            ),
-            bad,
-        )
-        self._install(tp, loaded, bad, now)
+        for chunk in chunks:
+            for record in offsets_topic.iter_log_records(chunk, bad):
+                if record.offset >= log_start_offset:
+                    yield record
 
     def _install(
         self, tp: TopicPartition, loaded: LoadedPartition, bad: list[OffsetsRecordError], now: int
