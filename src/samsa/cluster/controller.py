@@ -99,6 +99,7 @@ SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL":
 CHANNEL_RETRY_BACKOFF_S = 0.1
 # How long UpdateMetadata waits for the new leaders to answer their LeaderAndIsr (``send_update_metadata``).
 LEADER_ANSWER_WAIT_S = 5.0
+WRITE_BATCH = 500  # partition states per ZooKeeper transaction
 # The oldest versions the controller sends: partition states grouped by topic, with topic ids (Kafka 2.8+).
 MIN_LEADER_AND_ISR_VERSION = 5
 MIN_UPDATE_METADATA_VERSION = 7
@@ -526,7 +527,7 @@ class Controller:
 
     async def _on_brokers_failed(self, dead: set[int]) -> dict[TopicPartition, PartitionEntry]:
         """Move leadership off dead brokers and take them out of ISRs (each change bumps the leader epoch)."""
-        changed: dict[TopicPartition, PartitionEntry] = {}
+        changes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]] = {}
         for tp, entry in self.partitions.items():
             state = entry.state
             if state is None or not (dead & (set(state.isr) | {state.leader})):
@@ -540,16 +541,16 @@ class Controller:
                 isr = eligible_isr
             else:  # no live ISR member: offline; the last ISR member is never removed
                 leader, isr = NO_LEADER, state.isr if len(state.isr) <= 1 else (state.isr[0],)
-            await self.write_state(tp, entry, PartitionState(leader, state.leader_epoch + 1, isr, self.epoch))
-            changed[tp] = entry
-        return changed
+            changes[tp] = (entry, PartitionState(leader, state.leader_epoch + 1, isr, self.epoch))
+        await self.write_states(changes)
+        return {tp: entry for tp, (entry, _) in changes.items()}
 
     async def elect_offline(
         self, partitions: dict[TopicPartition, PartitionEntry]
     ) -> dict[TopicPartition, PartitionEntry]:
         """Elect a leader for each partition that has none alive: a new partition from its live replicas, an
         offline one from its live ISR (clean election)."""
-        changed: dict[TopicPartition, PartitionEntry] = {}
+        changes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]] = {}
         for tp, entry in partitions.items():
             state = entry.state
             live_replicas = tuple(r for r in entry.replicas if self.elections.eligible(r))
@@ -569,9 +570,9 @@ class Controller:
                     if unclean is None:
                         continue
                     new = unclean
-            await self.write_state(tp, entry, new)
-            changed[tp] = entry
-        return changed
+            changes[tp] = (entry, new)
+        await self.write_states(changes)
+        return {tp: entry for tp, (entry, _) in changes.items()}
 
     async def write_state(self, tp: TopicPartition, entry: PartitionEntry, state: PartitionState) -> None:
         assert self.fence is not None
@@ -594,6 +595,25 @@ class Controller:
                 entry.partition_epoch,
             )
         entry.state, entry.partition_epoch = state, version
+
+    async def write_states(
+        self, changes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]]
+    ) -> None:
+        """Write many partitions' new states in transactions of ``WRITE_BATCH`` (one ZooKeeper round trip each, as
+        Kafka's controller writes a batch of leader-and-ISR changes at once), each keeping its state in its entry;
+        a chunk in which a partition moved on under the controller is written one by one (``write_state``)."""
+        assert self.fence is not None
+        items = sorted(changes.items())
+        for start in range(0, len(items), WRITE_BATCH):
+            chunk = items[start : start + WRITE_BATCH]
+            updates = [(tp.topic, tp.partition, new, entry.partition_epoch) for tp, (entry, new) in chunk]
+            versions = await self.zk_call(self.zk.write_partition_states, self.fence, updates)
+            if versions is None:
+                for tp, (entry, new) in chunk:
+                    await self.write_state(tp, entry, new)
+                continue
+            for (_, (entry, new)), version in zip(chunk, versions, strict=True):
+                entry.state, entry.partition_epoch = new, version
 
     # --- AlterPartition --------------------------------------------------------------------------------------
 
@@ -652,75 +672,81 @@ class Controller:
         known = self.live.get(request.broker_id)
         if known is None or (request.broker_epoch != -1 and request.broker_epoch != known[1]):
             return AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
-        topics = []
-        changed: dict[TopicPartition, PartitionEntry] = {}
+        # Each change is checked, then the accepted ones are written together (Kafka's controller writes an
+        # AlterPartition's changes in one batch), then each partition is answered with its state.
+        checked: list[tuple[str, list[tuple[TopicPartition, ErrorCode]]]] = []
+        writes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]] = {}
         for topic in request.topics:
             name = topic.topic_name or self._topic_by_id(topic.topic_id)
-            answers = []
+            verdicts = []
             for data in topic.partitions:
                 tp = TopicPartition(name, data.partition_index)
-                answer = await self._alter_one(
-                    tp,
-                    request.broker_id,
-                    data.leader_epoch,
-                    data.partition_epoch,
-                    tuple(data.new_isr or [s.broker_id for s in data.new_isr_with_epochs]),
+                new_isr = tuple(data.new_isr or [s.broker_id for s in data.new_isr_with_epochs])
+                error, new = self._check_isr_change(
+                    tp, request.broker_id, data.leader_epoch, data.partition_epoch, new_isr
                 )
-                if answer.error_code == ErrorCode.NONE:
-                    changed[tp] = self.partitions[tp]
-                answers.append(answer)
-            topics.append(
-                AlterPartitionResponseTopicData(  # named as the request named it: by name (v0-1) or id (v2+)
-                    topic_name=topic.topic_name, topic_id=topic.topic_id, partitions=answers
-                )
+                if new is not None:
+                    writes[tp] = (self.partitions[tp], new)
+                verdicts.append((tp, error))
+            checked.append((name, verdicts))
+        await self.write_states(writes)
+        changed = {tp: entry for tp, (entry, _) in writes.items()}
+        topics = [
+            AlterPartitionResponseTopicData(  # named as the request named it: by name (v0-1) or id (v2+)
+                topic_name=topic.topic_name,
+                topic_id=topic.topic_id,
+                partitions=[self._isr_answer(tp, error) for tp, error in verdicts],
             )
+            for topic, (_, verdicts) in zip(request.topics, checked, strict=True)
+        ]
         self.send_update_metadata(self.live, changed)
         await self.reassignments.check(changed)
         return AlterPartitionResponse(topics=topics)
 
-    async def _alter_one(
+    def _check_isr_change(
         self,
         tp: TopicPartition,
         leader: int,
         leader_epoch: int,
         partition_epoch: int,
         new_isr: tuple[int, ...],
-    ) -> AlterPartitionResponsePartitionData:
+    ) -> tuple[ErrorCode, PartitionState | None]:
+        """A leader's ISR change judged against the partition's state: its answer's error, and the state to write
+        when it is accepted and changes something."""
         entry = self.partitions.get(tp)
         if entry is None or entry.state is None:
-            return AlterPartitionResponsePartitionData(tp.partition, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
         state = entry.state
-
-        def answer(error: ErrorCode) -> AlterPartitionResponsePartitionData:
-            current = entry.state
-            assert current is not None
-            return AlterPartitionResponsePartitionData(
-                partition_index=tp.partition,
-                error_code=error,
-                leader_id=current.leader,
-                leader_epoch=current.leader_epoch,
-                isr=list(current.isr),
-                partition_epoch=entry.partition_epoch,
-            )
-
         if state.leader != leader or leader_epoch != state.leader_epoch:
-            return answer(ErrorCode.FENCED_LEADER_EPOCH)
+            return ErrorCode.FENCED_LEADER_EPOCH, None
         if sorted(new_isr) == sorted(state.isr):
             # already so (a retry whose first answer was lost with a controller or a connection): success, with
             # the current partition epoch, whatever epoch the leader sent (Kafka's idempotent check)
-            return answer(ErrorCode.NONE)
+            return ErrorCode.NONE, None
         if partition_epoch != entry.partition_epoch:
-            return answer(ErrorCode.INVALID_UPDATE_VERSION)
+            return ErrorCode.INVALID_UPDATE_VERSION, None
         eligible = self.elections.eligible
         if (
             any(r not in entry.replicas or not (r == leader or eligible(r)) for r in new_isr)
             or leader not in new_isr
         ):
-            return answer(ErrorCode.INELIGIBLE_REPLICA)
-        await self.write_state(
-            tp, entry, PartitionState(state.leader, state.leader_epoch, new_isr, self.epoch)
+            return ErrorCode.INELIGIBLE_REPLICA, None
+        return ErrorCode.NONE, PartitionState(state.leader, state.leader_epoch, new_isr, self.epoch)
+
+    def _isr_answer(self, tp: TopicPartition, error: ErrorCode) -> AlterPartitionResponsePartitionData:
+        """A partition's AlterPartition answer: the error, with the partition's state as it stands."""
+        entry = self.partitions.get(tp)
+        if entry is None or entry.state is None:
+            return AlterPartitionResponsePartitionData(tp.partition, error)
+        current = entry.state
+        return AlterPartitionResponsePartitionData(
+            partition_index=tp.partition,
+            error_code=error,
+            leader_id=current.leader,
+            leader_epoch=current.leader_epoch,
+            isr=list(current.isr),
+            partition_epoch=entry.partition_epoch,
         )
-        return answer(ErrorCode.NONE)
 
     def _topic_by_id(self, topic_id: uuid.UUID) -> str:
         return next((t for t, a in self.topics.items() if topic_uuid(a.topic_id) == topic_id), "")

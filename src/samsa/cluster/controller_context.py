@@ -95,6 +95,12 @@ class ControllerContext(Protocol):
         and keep it in ``entry``."""
         ...
 
+    async def write_states(
+        self, changes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]]
+    ) -> None:
+        """Write many partitions' new states, batched in ZooKeeper transactions, each kept in its entry."""
+        ...
+
     async def elect_offline(self, partitions: Partitions) -> Partitions:
         """Elect a leader for each of ``partitions`` that has no live one; the partitions whose state changed."""
         ...

@@ -60,7 +60,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 FIRST_REBALANCE_DELAY_S = 5.0
-WRITE_BATCH = 500  # partition states per ZooKeeper transaction
 
 
 class ElectionType(IntEnum):
@@ -166,27 +165,6 @@ class Elections:
         return broker_id in self.controller.live and not self.is_shutting_down(broker_id)
 
     # --- events ---------------------------------------------------------------------------------------------
-
-    async def _write_states(
-        self, changes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]]
-    ) -> None:
-        """Write many partitions' new states: in transactions of ``WRITE_BATCH`` (one ZooKeeper round trip
-        each), or one by one when a partition moved on under the controller."""
-        controller = self.controller
-        assert controller.fence is not None
-        items = sorted(changes.items())
-        for start in range(0, len(items), WRITE_BATCH):
-            chunk = items[start : start + WRITE_BATCH]
-            updates = [(tp.topic, tp.partition, new, entry.partition_epoch) for tp, (entry, new) in chunk]
-            versions = await controller.zk_call(
-                controller.zk.write_partition_states, controller.fence, updates
-            )
-            if versions is None:
-                for tp, (entry, new) in chunk:
-                    await controller.write_state(tp, entry, new)
-                continue
-            for (_, (entry, new)), version in zip(chunk, versions, strict=True):
-                entry.state, entry.partition_epoch = new, version
 
     # --- unclean election of offline partitions ---------------------------------------------------------
 
@@ -312,7 +290,7 @@ class Elections:
             if chosen is not None:
                 leader, isr = chosen
                 changes[tp] = entry, PartitionState(leader, state.leader_epoch + 1, isr, controller.epoch)
-        await self._write_states(changes)
+        await self.controller.write_states(changes)
         return {tp: entry for tp, (entry, _) in changes.items()}
 
     async def _remove_from_isr(
@@ -331,7 +309,7 @@ class Elections:
                     entry,
                     PartitionState(state.leader, state.leader_epoch + 1, isr, controller.epoch),
                 )
-        await self._write_states(changes)
+        await self.controller.write_states(changes)
         return {tp: entry for tp, (entry, _) in changes.items()}
 
     def _stop_replicas(self, broker_id: int, partitions: dict[TopicPartition, PartitionEntry]) -> None:
@@ -396,7 +374,7 @@ class Elections:
                 answers[tp] = (ErrorCode.NONE, new.leader)
             elif not (partitions is None and error is ErrorCode.ELECTION_NOT_NEEDED):
                 answers[tp] = (error, NO_LEADER)
-        await self._write_states(changes)
+        await self.controller.write_states(changes)
         changed = {tp: entry for tp, (entry, _) in changes.items()}
         controller.send_leader_and_isr(changed, is_new=False)
         controller.send_update_metadata(controller.live, changed)
