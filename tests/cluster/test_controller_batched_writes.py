@@ -98,11 +98,15 @@ def test_a_broker_failure_moves_its_leaderships_in_one_transaction(zk_connect: s
         async def scenario() -> None:
             async with controller_of(zk_connect, 1) as controller:
                 await elected(controller)
-                assert all(e.state is not None and e.state.leader == 2 for e in controller.partitions.values())
+                assert all(
+                    e.state is not None and e.state.leader == 2 for e in controller.partitions.values()
+                )
                 await asyncio.to_thread(sessions[1].close)  # broker 2 leaves
 
                 def moved() -> bool:
-                    states = [controller.partitions[TopicPartition(TOPIC, p)].state for p in range(PARTITIONS)]
+                    states = [
+                        controller.partitions[TopicPartition(TOPIC, p)].state for p in range(PARTITIONS)
+                    ]
                     return all(s is not None and s.leader == 3 and s.isr == (3, 1) for s in states)
 
                 await asyncio.to_thread(wait_for, "broker 2's leaderships to move to broker 3", moved)

@@ -1,30 +1,24 @@
 """A broker that becomes a group's coordinator in a cluster loads the group's ``__consumer_offsets`` partition in the
 background, as Kafka's coordinator does: the event loop serves on between slices of the replay, and the group's
-requests are answered COORDINATOR_LOAD_IN_PROGRESS until its offsets and members are back.
+status is COORDINATOR_LOAD_IN_PROGRESS until its offsets and members are back.
 
 The coordinator runs on an in-memory ``OffsetsLog`` (its seam to the broker's log) holding real
-``__consumer_offsets`` batches; the dispatcher's check runs on real decoded requests."""
+``__consumer_offsets`` batches. What the group APIs answer from that status, after their ACL checks, is in
+``test_coordinator_loading_broker.py``."""
 
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
 
 import pytest
 
-from samsa.broker.dispatch import RequestDispatcher
 from samsa.clock import ManualClock
 from samsa.coordinator import coordinator as coordinator_module
 from samsa.coordinator import offsets_topic
 from samsa.coordinator.coordinator import GroupCoordinator
 from samsa.coordinator.group import OffsetAndMetadata
 from samsa.coordinator.offsets_log import MemoryOffsetsLog
-from samsa.protocol.api_keys import ApiKey
 from samsa.protocol.errors import ErrorCode
-from samsa.protocol.messages.describe_groups import DescribeGroupsRequest
-from samsa.protocol.messages.heartbeat import HeartbeatRequest
-from samsa.protocol.messages.list_groups import ListGroupsRequest
-from samsa.protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRequestGroup
 from samsa.storage.topic import CONSUMER_OFFSETS_TOPIC, TopicPartition
 
 PARTITIONS = 50
@@ -56,36 +50,36 @@ def coordinator_with(log: MemoryOffsetsLog) -> GroupCoordinator:
 
 
 def test_a_new_coordinator_answers_load_in_progress_until_the_group_is_back() -> None:
+    """The group's status as Kafka's ``validateGroupStatus`` gives it, through a coordinator's life: not started,
+    not the coordinator, loading, loaded, shut down."""
     assert partition_of(GROUP) != partition_of(OTHER)
     log = MemoryOffsetsLog()
     records = 5 * coordinator_module.LOAD_SLICE  # several slices: the loop turns between them
     log.batches[partition_of(GROUP)] = [commits(GROUP, records)]
     log.batches[partition_of(OTHER)] = [commits(OTHER, 3)]
-    dispatcher = RequestDispatcher.__new__(RequestDispatcher)
 
     async def scenario() -> None:
         groups = coordinator_with(log)
-        dispatcher.services = SimpleNamespace(group_coordinator_made=groups)  # type: ignore[assignment]
+        assert groups.group_status(GROUP) is ErrorCode.COORDINATOR_NOT_AVAILABLE
+        assert groups.list_status() is ErrorCode.COORDINATOR_NOT_AVAILABLE
+        groups.startup()  # the broker's start: no partition led yet
+        assert groups.group_status(GROUP) is ErrorCode.NOT_COORDINATOR
         log.led = {partition_of(OTHER)}
         groups.leadership_changed()
         await asyncio.sleep(0.05)
         assert not groups.loading() and groups.fetch_offsets(OTHER, [TOPIC])[TOPIC] == OffsetAndMetadata(3)
+        assert groups.group_status(OTHER) is ErrorCode.NONE and groups.list_status() is ErrorCode.NONE
 
         log.led.add(partition_of(GROUP))  # LeaderAndIsr made this broker the group's coordinator
         groups.leadership_changed()
         assert groups.loading(GROUP) and groups.loading() and not groups.loading(OTHER)
-        answer = dispatcher._load_in_progress(ApiKey.HEARTBEAT, HeartbeatRequest(group_id=GROUP))
-        assert answer.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        assert dispatcher._load_in_progress(ApiKey.HEARTBEAT, HeartbeatRequest(group_id=OTHER)) is None
-        fetch = OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id=GROUP)])
-        (group,) = dispatcher._load_in_progress(ApiKey.OFFSET_FETCH, fetch).groups
-        assert group.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        (described,) = dispatcher._load_in_progress(
-            ApiKey.DESCRIBE_GROUPS, DescribeGroupsRequest(groups=[GROUP])
-        ).groups
-        assert (described.group_id, described.error_code) == (GROUP, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        listed = dispatcher._load_in_progress(ApiKey.LIST_GROUPS, ListGroupsRequest())
-        assert listed.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert groups.group_status(GROUP) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert groups.group_status(OTHER) is ErrorCode.NONE
+        assert groups.list_status() is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS  # while any partition loads
+        # the coordinator's own group APIs answer it too, and write nothing meanwhile
+        assert groups.delete_groups([GROUP]) == {GROUP: ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+        assert groups.delete_offsets(GROUP, [TOPIC]) == (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, {})
+        assert log.batches[partition_of(GROUP)] == [commits(GROUP, records)]
 
         turns = 0
         while groups.loading(GROUP):  # the loop serves on meanwhile
@@ -93,8 +87,9 @@ def test_a_new_coordinator_answers_load_in_progress_until_the_group_is_back() ->
             await asyncio.sleep(0)
         assert turns >= 5
         assert groups.fetch_offsets(GROUP, [TOPIC])[TOPIC] == OffsetAndMetadata(records)
-        assert dispatcher._load_in_progress(ApiKey.HEARTBEAT, HeartbeatRequest(group_id=GROUP)) is None
+        assert groups.group_status(GROUP) is ErrorCode.NONE and groups.list_status() is ErrorCode.NONE
         groups.shutdown()
+        assert groups.group_status(GROUP) is ErrorCode.COORDINATOR_NOT_AVAILABLE
 
     asyncio.run(scenario())
 

@@ -162,8 +162,6 @@ class RequestDispatcher:
         response = None
         if self.interceptor is not None:
             response = await self.interceptor(header, request)
-        if response is None and header.request_api_key in LOADED_GROUP_APIS:
-            response = self._load_in_progress(header.request_api_key, request)
         quotas = self.services.quotas
         started = time.perf_counter() if quotas.any_active else 0.0
         if response is None:
@@ -182,27 +180,6 @@ class RequestDispatcher:
         if metrics is not None:
             metrics.request_done(APIS[header.request_api_key][0], version, time.perf_counter() - begun)
         return encode(header.correlation_id, header.request_api_key, version, response)
-
-    def _load_in_progress(self, key: int, request: Any) -> Any:
-        """COORDINATOR_LOAD_IN_PROGRESS in every entry of a group API that names a group whose
-        ``__consumer_offsets`` partition this broker is still loading (ListGroups: while any is), as Kafka's
-        coordinator answers; the client retries after its backoff. None: the handler answers."""
-        groups = self.services.group_coordinator_made
-        if groups is None or not groups.loading():
-            return None
-        if key == ApiKey.LIST_GROUPS:
-            named: list[str | None] = [None]
-        elif key == ApiKey.DESCRIBE_GROUPS:
-            named = list(request.groups)
-        elif key == ApiKey.DELETE_GROUPS:
-            named = list(request.groups_names)
-        elif key == ApiKey.OFFSET_FETCH and not request.group_id:  # v8+: several groups
-            named = [g.group_id for g in request.groups]
-        else:
-            named = [request.group_id]
-        if any(groups.loading(group_id) for group_id in named):
-            return error_response(key, request, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-        return None
 
     def _produce(
         self,
@@ -369,8 +346,6 @@ GROUP_APIS = frozenset(
 )
 """A storage failure under a group API is NOT_COORDINATOR, as Kafka's group coordinator maps it (the client looks
 the coordinator up again and retries)."""
-LOADED_GROUP_APIS = GROUP_APIS | {ApiKey.TXN_OFFSET_COMMIT}
-"""The APIs answered COORDINATOR_LOAD_IN_PROGRESS while their group is loading (``_load_in_progress``)."""
 COORDINATOR_LOOKUPS = frozenset({ApiKey.FIND_COORDINATOR, ApiKey.INIT_PRODUCER_ID})
 """COORDINATOR_NOT_AVAILABLE (retriable) when the offsets topic or the producer id block cannot be written."""
 

@@ -138,7 +138,7 @@ class GroupCoordinator:
         groups of those it no longer leads (their members are told NOT_COORDINATOR and look it up again).
 
         A partition is replayed in the background, as Kafka's coordinator loads it, and its groups are answered
-        COORDINATOR_LOAD_IN_PROGRESS until it is done (``loading``; the broker's dispatcher asks). Replayed at once
+        COORDINATOR_LOAD_IN_PROGRESS until it is done (``group_status``; the handlers ask). Replayed at once
         it held the event loop for the whole log (0.8-1.0 s for 12,800 commits in a nemesis run), and with it
         this broker's answer to the LeaderAndIsr that made it leader, which every broker's next UpdateMetadata
         waits for: clients were sent to the previous coordinator meanwhile."""
@@ -185,10 +185,28 @@ class GroupCoordinator:
             if self._loading.get(tp) is asyncio.current_task():
                 del self._loading[tp]
 
-    def coordinates(self, group_id: str) -> bool:
-        """Whether this broker coordinates ``group_id``: it leads the group's ``__consumer_offsets`` partition
-        (alone, or before the topic exists: always)."""
-        return self.offsets_log.coordinates(self.partition_for(group_id))
+    def group_status(self, group_id: str) -> ErrorCode:
+        """Whether this broker may serve ``group_id`` now, as Kafka's ``validateGroupStatus`` answers it:
+        COORDINATOR_NOT_AVAILABLE before ``startup`` and after ``shutdown``, COORDINATOR_LOAD_IN_PROGRESS while the
+        group's ``__consumer_offsets`` partition loads (``loading``), NOT_COORDINATOR when another broker leads it
+        (alone, or before the topic exists, this broker leads them all), else NONE. Asked after the request's
+        authorization checks, as Kafka's coordinator is asked after them: an unauthorized client learns nothing of
+        the group."""
+        if not self._active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if self.loading(group_id):
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if not self.offsets_log.coordinates(self.partition_for(group_id)):
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.NONE
+
+    def list_status(self) -> ErrorCode:
+        """ListGroups' status, as Kafka's ``handleListGroups`` answers it: COORDINATOR_NOT_AVAILABLE when not
+        started, COORDINATOR_LOAD_IN_PROGRESS while any partition loads (the groups loaded are listed with it),
+        else NONE."""
+        if not self._active:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.loading() else ErrorCode.NONE
 
     def _fail_waiters(self, group_id: str) -> None:
         for key in [k for k in self._waiters if k[0] == group_id]:
@@ -563,8 +581,7 @@ class GroupCoordinator:
         if error is not ErrorCode.NONE:
             return dict.fromkeys(accepted, commit_error(error))
         if self.groups.get(group_id) is not group:  # unloaded (or deleted) while the ISR took the records
-            gone = ErrorCode.NONE if self.coordinates(group_id) else ErrorCode.NOT_COORDINATOR
-            return dict.fromkeys(accepted, gone)
+            return dict.fromkeys(accepted, self.group_status(group_id))
         results = group.commit(member_id, accepted, self.clock.milliseconds(), last_offset)
         self._after(group)
         return results
@@ -630,6 +647,11 @@ class GroupCoordinator:
     def delete_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition]
     ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        """OffsetDelete: (the group's error, one error per partition); the group's status first (Kafka's
+        ``handleDeleteOffsets``)."""
+        status = self.group_status(group_id)
+        if status is not ErrorCode.NONE:
+            return status, {}
         group = self.groups.get(group_id)
         if group is None or group.state is GroupState.DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
@@ -671,8 +693,13 @@ class GroupCoordinator:
         return group if group is not None and group.state is not GroupState.DEAD else None
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, ErrorCode]:
+        """DeleteGroups: an error per group, its status first (Kafka's ``handleDeleteGroups``)."""
         results: dict[str, ErrorCode] = {}
         for group_id in group_ids:
+            status = self.group_status(group_id)
+            if status is not ErrorCode.NONE:
+                results[group_id] = status
+                continue
             group = self.groups.get(group_id)
             if group is None:
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND if group_id else ErrorCode.INVALID_GROUP_ID

@@ -1,6 +1,7 @@
 """DescribeGroups (15): state, protocol and members of groups; a Stable group shows each member's subscription
 metadata and assignment, other states show members only. An unknown group is described as Dead (no error),
-as Kafka's classic coordinator does."""
+as Kafka's classic coordinator does; a group that may be described but is loading or not this broker's answers its
+status (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR) with no state, as Kafka's ``handleDescribeGroup`` does."""
 
 from __future__ import annotations
 
@@ -20,15 +21,22 @@ from ..context import RequestContext
 
 
 async def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
-    coordinator = ctx.services.group_coordinator
     return DescribeGroupsResponse(
         groups=[
-            _with_operations(ctx, request, _describe(g, coordinator.describe_group(g)))
+            _with_operations(ctx, request, _described(ctx, g))
             if ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, g)
             else DescribedGroup(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, group_id=g)
             for g in request.groups
         ]
     )
+
+
+def _described(ctx: RequestContext, group_id: str) -> DescribedGroup:
+    coordinator = ctx.services.group_coordinator
+    status = coordinator.group_status(group_id)
+    if status is not ErrorCode.NONE:
+        return DescribedGroup(error_code=status, group_id=group_id)
+    return _describe(group_id, coordinator.describe_group(group_id))
 
 
 def _with_operations(

@@ -18,6 +18,13 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return JoinGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     version = ctx.api_version
+    status = ctx.services.group_coordinator.group_status(request.group_id)
+    if status is not ErrorCode.NONE:
+        return JoinGroupResponse(
+            error_code=status,
+            member_id=request.member_id,
+            protocol_name=None if version >= 7 else "",
+        )
     join = JoinRequest(
         member_id=request.member_id,
         group_instance_id=request.group_instance_id,
@@ -29,12 +36,6 @@ async def handle(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupRes
         protocols=[(p.name, bytes(p.metadata)) for p in request.protocols],
         require_known_member_id=version >= 4,
     )
-    if not ctx.services.group_coordinator.coordinates(request.group_id):
-        return JoinGroupResponse(
-            error_code=ErrorCode.NOT_COORDINATOR,
-            member_id=request.member_id,
-            protocol_name=None if version >= 7 else "",
-        )
     result = await ctx.services.group_coordinator.join_group(request.group_id, join)
     protocol_name = result.protocol_name
     if protocol_name is None and version < 7:

@@ -14,8 +14,9 @@ async def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupR
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         return LeaveGroupResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
     coordinator = ctx.services.group_coordinator
-    if not coordinator.coordinates(request.group_id):
-        return LeaveGroupResponse(error_code=ErrorCode.NOT_COORDINATOR)
+    status = coordinator.group_status(request.group_id)
+    if status is not ErrorCode.NONE:
+        return LeaveGroupResponse(error_code=status)
     if ctx.api_version < 3:
         error, errors = coordinator.leave_group(request.group_id, [(request.member_id, None)])
         return LeaveGroupResponse(error_code=error if error is not ErrorCode.NONE else errors[0])

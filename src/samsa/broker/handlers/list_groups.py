@@ -1,4 +1,8 @@
-"""ListGroups (16): every group this broker coordinates; v4+ filters by state, v5+ by type (only "classic")."""
+"""ListGroups (16): every group this broker coordinates; v4+ filters by state, v5+ by type (only "classic").
+
+While a ``__consumer_offsets`` partition loads, the groups loaded so far are listed with COORDINATOR_LOAD_IN_PROGRESS,
+as Kafka's ``handleListGroups`` answers; a coordinator not started (or shut down) lists none, with
+COORDINATOR_NOT_AVAILABLE."""
 
 from __future__ import annotations
 
@@ -16,13 +20,17 @@ async def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsR
     types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
     if types and GROUP_TYPE not in types:
         return ListGroupsResponse(error_code=ErrorCode.NONE)
-    groups = sorted(ctx.services.group_coordinator.list_groups(states), key=lambda g: g.group_id)
+    coordinator = ctx.services.group_coordinator
+    status = coordinator.list_status()
+    if status is ErrorCode.COORDINATOR_NOT_AVAILABLE:
+        return ListGroupsResponse(error_code=status)
+    groups = sorted(coordinator.list_groups(states), key=lambda g: g.group_id)
     if not ctx.may(
         AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME
     ):  # else the groups it may describe
         groups = [g for g in groups if ctx.may(AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)]
     return ListGroupsResponse(
-        error_code=ErrorCode.NONE,
+        error_code=status,
         groups=[
             ListedGroup(
                 group_id=g.group_id,

@@ -43,23 +43,15 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
                 expire_timestamp=commit_ts + retention if retention >= 0 else -1,
             )
     # Kafka's checks: Read on the group, then Read on each topic (an unreadable one answers
-    # TOPIC_AUTHORIZATION_FAILED and the others are committed)
+    # TOPIC_AUTHORIZATION_FAILED), then the group's status for the others, then the commit
     denied = {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in offsets if not _readable(ctx, tp.topic)}
+    allowed = {tp: o for tp, o in offsets.items() if tp not in denied}
     if request.group_id is None:
         errors = dict.fromkeys(offsets, ErrorCode.INVALID_GROUP_ID)
     elif not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         errors = dict.fromkeys(offsets, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    elif not ctx.services.group_coordinator.coordinates(request.group_id):
-        errors = dict.fromkeys(offsets, ErrorCode.NOT_COORDINATOR)
     else:
-        errors = await ctx.services.group_coordinator.commit_offsets(
-            request.group_id,
-            request.member_id if version >= 1 else "",
-            request.generation_id_or_member_epoch if version >= 1 else -1,
-            request.group_instance_id,
-            {tp: o for tp, o in offsets.items() if tp not in denied},
-        )
-        errors = {**errors, **denied}
+        errors = {**await _commit(ctx, request, request.group_id, allowed), **denied}
     topics: list[OffsetCommitResponseTopic] = []
     for topic in request.topics:
         partitions = [
@@ -70,3 +62,25 @@ async def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCom
         ]
         topics.append(OffsetCommitResponseTopic(topic.name, partitions))
     return OffsetCommitResponse(topics=topics)
+
+
+async def _commit(
+    ctx: RequestContext,
+    request: OffsetCommitRequest,
+    group_id: str,
+    offsets: dict[TopicPartition, OffsetAndMetadata],
+) -> dict[TopicPartition, ErrorCode]:
+    """The group's status on every partition when it is not NONE (loading, not this broker's), else the commit's
+    errors."""
+    coordinator = ctx.services.group_coordinator
+    status = coordinator.group_status(group_id)
+    if status is not ErrorCode.NONE:
+        return dict.fromkeys(offsets, status)
+    version = ctx.api_version
+    return await coordinator.commit_offsets(
+        group_id,
+        request.member_id if version >= 1 else "",
+        request.generation_id_or_member_epoch if version >= 1 else -1,
+        request.group_instance_id,
+        offsets,
+    )

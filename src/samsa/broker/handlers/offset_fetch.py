@@ -1,7 +1,9 @@
 """OffsetFetch (9): a group's committed offsets, for named partitions or (v2+, topics null) all of them.
 
 A partition with nothing committed answers offset -1, no metadata and no error, as Kafka does; v8+ asks for several
-groups at once.
+groups at once. After the Describe check on the group, the group's status (loading, not this broker's) is the
+answer when it is not NONE: per group in v8+, for the request in v2-7, on each partition asked for in v0-1 (which
+have no request-level error).
 """
 
 from __future__ import annotations
@@ -43,10 +45,13 @@ async def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetc
         return OffsetFetchResponse(groups=[_group(ctx, g, request.require_stable) for g in request.groups])
     if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, request.group_id):
         return OffsetFetchResponse(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if ctx.api_version >= 2 and not ctx.services.group_coordinator.coordinates(request.group_id):
-        # not this broker's group (a cluster's coordinator moved): the client looks it up again, rather than
-        # reading "no committed offset" and resetting
-        return OffsetFetchResponse(error_code=ErrorCode.NOT_COORDINATOR)
+    # not this broker's group (a cluster's coordinator moved) or not loaded yet: the client looks it up again or
+    # retries, rather than reading "no committed offset" and resetting
+    status = ctx.services.group_coordinator.group_status(request.group_id)
+    if status is not ErrorCode.NONE:
+        if ctx.api_version >= 2:
+            return OffsetFetchResponse(error_code=status)
+        return OffsetFetchResponse(topics=_failed(request.topics or [], status), error_code=status)
     committed = _committed(ctx, request.group_id, request.topics)
     unstable = _unstable(ctx, request.group_id, committed) if request.require_stable else set()
     topics = [
@@ -66,8 +71,9 @@ def _group(
         return OffsetFetchResponseGroup(
             group_id=group.group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED
         )
-    if not ctx.services.group_coordinator.coordinates(group.group_id):
-        return OffsetFetchResponseGroup(group_id=group.group_id, error_code=ErrorCode.NOT_COORDINATOR)
+    status = ctx.services.group_coordinator.group_status(group.group_id)
+    if status is not ErrorCode.NONE:
+        return OffsetFetchResponseGroup(group_id=group.group_id, error_code=status)
     committed = _committed(ctx, group.group_id, group.topics)
     unstable = _unstable(ctx, group.group_id, committed) if require_stable else set()
     topics = [
@@ -81,6 +87,18 @@ def _group(
         for name, partitions in committed.items()
     ]
     return OffsetFetchResponseGroup(group_id=group.group_id, topics=topics, error_code=ErrorCode.NONE)
+
+
+def _failed(topics: Sequence[_RequestTopic], error: ErrorCode) -> list[OffsetFetchResponseTopic]:
+    """``error`` on every partition asked for, offset -1: v0-1's answer when the group cannot be read (Kafka's
+    ``OffsetFetchRequest.getErrorResponse`` for those versions)."""
+    return [
+        OffsetFetchResponseTopic(
+            t.name,
+            [OffsetFetchResponsePartition(*_partition(p, None), int(error)) for p in t.partition_indexes],
+        )
+        for t in topics
+    ]
 
 
 def _committed(

@@ -30,47 +30,53 @@ async def handle(ctx: RequestContext, request: TxnOffsetCommitRequest) -> TxnOff
         for topic in request.topics
         for p in topic.partitions
     }
-    error = _transaction_error(ctx, request)
+    error = ErrorCode.NONE
     if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
         error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     elif not ctx.authorize(AclOperation.READ, ResourceType.GROUP, request.group_id):
         error = ErrorCode.GROUP_AUTHORIZATION_FAILED
     errors: dict[TopicPartition, ErrorCode]
-    unreadable = {
-        t for t in {tp.topic for tp in offsets} if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t)
-    }
-    if error is ErrorCode.NONE and unreadable:  # Kafka answers those, and commits the rest
-        readable = {tp: o for tp, o in offsets.items() if tp.topic not in unreadable}
+    if error is not ErrorCode.NONE:
+        errors = dict.fromkeys(offsets, error)
+    else:  # Kafka answers the unreadable topics' partitions TOPIC_AUTHORIZATION_FAILED, and commits the rest
+        unreadable = {
+            t
+            for t in {tp.topic for tp in offsets}
+            if not ctx.authorize(AclOperation.READ, ResourceType.TOPIC, t)
+        }
         errors = dict.fromkeys(
             (tp for tp in offsets if tp.topic in unreadable), ErrorCode.TOPIC_AUTHORIZATION_FAILED
         )
-        errors.update(
-            await ctx.services.group_coordinator.commit_txn_offsets(
-                request.group_id,
-                request.producer_id,
-                request.member_id,
-                request.generation_id,
-                request.group_instance_id,
-                readable,
-            )
-            if readable
-            else {}
-        )
-    elif error is not ErrorCode.NONE:
-        errors = dict.fromkeys(offsets, error)
-    else:
-        errors = await ctx.services.group_coordinator.commit_txn_offsets(
-            request.group_id,
-            request.producer_id,
-            request.member_id,
-            request.generation_id,
-            request.group_instance_id,
-            offsets,
-        )
+        readable = {tp: o for tp, o in offsets.items() if tp.topic not in unreadable}
+        if readable:
+            errors.update(await _commit(ctx, request, readable))
     by_topic: dict[str, list[TxnOffsetCommitResponsePartition]] = {}
-    for tp, code in errors.items():
-        by_topic.setdefault(tp.topic, []).append(TxnOffsetCommitResponsePartition(tp.partition, int(code)))
+    for tp in offsets:  # in the request's order
+        by_topic.setdefault(tp.topic, []).append(
+            TxnOffsetCommitResponsePartition(tp.partition, int(errors[tp]))
+        )
     return TxnOffsetCommitResponse(topics=[TxnOffsetCommitResponseTopic(n, ps) for n, ps in by_topic.items()])
+
+
+async def _commit(
+    ctx: RequestContext, request: TxnOffsetCommitRequest, offsets: dict[TopicPartition, OffsetAndMetadata]
+) -> dict[TopicPartition, ErrorCode]:
+    """The group's status on every partition when it is not NONE (loading, not this broker's: Kafka's group
+    coordinator asks it first), else the transaction's error, else the commit's errors."""
+    groups = ctx.services.group_coordinator
+    error = groups.group_status(request.group_id)
+    if error is ErrorCode.NONE:
+        error = _transaction_error(ctx, request)
+    if error is not ErrorCode.NONE:
+        return dict.fromkeys(offsets, error)
+    return await groups.commit_txn_offsets(
+        request.group_id,
+        request.producer_id,
+        request.member_id,
+        request.generation_id,
+        request.group_instance_id,
+        offsets,
+    )
 
 
 def _transaction_error(ctx: RequestContext, request: TxnOffsetCommitRequest) -> ErrorCode:
@@ -79,8 +85,6 @@ def _transaction_error(ctx: RequestContext, request: TxnOffsetCommitRequest) -> 
     coordinator = ctx.services.transaction_coordinator
     if coordinator is None:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if not ctx.services.group_coordinator.coordinates(request.group_id):
-        return ErrorCode.NOT_COORDINATOR
     partition = ctx.services.group_coordinator.partition_for(request.group_id).partition
     error, meta = coordinator.metadata(request.transactional_id)
     if error is ErrorCode.NOT_COORDINATOR:
