@@ -72,6 +72,7 @@ class Worker:
         self.consumed: list[tuple[int, int, str]] = []
         self.uncommitted: list[tuple[int, int, str]] = []  # delivered, but their commit failed
         self.committing: list[tuple[int, int, str]] = []  # polled, their commit sent (confluent-kafka only)
+        self.fatal: list[str] = []  # the client's fatal errors, each followed by a new consumer
         # partition -> when each report holding records of it arrived (monotonic)
         self.reported_at: dict[int, list[float]] = {}
         self.lock = threading.Lock()
@@ -84,6 +85,8 @@ class Worker:
             with self.lock:
                 if "assigned" in doc:
                     self.assigned = doc["assigned"]
+                if "fatal" in doc:
+                    self.fatal.append(doc["fatal"])
                 for partition, offset, value in doc.get("consumed", []):
                     self.consumed.append((partition, offset, value))
                 for partition, offset, value in doc.get("uncommitted", []):
