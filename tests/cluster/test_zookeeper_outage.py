@@ -188,7 +188,9 @@ def test_a_broker_stopped_while_its_zookeeper_connection_is_away_still_hands_its
     """A clean stop asks the controller to move the broker's leaderships whatever the broker's own connection to
     ZooKeeper: the controller writes them once its connection is back. Before, a broker whose connection was
     away skipped it, and its partitions (the group coordinator's among them) stayed led by a stopped process
-    until its session expired (the nemesis, 2026-11-29: a restart right after a ZooKeeper outage)."""
+    until its session expired (the nemesis, 2026-11-29: a restart right after a ZooKeeper outage). And the broker
+    waits for its connection to come back before it closes its session, so its registration goes at once: left to
+    expire, it kept a restart from registering for a whole session (the nemesis again, run u)."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS, replication_factor=3)])[TOPIC].result(30)
     wait_for("every partition's ISR full", lambda: isr_full(cluster.zookeeper_connect))
@@ -204,6 +206,16 @@ def test_a_broker_stopped_while_its_zookeeper_connection_is_away_still_hands_its
     zookeeper.start()
     stopped.join(40)
     assert not stopped.is_alive()
+    # its session was closed, not left to expire (6 s after ZooKeeper's return): the registration is gone at once,
+    # so a restart registers and serves without waiting it out
+    zk = ZkClient(cluster.zookeeper_connect, session_timeout_ms=6000)
+    zk.start()
+    try:
+        assert zk.kazoo.exists(f"{znodes.BROKER_IDS}/{stopping}") is None, (
+            "the stopped broker is still registered"
+        )
+    finally:
+        zk.close()
     out = cluster.output(stopping, limit=200_000)
     assert "controlled shutdown succeeded" in out, out[-3000:]
     _, after = controller_and_leaders(cluster.zookeeper_connect)
