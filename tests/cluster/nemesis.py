@@ -73,6 +73,7 @@ import bisect
 import itertools
 import json
 import logging
+import os
 import random
 import re
 import threading
@@ -560,6 +561,12 @@ class _CoordinatorProbe(threading.Thread):
                 "group.id": probe_group(GROUP),
                 "enable.auto.commit": False,
                 **CLIENT_CONFIG,
+                # the readers' librdkafka debug contexts, into the nemesis's own stderr (rdkafka#consumer-N)
+                **(
+                    {"debug": os.environ["SAMSA_WORKER_DEBUG"]}
+                    if os.environ.get("SAMSA_WORKER_DEBUG")
+                    else {}
+                ),
             }
         )
 
@@ -567,9 +574,13 @@ class _CoordinatorProbe(threading.Thread):
         n = 0
         while not self.stop.is_set():
             try:
-                self.consumer.commit(offsets=[TopicPartition(TOPIC, 0, n)], asynchronous=False)
-                self.acked.append(time.monotonic())
-                n += 1
+                answered = self.consumer.commit(offsets=[TopicPartition(TOPIC, 0, n)], asynchronous=False)
+                failed = [tp.error for tp in answered or [] if tp.error is not None]
+                if failed:  # a partition's own error, returned rather than raised: not acknowledged
+                    self.errors[failed[0].name()] += 1
+                else:
+                    self.acked.append(time.monotonic())
+                    n += 1
             except KafkaException as exc:  # the coordinator moved or is away: try again
                 self.errors[exc.args[0].name() if exc.args else type(exc).__name__] += 1
             self.stop.wait(PROBE_INTERVAL_S)

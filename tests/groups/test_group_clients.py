@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,14 +147,6 @@ def owned_once(workers: list[Worker]) -> bool:
         return False
     flat = [p for a in assignments for p in a or []]
     return sorted(flat) == list(range(PARTITIONS))
-
-
-@pytest.fixture
-def group_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(data_dir=tmp_path / "data", overrides={"group.min.session.timeout.ms": "1000"})
-    proc.start()
-    yield proc
-    proc.stop()
 
 
 @pytest.mark.slow

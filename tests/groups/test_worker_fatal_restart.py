@@ -10,7 +10,6 @@ static member's close does not leave the group), and the worker's new consumer t
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,14 +20,6 @@ from tests.groups.test_group_clients import PARTITIONS, Worker, wait_for
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 INSTANCE = "reader-1"
-
-
-@pytest.fixture
-def group_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(data_dir=tmp_path / "data", overrides={"group.min.session.timeout.ms": "1000"})
-    proc.start()
-    yield proc
-    proc.stop()
 
 
 def test_a_worker_fenced_by_its_static_twin_starts_a_new_consumer_and_reads_on(
