@@ -601,9 +601,14 @@ class Controller:
     ) -> None:
         """Write many partitions' new states in transactions of ``WRITE_BATCH`` (one ZooKeeper round trip each, as
         Kafka's controller writes a batch of leader-and-ISR changes at once), each keeping its state in its entry;
-        a chunk in which a partition moved on under the controller is written one by one (``write_state``)."""
+        a chunk in which a partition moved on under the controller is written one by one (``write_state``), and so
+        is a partition's first state (its znode is created)."""
         assert self.fence is not None
         items = sorted(changes.items())
+        firsts = [(tp, change) for tp, change in items if change[0].state is None]
+        items = [(tp, change) for tp, change in items if change[0].state is not None]
+        for tp, (entry, new) in firsts:
+            await self.write_state(tp, entry, new)
         for start in range(0, len(items), WRITE_BATCH):
             chunk = items[start : start + WRITE_BATCH]
             updates = [(tp.topic, tp.partition, new, entry.partition_epoch) for tp, (entry, new) in chunk]
