@@ -679,7 +679,7 @@ class Controller:
             return AlterPartitionResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
         # Each change is checked, then the accepted ones are written together (Kafka's controller writes an
         # AlterPartition's changes in one batch), then each partition is answered with its state.
-        checked: list[tuple[str, list[tuple[TopicPartition, ErrorCode]]]] = []
+        checked: list[list[tuple[TopicPartition, ErrorCode]]] = []  # each topic's partitions, as asked
         writes: dict[TopicPartition, tuple[PartitionEntry, PartitionState]] = {}
         for topic in request.topics:
             name = topic.topic_name or self._topic_by_id(topic.topic_id)
@@ -693,7 +693,7 @@ class Controller:
                 if new is not None:
                     writes[tp] = (self.partitions[tp], new)
                 verdicts.append((tp, error))
-            checked.append((name, verdicts))
+            checked.append(verdicts)
         await self.write_states(writes)
         changed = {tp: entry for tp, (entry, _) in writes.items()}
         topics = [
@@ -702,7 +702,7 @@ class Controller:
                 topic_id=topic.topic_id,
                 partitions=[self._isr_answer(tp, error) for tp, error in verdicts],
             )
-            for topic, (_, verdicts) in zip(request.topics, checked, strict=True)
+            for topic, verdicts in zip(request.topics, checked, strict=True)
         ]
         self.send_update_metadata(self.live, changed)
         await self.reassignments.check(changed)
