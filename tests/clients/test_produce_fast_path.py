@@ -5,7 +5,7 @@ produce through a broker in this process (so the test can count inside it), plai
   the log a writable view of the request frame with its header read once, it was taken only for a ``bytearray``
   (the benchmark), and every real produce went the general way.
 - The dispatcher's dataclass-free path (``handlers.produce.answer_raw``, the codec's ``read_produce_request`` and
-  ``write_produce_answers``): an embedded broker's test hook used to send every request through the general
+  ``produce_answer_frame``): an embedded broker's test hook used to send every request through the general
   ``handle``; a transactional produce still takes it (KIP-890's verification).
 """
 
@@ -86,15 +86,15 @@ def _produce(
 
 class Codec:
     """Produce requests and answers by the codec that read or wrote them: the hand-written one
-    (``samsa.protocol.produce_codec``, whose ``read_produce_request`` and ``write_produce_answers`` both paths
-    take) or, when it declined, the generated one."""
+    (``samsa.protocol.produce_codec``: the fast path's ``read_produce_request`` and ``produce_answer_frame``) or,
+    when it declined, the generated one."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         import samsa.protocol.produce_codec as codec
 
         self.versions: set[int] = set()
         self.decoded = self.declined_decode = self.encoded = self.declined_encode = 0
-        real_read, real_write = codec.read_produce_request, codec.write_produce_answers
+        real_read, real_write = codec.read_produce_request, codec.produce_answer_frame
 
         def read(frame: memoryview, start: tuple[int, int, int]) -> Any:
             result = real_read(frame, start)
@@ -105,16 +105,16 @@ class Codec:
                 self.decoded += 1
             return result
 
-        def write(out: bytearray, answers: Any, version: int, throttle_time_ms: int = 0) -> bool:
-            done = real_write(out, answers, version, throttle_time_ms)
-            if done:
+        def write(correlation_id: int, version: int, answers: Any) -> Any:
+            frame = real_write(correlation_id, version, answers)
+            if frame is not None:
                 self.encoded += 1
             else:
                 self.declined_encode += 1
-            return done
+            return frame
 
         monkeypatch.setattr(codec, "read_produce_request", read)
-        monkeypatch.setattr(codec, "write_produce_answers", write)
+        monkeypatch.setattr(codec, "produce_answer_frame", write)
 
 
 class Served:

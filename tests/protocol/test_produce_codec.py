@@ -32,7 +32,7 @@ from samsa.protocol.messages.produce import (
     TopicProduceData,
     TopicProduceResponse,
 )
-from samsa.protocol.produce_codec import decode_produce_request, encode_produce_response
+from samsa.protocol.produce_codec import decode_produce_request, encode_produce_response, produce_answer_frame
 
 VERSIONS = st.integers(3, 11)
 NAMES = st.text(max_size=12) | st.text(min_size=120, max_size=140)  # 1- and 2-byte compact lengths
@@ -177,6 +177,15 @@ def common_answers(draw: st.DrawFn) -> ProduceResponse:
     return ProduceResponse(draw(st.lists(topic, max_size=3)), draw(INT32))
 
 
+@st.composite
+def one_partition_answers(draw: st.DrawFn) -> ProduceResponse:
+    """The answer nearly every produce gets: one topic, one partition, no error message."""
+    partition = PartitionProduceResponse(
+        draw(INT32), draw(INT16), draw(INT64), draw(INT64), draw(INT64), [], None
+    )
+    return ProduceResponse([TopicProduceResponse(draw(NAMES), [partition])])
+
+
 def generated_bytes(response: ProduceResponse, version: int) -> bytes:
     out = bytearray()
     PRODUCERESPONSE_ENCODERS[version](out, fit_to_version(response, version))
@@ -203,6 +212,59 @@ def test_any_answer_is_encoded_alike_or_declined_with_nothing_written(
         assert bytes(out) == b"head" + generated_bytes(response, version)
     else:
         assert out == b"head"
+
+
+def generated_frame(correlation_id: int, response: ProduceResponse, version: int) -> bytes:
+    """The whole answer frame as the generated code writes it: size, response header (v1 from Produce v9), body."""
+    body = bytearray(struct.pack(">i", correlation_id))
+    if version >= 9:
+        body.append(0)
+    body += generated_bytes(response, version)
+    return struct.pack(">i", len(body)) + bytes(body)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    response=common_answers() | one_partition_answers(),
+    version=VERSIONS,
+    correlation_id=INT32,
+)
+def test_an_answer_frame_is_the_frame_the_generated_encoder_writes(
+    response: ProduceResponse, version: int, correlation_id: int
+) -> None:
+    """Whichever way ``produce_answer_frame`` writes it (one packed layout for one partition without a message,
+    the general writer otherwise), the bytes are the generated encoder's; it declines only what the general
+    writer declines."""
+    response = dataclasses.replace(response, throttle_time_ms=0)  # the broker's fast path answers unthrottled
+    answers = [
+        (
+            topic.name,
+            [
+                (
+                    a.index,
+                    a.error_code,
+                    a.base_offset,
+                    a.log_append_time_ms,
+                    a.log_start_offset,
+                    a.error_message,
+                )
+                for a in topic.partition_responses
+            ],
+        )
+        for topic in response.responses
+    ]
+    frame = produce_answer_frame(correlation_id, version, answers)
+    assert frame is not None
+    assert bytes(frame) == generated_frame(correlation_id, response, version)
+    assert bytes(produce_answer_frame(correlation_id, version, answers) or b"") == bytes(
+        frame
+    )  # from the cache
+
+
+def test_an_answer_frame_with_a_value_past_its_field_is_declined() -> None:
+    assert produce_answer_frame(1, 9, [("t", [(2**31, 0, 0, -1, 0, None)])]) is None
+    assert produce_answer_frame(1, 9, [("t", [(0, 0, 2**63, -1, 0, None)])]) is None
+    assert produce_answer_frame(1, 9, [("t", [(0, 0, 0, -1, 0, None)])]) is not None
 
 
 @pytest.mark.parametrize(

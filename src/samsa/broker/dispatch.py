@@ -191,8 +191,8 @@ class RequestDispatcher:
     ) -> list[ResponsePart] | Awaitable[list[ResponsePart] | None] | None:
         """A Produce request on the fast path (``handle`` chose it: no interceptor, request log, authorizer,
         quota, SASL session or transactional id to consider): served from the codec's tuples by the handler's
-        ``answer_raw`` and answered by ``write_produce_answers``, with no request, context or answer dataclass
-        and no coroutine unless acks=all waits (then what to await). A storage failure is answered as
+        ``answer_raw`` and answered by the codec's ``produce_answer_frame``, with no request, context or answer
+        dataclass and no coroutine unless acks=all waits (then what to await). A storage failure is answered as
         ``handle`` answers it, from the request decoded again."""
         produce = HANDLERS[_PRODUCE].module or HANDLERS[_PRODUCE].load()
         try:
@@ -220,13 +220,15 @@ class RequestDispatcher:
             return None
         produce = HANDLERS[_PRODUCE].module
         assert produce is not None
-        out = bytearray(4)  # the frame's size, set below: an answer with no file region is one buffer
-        write_response_header(out, ResponseHeader(correlation_id), _PRODUCE, version)
         answers = produce.answers_of(results)
-        if answers is None or not produce_codec().write_produce_answers(out, answers, version):
+        out = (
+            None
+            if answers is None
+            else produce_codec().produce_answer_frame(correlation_id, version, answers)
+        )
+        if out is None:
             return encode(correlation_id, _PRODUCE, version, produce.response_of(results))
-        _SIZE.pack_into(out, 0, len(out) - 4)
-        return [out]
+        return [out]  # an answer with no file region is one buffer
 
 
 def _log_request(header: RequestHeader, connection: ConnectionInfo, seconds: float) -> None:
@@ -386,6 +388,5 @@ def encode(correlation_id: int, api_key: int, api_version: int, message: Any) ->
     return out.parts()
 
 
-_SIZE = struct.Struct(">i")
 _PRODUCE = int(ApiKey.PRODUCE)
 _PRODUCE_NAME = APIS[_PRODUCE][0]

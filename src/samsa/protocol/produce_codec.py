@@ -5,8 +5,9 @@ field, array and tagged-field section) and writes the answer through as many aft
 it; per request that is about a third of the broker's Python. This module does the same with one function each
 way and the same values out: ``decode_produce_request`` returns the generated dataclasses (``ProduceRequest``
 with each record set a zero-copy ``memoryview`` of the frame), ``encode_produce_response`` writes the bytes the
-generated encoder writes for ``fit_to_version(response, version)``. Tests hold both to the generated code
-(``tests/protocol/test_produce_codec.py``, hypothesis).
+generated encoder writes for ``fit_to_version(response, version)``, and ``produce_answer_frame`` writes the whole
+frame of the broker's fast path (the usual answer, one partition, as one ``struct`` pack). Tests hold all three to
+the generated code (``tests/protocol/test_produce_codec.py``, hypothesis).
 
 Anything off the common shape is left to the generated code, which then decides (and raises its own errors on a
 malformed request): a request whose length prefixes run past the frame, a null where Kafka's schema has none, a
@@ -23,13 +24,15 @@ of N + 1, 0 for null, and end each struct with a tagged-field section, a varint 
     response: [topic: name string, [partition: index i32, error_code i16, base_offset i64, log_append_time_ms i64,
         v5+: log_start_offset i64, v8+: [record_errors] (empty here), error_message string?]], throttle_time_ms i32
 
-Sans-IO and stateless apart from a bounded cache of encoded topic names; callable from any thread.
+Sans-IO and stateless apart from bounded caches of encoded topic names and answer layouts; callable from any
+thread.
 """
 
 from __future__ import annotations
 
+import functools
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from .headers import RequestHeader
@@ -201,17 +204,35 @@ def _compact_count(b: memoryview, p: int) -> tuple[int, int]:
 
 
 def _flexible_body(b: memoryview, p: int, client_id: str | None) -> RawProduce:
-    transactional_id, p = _compact_string(b, p)
+    if b[p] == 0:  # no transactional id: the common case, read in place
+        transactional_id: str | None = None
+        p += 1
+    else:
+        transactional_id, p = _compact_string(b, p)
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(b, p)
     topics_count, p = _compact_count(b, p + 6)
     topics: list[tuple[str, list[tuple[int, memoryview | None]]]] = []
     unpack = _I32.unpack_from
     limit = len(b)
     for _ in range(topics_count):
-        name, p = _compact_string(b, p)
-        if name is None:
-            raise _OffShape
-        count, p = _compact_count(b, p)
+        size = b[p]
+        if 1 < size < 0x80:  # a name of up to 126 bytes: its length in one byte, read in place
+            p += size
+            if p > limit:
+                raise _OffShape
+            name = str(b[p - size + 1 : p], "utf-8")
+        else:
+            found, p = _compact_string(b, p)
+            if found is None:
+                raise _OffShape
+            name = found
+        count = b[p] - 1
+        if 0 <= count < 0x7F:  # up to 126 partitions: the count in one byte
+            p += 1
+            if count > limit - p:
+                raise _OffShape
+        else:
+            count, p = _compact_count(b, p)
         partitions: list[tuple[int, memoryview | None]] = []
         for _ in range(count):  # the hottest loop: _uvarint and _tags written out
             index = unpack(b, p)[0]
@@ -306,6 +327,72 @@ def _answers(partitions: list[PartitionProduceResponse], version: int) -> list[A
             (a.index, a.error_code, a.base_offset, a.log_append_time_ms, a.log_start_offset, a.error_message)
         )
     return out
+
+
+def produce_answer_frame(
+    correlation_id: int, version: int, answers: Sequence[tuple[str, Sequence[Answer]]]
+) -> bytes | bytearray | None:
+    """A whole Produce answer frame at ``version``: its size, the response header and the body
+    ``write_produce_answers`` writes (no throttle time); None when that declines. The common answer, one topic
+    with one partition and no error message, is one ``struct`` pack into a layout kept per version and topic."""
+    if len(answers) == 1 and len(answers[0][1]) == 1 and answers[0][1][0][5] is None:
+        name, ((index, error_code, base_offset, log_append_time_ms, log_start_offset, _),) = answers[0]
+        layout = _ONE_ANSWER.get((version, name)) or _one_answer_layout(version, name)
+        if layout is not None:
+            pack, head, tail, end, with_start = layout
+            try:
+                if not with_start:
+                    return pack(
+                        correlation_id, head, index, error_code, base_offset, log_append_time_ms, tail, 0, end
+                    )
+                return pack(
+                    correlation_id, head, index, error_code, base_offset, log_append_time_ms, log_start_offset, tail,
+                    0, end,
+                )  # fmt: skip
+            except struct.error:  # a value past its field: the general writer would decline it too
+                return None
+    out = bytearray(_I32.pack(0))
+    out += _I32.pack(correlation_id)
+    if version >= _FLEXIBLE:
+        out.append(0)  # response header v1: no tagged fields
+    if not write_produce_answers(out, answers, version):
+        return None
+    _I32.pack_into(out, 0, len(out) - 4)
+    return out
+
+
+_ONE_ANSWER: dict[tuple[int, str], tuple[Callable[..., bytes], bytes, bytes, bytes, bool]] = {}
+
+
+def _one_answer_layout(
+    version: int, name: str
+) -> tuple[Callable[..., bytes], bytes, bytes, bytes, bool] | None:
+    """The frame of a one-partition answer as one ``Struct``: the size is fixed, so it is in the format; the
+    bytes before the partition (header tags, counts, the name), after it (record errors, message, tags) and at
+    the end are constants; None when the version is not written here or the name does not fit."""
+    if not FAST_RESPONSE_VERSIONS[0] <= version <= FAST_RESPONSE_VERSIONS[1]:
+        return None
+    compact = version >= _FLEXIBLE
+    try:
+        name_bytes = _encoded_name(name, compact)
+    except (_OffShape, UnicodeEncodeError):
+        return None
+    one = b"\x02" if compact else _I32.pack(1)
+    head = (b"\x00" if compact else b"") + one + name_bytes + one
+    tail = b""
+    if version >= _ERROR_MESSAGE:
+        tail = b"\x01\x00\x00" if compact else b"\x00\x00\x00\x00\xff\xff"  # no record errors, no message
+    if compact:
+        tail += b"\x00"  # the topic's tagged fields
+    end = b"\x00" if compact else b""
+    with_start = version >= _LOG_START_OFFSET
+    fields = f"{len(head)}sihqq{'q' if with_start else ''}{len(tail)}si{len(end)}s"
+    pack = functools.partial(struct.Struct(f">ii{fields}").pack, struct.calcsize(f">i{fields}"))
+    layout = (pack, head, tail, end, with_start)
+    if len(_ONE_ANSWER) >= _NAMES_LIMIT:
+        _ONE_ANSWER.clear()
+    _ONE_ANSWER[(version, name)] = layout
+    return layout
 
 
 def write_produce_answers(
