@@ -3,6 +3,8 @@ each package uses it: storage names directories by it, the protocol client keys 
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import NamedTuple
 
 
@@ -17,3 +19,10 @@ class TopicPartition(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+new_topic_partition: Callable[[tuple[str, int]], TopicPartition] = functools.partial(
+    tuple.__new__, TopicPartition
+)
+"""A ``TopicPartition`` from a (topic, partition) pair, without a named tuple's Python-level ``__new__`` (a third of
+the cost): for the request paths that make one per partition of every request."""

@@ -31,6 +31,7 @@ Event-loop thread only: storage calls are synchronous and short (one write, or s
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -182,6 +183,13 @@ class ProduceResult(NamedTuple):
     message: str | None = None
     record_errors: tuple[tuple[int, str], ...] = ()  # (index of the record in its batch, message)
     last_offset: int = -1
+
+
+_new_result: Callable[[tuple[ErrorCode, int, int, int, str | None, tuple[()], int]], ProduceResult] = (
+    functools.partial(tuple.__new__, ProduceResult)
+)
+"""A ProduceResult from all seven fields at once, without a named tuple's Python-level ``__new__`` (one per
+partition of every produce request)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -524,8 +532,16 @@ class ReplicaManager:
             if partition.maybe_increment_high_watermark():  # _high_watermark_check, fetches woken once
                 self.produce_purgatory.notify(tp)
             self.fetch_purgatory.notify(tp)
-        return ProduceResult(
-            _NONE, info.first_offset, info.log_append_time, info.log_start_offset, None, (), info.last_offset
+        return _new_result(
+            (
+                _NONE,
+                info.first_offset,
+                info.log_append_time,
+                info.log_start_offset,
+                None,
+                (),
+                info.last_offset,
+            )
         )
 
     def acks_pending(self, tp: TopicPartition, result: ProduceResult) -> bool:

@@ -47,6 +47,7 @@ from samsa.records import CompressionType
 from samsa.records.batch_view import COMPRESSION_MASK, LOG_OVERHEAD, V2Header, read_v2_header
 from samsa.security.acl import AclOperation, ResourceType
 from samsa.storage.topic import TopicPartition
+from samsa.topic_partition import new_topic_partition
 
 from ..context import RequestContext
 
@@ -167,7 +168,7 @@ def _checked(
                 refusals.append(checked)
             else:
                 refusals.append(None)
-                appends.append((TopicPartition(name, index), *checked))
+                appends.append((new_topic_partition((name, index)), *checked))
     return refusals, appends
 
 
