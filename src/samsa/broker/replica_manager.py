@@ -486,7 +486,11 @@ class ReplicaManager:
         """A produce request's appends, in order, as leader (``append``); with acks=all, also what to await for
         the partitions whose records are above the high watermark: their final error codes (``wait_for_acks``),
         None when nothing waits."""
-        results = [self.append(tp, records, acks, header) for tp, records, header in appends]
+        if len(appends) == 1:  # one partition: most requests
+            tp, records, header = appends[0]
+            results = [self.append(tp, records, acks, header)]
+        else:
+            results = [self.append(tp, records, acks, header) for tp, records, header in appends]
         if acks != -1:
             return results, None
         pending = [

@@ -322,7 +322,7 @@ class LogSegment:
         position = self.log.append(records)
         if (
             self._bytes_since_last_index_entry + size > self.index_interval_bytes
-            and self._batches_in(records) > 1
+            and LOG_OVERHEAD + _SIZE.unpack_from(records, 8)[0] < size  # its first batch ends before its end
         ):
             self._index_each_batch(position, records, max_so_far)
         else:
@@ -337,12 +337,6 @@ class LogSegment:
             self._max_timestamp_and_offset = TimestampOffset(
                 largest_timestamp, shallow_offset_of_max_timestamp
             )
-
-    @staticmethod
-    def _batches_in(records: bytes | bytearray | memoryview) -> int:
-        """1 when ``records`` is one batch, 2 when it holds more (its first batch ends before its end)."""
-        first = LOG_OVERHEAD + int(_SIZE.unpack_from(records, 8)[0])
-        return 1 if first >= len(records) else 2
 
     def _index_each_batch(
         self, position: int, records: bytes | bytearray | memoryview, current: TimestampOffset
