@@ -47,6 +47,19 @@ def test_acks_1_is_answered_at_once_with_the_offsets_and_a_refusal_beside_them(l
     ]
 
 
+def test_a_topic_without_partitions_beside_one_appended_partition_is_answered_with_both(
+    leader: Leader,
+) -> None:
+    """One partition appended, but two topics: the answer names both, as the request did (Kafka answers a topic
+    whose partition array is empty with an empty array)."""
+    services: Any = SimpleNamespace(replica_manager=leader.manager, metrics=None)
+    results = answer_raw(services, 9, 1, 30_000, [("nothing", []), (TP.topic, [(0, _batch(2))])])
+    assert isinstance(results, list)
+    [(empty, no_partitions), (topic, [(index, appended)])] = results
+    assert (empty, no_partitions) == ("nothing", [])
+    assert (topic, index, appended.error, appended.base_offset) == (TP.topic, 0, ErrorCode.NONE, 0)
+
+
 def test_acks_all_is_answered_once_the_isr_fetched_past_the_records(leader: Leader) -> None:
     async def scenario() -> None:
         await leader.catch_up(F2, F3)

@@ -185,7 +185,9 @@ def _appended(
     appended, acks_done = services.replica_manager.produce(appends, acks, timeout_ms)
     if services.metrics is not None:
         _measure(services.metrics, topics, refusals, appends, appended)
-    if len(appended) == 1 and len(refusals) == 1:  # one partition, appended: most requests
+    if (
+        len(topics) == 1 and len(refusals) == 1 and len(appended) == 1
+    ):  # one partition, appended: most requests
         [(name, [(index, _)])] = topics
         return [(name, [(index, appended[0])])], acks_done
     outcomes = iter(refusals)
