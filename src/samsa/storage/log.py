@@ -404,9 +404,8 @@ class Log:
         """Raise the HW (leader path, never lowers it; clamped to LEO); True when it moved."""
         if high_watermark > self._log_end_offset:
             high_watermark = self._log_end_offset
-        if (
-            high_watermark > self._high_watermark
-        ):  # so within [log start, LEO]: ``update_high_watermark`` unclamped
+        if high_watermark > self._high_watermark:
+            # above the HW, so above the log start too, and at most the LEO: ``update_high_watermark`` unclamped
             self._high_watermark = high_watermark
             self._hw_metadata = None
             self.producer_state.on_high_watermark_updated(high_watermark)
