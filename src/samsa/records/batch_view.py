@@ -122,6 +122,16 @@ class V2Header(NamedTuple):
     records_count: int
 
 
+def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    """The sequence of a v2 batch's last record: ``base_sequence + last_offset_delta``, wrapping past Int.MAX to 0
+    as Kafka's sequences do; NO_SEQUENCE for a batch without sequences."""
+    if base_sequence == NO_SEQUENCE:
+        return NO_SEQUENCE
+    if last_offset_delta > INT32_MAX - base_sequence:
+        return last_offset_delta - (INT32_MAX - base_sequence) - 1
+    return base_sequence + last_offset_delta
+
+
 @dataclass(frozen=True, slots=True)
 class BatchView:
     """One batch (v2) or shallow message (v0/v1) inside a buffer, read in place.
@@ -233,13 +243,7 @@ class BatchView:
 
     @property
     def last_sequence(self) -> int:
-        base = self.base_sequence
-        if base == NO_SEQUENCE:
-            return NO_SEQUENCE
-        delta = self.last_offset_delta
-        if delta > INT32_MAX - base:
-            return delta - (INT32_MAX - base) - 1
-        return base + delta
+        return last_sequence(self.base_sequence, self.last_offset_delta)
 
     @property
     def records_count(self) -> int:

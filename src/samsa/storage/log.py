@@ -83,14 +83,17 @@ from samsa.clock import Clock
 from samsa.records import InflatedTooLargeError, InvalidRecordError
 from samsa.records.batch import keyless_records
 from samsa.records.batch_view import (
+    CONTROL_MASK,
     CRC32C_C,
     LOG_OVERHEAD,
     NO_TIMESTAMP,
+    TRANSACTIONAL_MASK,
     V2_ATTRIBUTES_OFFSET,
     BatchView,
     V2BatchView,
     V2Header,
     iter_request_batches,
+    last_sequence,
     read_v2_header,
     stamp_v2_batch,
 )
@@ -493,13 +496,18 @@ class Log:
         the byte: producer state checked, offsets and epoch stamped, one write."""
         first = self._log_end_offset
         last = first + header.last_offset_delta
-        pending = None
+        pending = None  # a marker's, for ``complete_append``
+        client_seq = None  # a client batch's last sequence, for ``record``
+        producer_id = header.producer_id
         producers = self.producer_state
-        if header.producer_id >= 0:  # in memory only: no storage failure to translate
-            batches = [V2BatchView(view, 0, header)]
-            if producers.producers and producers.find_duplicate(batches) is not None:
-                return self._append_as_leader(view, leader_epoch)
-            pending = producers.validate_append(batches)
+        if producer_id >= 0 and header.attributes & CONTROL_MASK:  # a transaction marker (WriteTxnMarkers)
+            pending = producers.validate_append([V2BatchView(view, 0, header)])
+        elif producer_id >= 0:  # a client's batch, checked from its header (in memory only: nothing to undo)
+            epoch, first_seq = header.producer_epoch, header.base_sequence
+            client_seq = last_sequence(first_seq, header.last_offset_delta)
+            if producers.producers and producers.duplicate_of(producer_id, epoch, first_seq, client_seq):
+                return self._append_as_leader(view, leader_epoch)  # answered with the original offsets
+            producers.check_sequence(producer_id, epoch, first_seq)
         max_ts, shallow = header.max_timestamp, last
         if max_ts <= NO_TIMESTAMP:  # the offset of the largest timestamp as ``_assign_offsets`` has it
             max_ts, shallow = NO_TIMESTAMP, first
@@ -519,6 +527,17 @@ class Log:
                 completed = producers.complete_append(pending, last + 1)
                 if completed:
                     self._complete_transactions(completed)
+            elif client_seq is not None:
+                producers.record(
+                    producer_id,
+                    header.producer_epoch,
+                    client_seq,
+                    last,
+                    header.last_offset_delta,
+                    header.max_timestamp,
+                    first if header.attributes & TRANSACTIONAL_MASK else -1,
+                )
+                producers.map_end_offset = last + 1
         except OSError as exc:
             failure = _storage_failure(self, exc)
             if failure is exc:

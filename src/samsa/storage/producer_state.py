@@ -291,19 +291,23 @@ class ProducerStateManager:
     def find_duplicate(self, batches: Sequence[BatchView]) -> BatchMetadata | None:
         """The kept metadata of the first batch in ``batches`` that was already appended, else None."""
         for batch, pid in _with_producer_id(batches):
-            entry = self.producers.get(pid)
-            if entry is None:
-                continue
-            found = entry.find_duplicate(batch.producer_epoch, batch.base_sequence, batch.last_sequence)
+            found = self.duplicate_of(pid, batch.producer_epoch, batch.base_sequence, batch.last_sequence)
             if found is not None:
                 return found
         return None
+
+    def duplicate_of(
+        self, producer_id: int, epoch: int, first_seq: int, last_seq: int
+    ) -> BatchMetadata | None:
+        """The kept metadata of a batch of ``producer_id`` already appended with these epoch and sequences."""
+        entry = self.producers.get(producer_id)
+        return None if entry is None else entry.find_duplicate(epoch, first_seq, last_seq)
 
     def validate_append(self, batches: Sequence[BatchView]) -> list[PendingBatch]:
         """Check every batch with a producer id against the state (module doc rules); raise ProducerStateError
         for the first refused batch. Returns what ``complete_append`` applies once the batches have offsets."""
         pending: list[PendingBatch] = []
-        updated: dict[int, tuple[int, int, bool]] = {}  # pid -> (epoch, last seq, has batches) in this append
+        updated: dict[int, tuple[int, int]] = {}  # pid -> (epoch, last seq) of its last batch in this append
         for batch, pid in _with_producer_id(batches):
             epoch = batch.producer_epoch
             if (
@@ -314,31 +318,38 @@ class ProducerStateManager:
                     raise InvalidProducerEpochError(pid, epoch, known.producer_epoch)
                 pending.append(PendingBatch(batch, pid, epoch, NO_SEQUENCE, 0))
                 continue
-            first_seq = batch.base_sequence
-            if first_seq < 0:
-                raise InvalidSequenceError(pid, first_seq)
-            current = self.producers.get(pid)
-            current_epoch = current.producer_epoch if current is not None else NO_PRODUCER_EPOCH
-            upd_epoch, upd_last_seq, upd_has = updated.get(pid, (current_epoch, NO_SEQUENCE, False))
-            if epoch < upd_epoch:
-                raise InvalidProducerEpochError(pid, epoch, upd_epoch)
-            if epoch != upd_epoch:
-                if first_seq != 0 and upd_epoch != NO_PRODUCER_EPOCH:
-                    raise OutOfOrderSequenceError(pid, epoch, first_seq, None)
-            else:
-                if upd_has:
-                    last_seq = upd_last_seq
-                elif current is not None and epoch == current.producer_epoch:
-                    last_seq = current.last_seq
-                else:
-                    last_seq = NO_SEQUENCE
-                if current_epoch != NO_PRODUCER_EPOCH and not in_sequence(last_seq, first_seq):
-                    expected = 0 if last_seq == INT32_MAX else last_seq + 1
-                    raise OutOfOrderSequenceError(pid, epoch, first_seq, expected)
+            self.check_sequence(pid, epoch, batch.base_sequence, updated.get(pid))
             batch_last_seq = batch.last_sequence
-            updated[pid] = (epoch, batch_last_seq, True)
+            updated[pid] = (epoch, batch_last_seq)
             pending.append(PendingBatch(batch, pid, epoch, batch_last_seq, batch.last_offset_delta))
         return pending
+
+    def check_sequence(
+        self, producer_id: int, epoch: int, first_seq: int, earlier: tuple[int, int] | None = None
+    ) -> None:
+        """Raise what the rules (module doc) refuse a client batch of ``producer_id`` starting at ``first_seq``
+        for: a sequence below 0, a fenced epoch, a gap. ``earlier``: the (epoch, last sequence) of the same
+        producer's batch before it in the same append, which it follows instead of the state."""
+        if first_seq < 0:
+            raise InvalidSequenceError(producer_id, first_seq)
+        current = self.producers.get(producer_id)
+        current_epoch = current.producer_epoch if current is not None else NO_PRODUCER_EPOCH
+        upd_epoch = current_epoch if earlier is None else earlier[0]
+        if epoch < upd_epoch:
+            raise InvalidProducerEpochError(producer_id, epoch, upd_epoch)
+        if epoch != upd_epoch:
+            if first_seq != 0 and upd_epoch != NO_PRODUCER_EPOCH:
+                raise OutOfOrderSequenceError(producer_id, epoch, first_seq, None)
+            return
+        if earlier is not None:
+            last_seq = earlier[1]
+        elif current is not None and epoch == current.producer_epoch:
+            last_seq = current.last_seq
+        else:
+            last_seq = NO_SEQUENCE
+        if current_epoch != NO_PRODUCER_EPOCH and not in_sequence(last_seq, first_seq):
+            expected = 0 if last_seq == INT32_MAX else last_seq + 1
+            raise OutOfOrderSequenceError(producer_id, epoch, first_seq, expected)
 
     def complete_append(self, pending: Iterable[PendingBatch], next_offset: int) -> list[CompletedTxn]:
         """Record validated batches (their offsets now assigned in place) and move the map end offset; returns
@@ -346,23 +357,48 @@ class ProducerStateManager:
         completed: list[CompletedTxn] = []
         for item in pending:
             batch = item.batch
-            entry = self.producers.get(item.producer_id)
-            if entry is None:
-                entry = self.producers[item.producer_id] = ProducerStateEntry(item.producer_id)
             if batch.is_control:  # a marker ends the producer's open transaction
+                entry = self._entry(item.producer_id)
                 entry.maybe_update_epoch(item.epoch)
                 txn = self._end_txn(entry, batch)
                 if txn is not None:
                     completed.append(txn)
                 continue
-            if batch.is_transactional and entry.current_txn_first_offset < 0:
-                self._begin_txn(entry, batch.base_offset)
-            entry.add_batch(
+            self.record(
+                item.producer_id,
                 item.epoch,
-                BatchMetadata(item.last_seq, batch.last_offset, item.offset_delta, batch.max_timestamp),
+                item.last_seq,
+                batch.last_offset,
+                item.offset_delta,
+                batch.max_timestamp,
+                batch.base_offset if batch.is_transactional else -1,
             )
         self.map_end_offset = next_offset
         return completed
+
+    def record(
+        self,
+        producer_id: int,
+        epoch: int,
+        last_seq: int,
+        last_offset: int,
+        offset_delta: int,
+        max_timestamp: int,
+        transactional_at: int = -1,
+    ) -> None:
+        """Record a client batch of ``producer_id`` that passed ``check_sequence`` and has its offsets; a
+        transactional one (``transactional_at``: its base offset) opens the producer's transaction when none is
+        open. The caller moves ``map_end_offset`` (``complete_append`` does)."""
+        entry = self._entry(producer_id)
+        if transactional_at >= 0 and entry.current_txn_first_offset < 0:
+            self._begin_txn(entry, transactional_at)
+        entry.add_batch(epoch, BatchMetadata(last_seq, last_offset, offset_delta, max_timestamp))
+
+    def _entry(self, producer_id: int) -> ProducerStateEntry:
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id)
+        return entry
 
     # --- replication and replay ----------------------------------------------------------------------------
 
@@ -373,21 +409,22 @@ class ProducerStateManager:
         transactions their markers ended."""
         completed: list[CompletedTxn] = []
         for batch, pid in _with_producer_id(batches):
-            entry = self.producers.get(pid)
-            if entry is None:
-                entry = self.producers[pid] = ProducerStateEntry(pid)
             epoch = batch.producer_epoch
             if batch.is_control:
+                entry = self._entry(pid)
                 entry.maybe_update_epoch(epoch)
                 txn = self._end_txn(entry, batch)
                 if txn is not None:
                     completed.append(txn)
                 continue
-            if batch.is_transactional and entry.current_txn_first_offset < 0:
-                self._begin_txn(entry, batch.base_offset)
-            delta = batch.last_offset_delta
-            entry.add_batch(
-                epoch, BatchMetadata(batch.last_sequence, batch.last_offset, delta, batch.max_timestamp)
+            self.record(
+                pid,
+                epoch,
+                batch.last_sequence,
+                batch.last_offset,
+                batch.last_offset_delta,
+                batch.max_timestamp,
+                batch.base_offset if batch.is_transactional else -1,
             )
         if next_offset is not None:
             self.map_end_offset = next_offset
