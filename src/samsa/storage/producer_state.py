@@ -5,7 +5,8 @@ For every producer id that wrote to the partition the log keeps the producer epo
 idempotent producer keeps at most 5 requests in flight, so a retried batch is always among the 5 and is answered
 with the offsets it got the first time, and nothing is written twice.
 
-Rules for a client batch carrying a producer id (``validate_append``), as Kafka applies them:
+Rules for a client batch carrying a producer id (``check_sequence``, which ``validate_append`` applies to each batch
+of an append and the leader's one-batch append to its batch alone), as Kafka applies them:
 
     epoch < current epoch                         InvalidProducerEpochError  (INVALID_PRODUCER_EPOCH, 47)
     epoch > current epoch (a bump)                first sequence must be 0, else OutOfOrderSequenceError (45)
@@ -13,8 +14,8 @@ Rules for a client batch carrying a producer id (``validate_append``), as Kafka 
                                                   else OutOfOrderSequenceError
     producer unknown (no epoch kept)              any sequence is accepted (its state may have been removed by
                                                   retention or expiry; KIP-360)
-    same epoch and the same (first, last)         a duplicate: ``find_duplicate`` returns the kept metadata
-    sequence as one of the 5 kept batches
+    same epoch and the same (first, last)         a duplicate: ``find_duplicate`` / ``duplicate_of`` return the kept
+    sequence as one of the 5 kept batches         metadata
 
 Batches appended by replication or replayed from the log update the state without these checks.
 
