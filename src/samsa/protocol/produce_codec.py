@@ -345,16 +345,22 @@ def produce_answer_frame(
         name, ((index, error_code, base_offset, log_append_time_ms, log_start_offset, _),) = answers[0]
         layout = _ONE_ANSWER.get((version, name)) or _one_answer_layout(version, name)
         if layout is not None:
-            pack, head, tail, end, with_start = layout
+            pack, head, tail, with_start = layout
             try:
                 if not with_start:
                     return pack(
-                        correlation_id, head, index, error_code, base_offset, log_append_time_ms, tail, 0, end
+                        correlation_id, head, index, error_code, base_offset, log_append_time_ms, tail
                     )
                 return pack(
-                    correlation_id, head, index, error_code, base_offset, log_append_time_ms, log_start_offset, tail,
-                    0, end,
-                )  # fmt: skip
+                    correlation_id,
+                    head,
+                    index,
+                    error_code,
+                    base_offset,
+                    log_append_time_ms,
+                    log_start_offset,
+                    tail,
+                )
             except struct.error:  # a value past its field: the general writer would decline it too
                 return None
     out = bytearray(_I32.pack(0))
@@ -367,15 +373,13 @@ def produce_answer_frame(
     return out
 
 
-_ONE_ANSWER: dict[tuple[int, str], tuple[Callable[..., bytes], bytes, bytes, bytes, bool]] = {}
+_ONE_ANSWER: dict[tuple[int, str], tuple[Callable[..., bytes], bytes, bytes, bool]] = {}
 
 
-def _one_answer_layout(
-    version: int, name: str
-) -> tuple[Callable[..., bytes], bytes, bytes, bytes, bool] | None:
+def _one_answer_layout(version: int, name: str) -> tuple[Callable[..., bytes], bytes, bytes, bool] | None:
     """The frame of a one-partition answer as one ``Struct``: the size is fixed, so it is in the format; the
-    bytes before the partition (header tags, counts, the name), after it (record errors, message, tags) and at
-    the end are constants; None when the version is not written here or the name does not fit."""
+    bytes before the partition (header tags, counts, the name) and after it (record errors, message, tags, a
+    throttle time of 0) are constants; None when the version is not written here or the name does not fit."""
     if not FAST_RESPONSE_VERSIONS[0] <= version <= FAST_RESPONSE_VERSIONS[1]:
         return None
     compact = version >= _FLEXIBLE
@@ -390,11 +394,13 @@ def _one_answer_layout(
         tail = b"\x01\x00\x00" if compact else b"\x00\x00\x00\x00\xff\xff"  # no record errors, no message
     if compact:
         tail += b"\x00"  # the topic's tagged fields
-    end = b"\x00" if compact else b""
+    tail += _I32.pack(0)  # throttle_time_ms: the fast path answers unthrottled
+    if compact:
+        tail += b"\x00"  # the answer's tagged fields
     with_start = version >= _LOG_START_OFFSET
-    fields = f"{len(head)}sihqq{'q' if with_start else ''}{len(tail)}si{len(end)}s"
+    fields = f"{len(head)}sihqq{'q' if with_start else ''}{len(tail)}s"
     pack = functools.partial(struct.Struct(f">ii{fields}").pack, struct.calcsize(f">i{fields}"))
-    layout = (pack, head, tail, end, with_start)
+    layout = (pack, head, tail, with_start)
     if len(_ONE_ANSWER) >= _NAMES_LIMIT:
         _ONE_ANSWER.clear()
     _ONE_ANSWER[(version, name)] = layout

@@ -398,20 +398,22 @@ class Log:
     def update_high_watermark(self, high_watermark: int) -> int:
         """Set the HW, clamped to [log_start_offset, LEO]; returns the value set."""
         clamped = self._clamped_high_watermark(high_watermark)
-        self._high_watermark = clamped
-        self._hw_metadata = None
-        self.producer_state.on_high_watermark_updated(clamped)
+        self._set_high_watermark(clamped)
         return clamped
+
+    def _set_high_watermark(self, high_watermark: int) -> None:
+        """Set the HW, already within [log_start_offset, LEO]."""
+        self._high_watermark = high_watermark
+        self._hw_metadata = None
+        self.producer_state.on_high_watermark_updated(high_watermark)
 
     def maybe_increment_high_watermark(self, high_watermark: int) -> bool:
         """Raise the HW (leader path, never lowers it; clamped to LEO); True when it moved."""
         if high_watermark > self._log_end_offset:
             high_watermark = self._log_end_offset
         if high_watermark > self._high_watermark:
-            # above the HW, so above the log start too, and at most the LEO: ``update_high_watermark`` unclamped
-            self._high_watermark = high_watermark
-            self._hw_metadata = None
-            self.producer_state.on_high_watermark_updated(high_watermark)
+            # above the HW, so above the log start too, and at most the LEO: no clamp needed
+            self._set_high_watermark(high_watermark)
             return True
         return False
 
@@ -505,7 +507,10 @@ class Log:
         elif producer_id >= 0:  # a client's batch, checked from its header (in memory only: nothing to undo)
             epoch, first_seq = header.producer_epoch, header.base_sequence
             client_seq = last_sequence(first_seq, header.last_offset_delta)
-            if producers.producers and producers.duplicate_of(producer_id, epoch, first_seq, client_seq):
+            if (
+                producers.producers
+                and producers.duplicate_of(producer_id, epoch, first_seq, client_seq) is not None
+            ):
                 return self._append_as_leader(view, leader_epoch)  # answered with the original offsets
             producers.check_sequence(producer_id, epoch, first_seq)
         max_ts, shallow = header.max_timestamp, last
