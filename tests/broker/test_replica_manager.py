@@ -17,12 +17,15 @@ import pytest
 from tests.broker.replication_leader import F2, F3, LAG_MS, LEADER, REPLICAS, TP, Leader
 
 from samsa.broker.replica_manager import (
+    FetchRequestPartition,
+    FetchResult,
     ReplicaManager,
     ReplicaState,
 )
 from samsa.clock import ManualClock
 from samsa.protocol.errors import ErrorCode
 from samsa.records import build_batch
+from samsa.storage import FetchIsolation
 from samsa.storage.config import LogConfig
 from samsa.storage.log_manager import LogManager
 
@@ -422,6 +425,108 @@ def test_a_fetch_at_the_log_end_answers_without_reading_the_log(
         assert at_end.last_stable_offset == leader.log.last_stable_offset
         below = await leader.fetch(F2, 1)
         assert below.records is not None and below.records.size > 0
+
+    asyncio.run(scenario())
+
+
+def parked_fetch(
+    leader: Leader, replica: int, offset: int, *, last_fetched_epoch: int = -1
+) -> asyncio.Task[list[FetchResult]]:
+    """A fetch that waits up to 60 s for bytes (a follower's when ``replica`` >= 0, else a consumer's, which
+    reads below the high watermark)."""
+    request = FetchRequestPartition(TP, offset, 1 << 20, leader.epoch, replica, last_fetched_epoch)
+    return asyncio.create_task(
+        leader.manager.fetch(
+            [request],
+            max_wait_ms=60_000,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            isolation=FetchIsolation.LOG_END if replica >= 0 else FetchIsolation.HIGH_WATERMARK,
+            replica_id=replica,
+        )
+    )
+
+
+def counted_reads(leader: Leader, monkeypatch: pytest.MonkeyPatch) -> list[FetchRequestPartition]:
+    """The partitions the leader reads from here on (``ReplicaManager.read``), in order."""
+    reads: list[FetchRequestPartition] = []
+    read = leader.manager.read
+
+    def counted(request: FetchRequestPartition, *args: object, **kwargs: object) -> FetchResult:
+        reads.append(request)
+        return read(request, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(leader.manager, "read", counted)
+    return reads
+
+
+def test_a_high_watermark_move_wakes_a_parked_consumer_but_not_a_parked_follower(
+    leader: Leader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Kafka's delayed fetch: a follower counts bytes up to the log end, so a new HW gives it nothing to read
+    and leaves it parked (it learns the HW with its next answer); a consumer reads below the HW, so the same
+    move is new data for it. An append wakes both."""
+
+    async def scenario() -> None:
+        last = leader.append(3)
+        await leader.fetch(F2, last + 1)  # F2 has everything; F3 has nothing yet
+        reads = counted_reads(leader, monkeypatch)
+        follower = parked_fetch(leader, F2, last + 1, last_fetched_epoch=leader.epoch)
+        consumer = parked_fetch(leader, -1, 0)
+        await settle()
+        assert not follower.done() and not consumer.done()
+        await leader.fetch(F3, last + 1)  # the HW moves from 0 to 3
+        await settle()
+        assert leader.log.high_watermark == last + 1
+        assert consumer.done()
+        [read] = consumer.result()
+        assert read.records is not None and read.high_watermark == last + 1
+        assert not follower.done() and [r for r in reads if r.replica_id == F2] == []  # not read again
+        leader.append(2)
+        await settle()
+        assert follower.done()
+        [fetched] = follower.result()
+        assert fetched.records is not None and fetched.high_watermark == last + 1
+
+    asyncio.run(scenario())
+
+
+def test_a_caught_up_followers_fetch_waits_without_reading_then_reads_once_woken(
+    leader: Leader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A follower at the log end of every partition it fetches waits at once: a read could only find nothing.
+    Woken by an append, it reads once and answers with the new records."""
+
+    async def scenario() -> None:
+        last = leader.append(3)
+        await leader.catch_up(F2, F3)
+        reads = counted_reads(leader, monkeypatch)
+        waiting = parked_fetch(leader, F2, last + 1, last_fetched_epoch=leader.epoch)
+        await settle()
+        assert not waiting.done() and reads == []
+        leader.append(2)
+        await settle()
+        [result] = waiting.result()
+        assert len(reads) == 1 and result.records is not None and result.records.size > 0
+
+    asyncio.run(scenario())
+
+
+def test_a_follower_at_the_log_end_with_a_diverged_epoch_is_told_to_truncate(leader: Leader) -> None:
+    """At the leader's log end is not enough to answer "nothing new": a follower whose last epoch ended earlier
+    here (it wrote records the leader never had) is told where that epoch ended, as below the end."""
+
+    async def scenario() -> None:
+        leader.append(10, acks=1)  # epoch 1: 0-9
+        leader.epoch = 3
+        leader.manager.make_leader(TP, leader.log, ReplicaState(LEADER, 3, REPLICAS, REPLICAS, 1))
+        leader.append(5, acks=1)  # epoch 3: 10-14
+        at_end = leader.log.log_end_offset
+        diverged = await leader.fetch(F2, at_end, last_fetched_epoch=2)
+        assert diverged.diverging_epoch == (1, 10)
+        caught_up = await leader.fetch(F2, at_end, last_fetched_epoch=3)
+        assert caught_up.diverging_epoch is None and caught_up.records is None
+        assert caught_up.error is ErrorCode.NONE
 
     asyncio.run(scenario())
 

@@ -267,7 +267,7 @@ def test_a_follower_whose_session_the_leader_lost_starts_over_with_a_full_fetch(
                 p.follow(tp)
             assert await asyncio.wait_for(p.produce(T0), 5) == {T0: ErrorCode.NONE}
             p.sessions._sessions.clear()  # what an evicted or restarted leader has
-            p.leader.fetch_purgatory.notify(T0)  # end the parked fetch, as new records would
+            p.leader.replica_fetch_purgatory.notify(T0)  # end the parked fetch, as new records would
             assert await asyncio.wait_for(p.produce(T1, 2), 5) == {T1: ErrorCode.NONE}
             assert await asyncio.wait_for(p.produce(T0, 2), 5) == {T0: ErrorCode.NONE}
             assert (p.log_end(p.follower, T0), p.log_end(p.follower, T1)) == (3, 2)

@@ -17,10 +17,14 @@ partition epoch (the version of its state znode). As Kafka's ``Partition``:
 - **acks=all.** ``append`` answers NOT_ENOUGH_REPLICAS (nothing appended) when the committed ISR is smaller than
   the effective ``min.insync.replicas``; otherwise the produce waits (``wait_for_acks``) until the high watermark
   passes its records, the request's timeout passes, or this broker stops leading the partition. Nothing on that
-  path polls: an append wakes the followers' parked fetches (the fetch purgatory), and the follower fetch that
-  moves the high watermark wakes the waiting produces (the produce purgatory), in the same loop turn.
+  path polls: an append wakes the followers' parked fetches (the replica fetch purgatory), and the follower fetch
+  that moves the high watermark wakes the waiting produces (the produce purgatory), in the same loop turn. A
+  high watermark move wakes consumers' fetches, not followers' (as Kafka's delayed fetch, which counts a
+  follower's bytes up to the log end): a follower parked at the log end has nothing new to read.
 - **Followers** fetch from the leader through ``fetchers`` (a ``samsa.cluster.replica_fetcher`` manager) and
-  append with the leader's offsets; their high watermark is the leader's, bounded by their own log end.
+  append with the leader's offsets; their high watermark is the one the leader last answered, bounded by their own
+  log end (a round behind the leader's, as in Kafka: the next append's answer, or the end of the parked fetch's
+  ``replica.fetch.wait.max.ms``, brings it).
 
 The replica manager never raises for one partition's trouble: each partition's answer carries a Kafka error code,
 so one bad partition does not fail the others in the same request.
@@ -30,7 +34,6 @@ Event-loop thread only: storage calls are synchronous and short (one write, or s
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import time
@@ -40,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from samsa.clock import Clock
-from samsa.cluster.follower import FetchPosition
+from samsa.cluster.follower import FetchPosition, new_fetch_position
 from samsa.cluster.replication_quota import (
     FOLLOWER_THROTTLED_REPLICAS,
     LEADER_THROTTLED_REPLICAS,
@@ -202,8 +205,10 @@ class FetchRequestPartition:
     last_fetched_epoch: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class FetchResult:
+class FetchResult(NamedTuple):
+    """One partition's answer to a fetch (a tuple: one is made per partition of a follower's session on every
+    fetch, most of them caught up and empty)."""
+
     error: ErrorCode
     high_watermark: int = -1
     last_stable_offset: int = -1
@@ -211,6 +216,13 @@ class FetchResult:
     records: FileSlice | None = None
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset) for a follower that must truncate
     aborted_transactions: list[AbortedTxn] | None = None  # read_committed: the aborts the records overlap
+
+
+_new_fetch_result: Callable[
+    [tuple[ErrorCode, int, int, int, FileSlice | None, tuple[int, int] | None, list[AbortedTxn] | None]],
+    FetchResult,
+] = functools.partial(tuple.__new__, FetchResult)
+"""A FetchResult from all seven fields at once, without a named tuple's Python-level ``__new__``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,7 +257,11 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.isr_shrinks = 0  # ISR changes the controller committed for partitions led here (Kafka's metrics)
         self.isr_expands = 0
+        # Consumers' fetches wait here: woken by appends and by high watermark moves (they read below the HW).
         self.fetch_purgatory = Purgatory(clock)
+        # Followers' fetches wait here: woken by appends, not by the HW (as Kafka's delayed fetch, which counts a
+        # follower's bytes up to the log end); a follower learns a new HW with its next answer.
+        self.replica_fetch_purgatory = Purgatory(clock)
         self.produce_purgatory = Purgatory(clock)
         # Cluster mode sets these (``ZkBroker``); the single-broker default has no followers and no controller.
         self.fetchers: FollowerFetchers | None = None
@@ -317,7 +333,7 @@ class ReplicaManager:
                 if r not in state.replicas:
                     del partition.followers[r]
         self._high_watermark_check(partition)
-        self.fetch_purgatory.notify(tp)
+        self._wake_fetches(tp)
 
     def make_follower(
         self,
@@ -340,7 +356,7 @@ class ReplicaManager:
         partition.pending_isr = None
         partition.followers = {}
         self.produce_purgatory.notify(tp)
-        self.fetch_purgatory.notify(tp)
+        self._wake_fetches(tp)
         if self.fetchers is None:
             return
         self.fetchers.remove(tp)
@@ -358,7 +374,7 @@ class ReplicaManager:
 
     def remove(self, tp: TopicPartition) -> None:
         self.partitions.pop(tp, None)
-        self.fetch_purgatory.notify(tp)
+        self._wake_fetches(tp)
         self.produce_purgatory.notify(tp)
 
     def partition(self, tp: TopicPartition) -> Partition | None:
@@ -401,14 +417,24 @@ class ReplicaManager:
     def _high_watermark_check(self, partition: Partition) -> None:
         if partition.maybe_increment_high_watermark():
             self.produce_purgatory.notify(partition.tp)
-            self.fetch_purgatory.notify(partition.tp)
+            self.fetch_purgatory.notify(partition.tp)  # consumers only: followers read to the log end
 
-    def _follower_fetched(self, partition: Partition, replica_id: int, fetch_offset: int) -> None:
-        """A follower fetch from ``fetch_offset``: its state, an ISR expansion if it caught up, the HW."""
+    def _wake_fetches(self, tp: TopicPartition) -> None:
+        """New bytes or a new state of ``tp``: every parked fetch of it reads again, consumers' and followers'."""
+        self.fetch_purgatory.notify(tp)
+        self.replica_fetch_purgatory.notify(tp)
+
+    def _follower_fetched(
+        self, partition: Partition, replica_id: int, fetch_offset: int, now_ms: int
+    ) -> None:
+        """A follower fetch from ``fetch_offset``: its state, an ISR expansion if it caught up, the HW when its
+        log end moved (as Kafka's leader: the HW's other inputs, the leader's log end and the ISR, check it
+        where they change)."""
         state = partition.followers.get(replica_id)
         if state is None:
             return
-        state.fetched(fetch_offset, partition.log.log_end_offset, self.clock.monotonic_ms())
+        moved = fetch_offset != state.log_end_offset
+        state.fetched(fetch_offset, partition.log.log_end_offset, now_ms)
         if (
             partition.pending_isr is None
             and replica_id not in partition.isr
@@ -417,7 +443,8 @@ class ReplicaManager:
             and self.is_alive(replica_id)
         ):
             self._change_isr(partition, frozenset(partition.isr | {replica_id}))
-        self._high_watermark_check(partition)
+        if moved:
+            self._high_watermark_check(partition)
 
     def maybe_shrink_isr(self) -> None:
         """Take followers that have not been caught up for ``replica.lag.time.max.ms`` out of the ISR."""
@@ -535,7 +562,7 @@ class ReplicaManager:
         if not info.duplicate:  # a retry of a batch already in the log is answered with its original offsets
             if partition.maybe_increment_high_watermark():  # _high_watermark_check, fetches woken once
                 self.produce_purgatory.notify(tp)
-            self.fetch_purgatory.notify(tp)
+            self._wake_fetches(tp)
         return _new_result(
             (
                 _NONE,
@@ -663,15 +690,21 @@ class ReplicaManager:
                 else ErrorCode.UNKNOWN_LEADER_EPOCH
             )
             return FetchResult(error, plog.high_watermark, plog.high_watermark, plog.log_start_offset)
-        if request.replica_id >= 0 and request.last_fetched_epoch >= 0:
+        epoch = request.last_fetched_epoch
+        if (
+            request.fetch_offset == plog.log_end_offset
+            and plog.offline_error is None
+            and (epoch < 0 or request.replica_id < 0 or epoch == plog.leader_epoch_cache.latest)
+        ):
+            # nothing past the log end, and no divergence (a follower in the leader's epoch): the caught-up
+            # follower's usual fetch, one partition of many, with no read
+            return _new_fetch_result(
+                (_NONE, plog.high_watermark, plog.last_stable_offset, plog.log_start_offset, None, None, None)
+            )
+        if request.replica_id >= 0 and epoch >= 0:
             diverging = self._diverging(plog, request)
             if diverging is not None:
                 return diverging
-        if request.fetch_offset == plog.log_end_offset and plog.offline_error is None:
-            # nothing past the log end (a caught-up follower's usual fetch, one partition of many): no read
-            return FetchResult(
-                ErrorCode.NONE, plog.high_watermark, plog.last_stable_offset, plog.log_start_offset
-            )
         try:
             info = plog.read(request.fetch_offset, min(request.max_bytes, budget), isolation, min_one_message)
         except OffsetOutOfRangeError:
@@ -705,6 +738,11 @@ class ReplicaManager:
     def _diverging(self, plog: Log, request: FetchRequestPartition) -> FetchResult | None:
         """The leader's check of a follower's last fetched epoch (Fetch v12+, KIP-595): the end of that epoch
         here when the follower's log went past it, so the follower truncates."""
+        if (
+            request.last_fetched_epoch == plog.leader_epoch_cache.latest
+            and plog.log_start_offset <= request.fetch_offset <= plog.log_end_offset
+        ):
+            return None  # the usual case, in the leader's own epoch: it ends at the log end, past the fetch
         found = plog.leader_epoch_cache.end_offset_for(request.last_fetched_epoch, plog.log_end_offset)
         if found is None or request.fetch_offset < plog.log_start_offset:
             return FetchResult(
@@ -733,33 +771,50 @@ class ReplicaManager:
         hard_max_bytes: bool = False,
     ) -> list[FetchResult]:
         """Read every partition; if fewer than ``min_bytes`` are ready, wait for appends up to ``max_wait_ms``.
-        A follower's fetch (``replica_id`` >= 0) first records where the follower is. ``hard_max_bytes``: the
-        limits of Fetch v0-2, which may cut a first batch (``read``)."""
-        if replica_id >= 0:
-            for request in requests:
-                partition = self.partitions.get(request.tp)
-                if (
-                    partition is not None
-                    and partition.leader_id == self.node_id
-                    and request.current_leader_epoch in (NO_LEADER_EPOCH, partition.leader_epoch)
-                    and self._on_leaders_log(partition.log, request)
-                ):
-                    self._follower_fetched(partition, replica_id, request.fetch_offset)
+        A follower's fetch (``replica_id`` >= 0) first records where the follower is, and when that is the log
+        end of every partition it waits at once, with nothing read (a caught-up follower's usual fetch).
+        ``hard_max_bytes``: the limits of Fetch v0-2, which may cut a first batch (``read``)."""
+        at_end = self._follower_fetched_all(requests, replica_id) if replica_id >= 0 else False
+        purgatory = self.replica_fetch_purgatory if replica_id >= 0 else self.fetch_purgatory
         deadline = self.clock.monotonic_ms() + max(max_wait_ms, 0)
         while True:
-            results = self._throttle(
-                requests, self._read_all(requests, max_bytes, isolation, hard_max_bytes), replica_id
-            )
-            ready = sum(r.records.size for r in results if r.records is not None)
-            errors = any(r.error is not ErrorCode.NONE or r.diverging_epoch is not None for r in results)
             remaining_ms = deadline - self.clock.monotonic_ms()
-            if ready >= min_bytes or errors or remaining_ms <= 0 or not requests:
-                return results
-            woken = await self.fetch_purgatory.wait([r.tp for r in requests], deadline)
+            if not at_end or min_bytes <= 0 or remaining_ms <= 0:
+                results = self._throttle(
+                    requests, self._read_all(requests, max_bytes, isolation, hard_max_bytes), replica_id
+                )
+                ready = sum(r.records.size for r in results if r.records is not None)
+                errors = any(r.error is not ErrorCode.NONE or r.diverging_epoch is not None for r in results)
+                if ready >= min_bytes or errors or remaining_ms <= 0 or not requests:
+                    return results
+            at_end = False
+            woken = await purgatory.wait([r.tp for r in requests], deadline)
             if not woken:
                 return self._throttle(
                     requests, self._read_all(requests, max_bytes, isolation, hard_max_bytes), replica_id
                 )
+
+    def _follower_fetched_all(self, requests: list[FetchRequestPartition], replica_id: int) -> bool:
+        """Record a follower's fetch of ``requests`` (``_follower_fetched``); whether every one of them is at its
+        partition's log end here, with nothing in the way of a read (then a read would find nothing, and no
+        error)."""
+        at_end = bool(requests)
+        now = self.clock.monotonic_ms()
+        for request in requests:
+            partition = self.partitions.get(request.tp)
+            if (
+                partition is not None
+                and partition.leader_id == self.node_id
+                and request.current_leader_epoch in (NO_LEADER_EPOCH, partition.leader_epoch)
+                and self._on_leaders_log(partition.log, request)
+            ):
+                self._follower_fetched(partition, replica_id, request.fetch_offset, now)
+                plog = partition.log
+                if request.fetch_offset != plog.log_end_offset or plog.offline_error is not None:
+                    at_end = False
+            else:
+                at_end = False
+        return at_end
 
     def _on_leaders_log(self, plog: Log, request: FetchRequestPartition) -> bool:
         """Whether a follower's fetch offset is a position on this leader's log: within it and not past the end
@@ -793,7 +848,7 @@ class ReplicaManager:
                 and self._throttled(partition, LEADER_THROTTLED_REPLICAS)
             ):
                 if replica_id not in partition.isr and quota.over(now):
-                    result = dataclasses.replace(result, records=None)
+                    result = result._replace(records=None)
                 else:
                     quota.record(records.size, now)
             out.append(result)
@@ -825,12 +880,14 @@ class ReplicaManager:
         if partition is None or partition.leader_id == self.node_id:
             return None
         plog = partition.log
-        latest = plog.leader_epoch_cache.latest_epoch()
-        return FetchPosition(
-            plog.log_end_offset,
-            latest if latest is not None else -1,
-            partition.leader_epoch,
-            plog.log_start_offset,
+        latest = plog.leader_epoch_cache.latest
+        return new_fetch_position(
+            (
+                plog.log_end_offset,
+                latest if latest is not None else -1,
+                partition.leader_epoch,
+                plog.log_start_offset,
+            )
         )
 
     def follower_throttled(self, tp: TopicPartition) -> bool:
@@ -864,7 +921,7 @@ class ReplicaManager:
             return plog.log_end_offset  # a caught-up partition's usual answer: nothing to set, nobody to wake
         if log_start_offset > plog.log_start_offset:
             plog.maybe_increment_log_start_offset(min(log_start_offset, plog.high_watermark))
-        self.fetch_purgatory.notify(tp)
+        self._wake_fetches(tp)
         return plog.log_end_offset
 
     def truncate_diverging(self, tp: TopicPartition, leader_epoch: int, end_offset: int) -> None:

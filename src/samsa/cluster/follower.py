@@ -6,22 +6,29 @@ import the client to name these types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Protocol
+import functools
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
 
 from samsa.topic_partition import TopicPartition
 
 __all__ = ["FetchPosition", "FollowerLogs"]
 
 
-@dataclass(frozen=True, slots=True)
-class FetchPosition:
-    """Where a follower fetches a partition next: its log end, the epoch of its last batch, the leader's epoch."""
+class FetchPosition(NamedTuple):
+    """Where a follower fetches a partition next: its log end, the epoch of its last batch, the leader's epoch.
+    A tuple: one is made for every followed partition on every fetch round, and compared with the last one sent."""
 
     fetch_offset: int
     last_fetched_epoch: int
     current_leader_epoch: int
     log_start_offset: int
+
+
+new_fetch_position: Callable[[tuple[int, int, int, int]], FetchPosition] = functools.partial(
+    tuple.__new__, FetchPosition
+)
+"""A FetchPosition from its four fields at once, without a named tuple's Python-level ``__new__``."""
 
 
 class FollowerLogs(Protocol):
