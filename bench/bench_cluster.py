@@ -16,7 +16,13 @@ Phases:
    producer has its producer id before: see ``started_producer``), and
    the steady state (``--steady-seconds`` after ``--warmup-seconds``); then the median and range over runs, with
    the machine's load average. The same producer on the single broker gives the floor.
-3. **Failover**, ``--kills`` times: ``kill -9`` of the partition's leader, then one idempotent acks=all record
+3. **CPU per replication round** (``rounds``): one 100 B record at a time (``produce`` then ``flush``, so every
+   request is one replication round: the leader's append wakes both followers' fetches, they append and fetch
+   again, the high watermark moves, the producer is answered), ``--round-requests`` of them, acks=all into a topic
+   of 1 and of 64 partitions (replication factor 3; with 64, each follower's fetch session holds about 21 of the
+   leader's partitions, all but one with nothing new), and acks=1 on the single broker as the floor. Printed: the
+   brokers' CPU per request (user + system of every broker process, from ``/proc``) and the wall time per request.
+4. **Failover**, ``--kills`` times: ``kill -9`` of the partition's leader, then one idempotent acks=all record
    every 20 ms until the first is acknowledged; the time from the kill to the metadata naming a new leader (the
    broker side: session expiry, election, UpdateMetadata) and to that acknowledgement (plus the client finding the
    new leader), with ``zookeeper.session.timeout.ms=6000`` (the session must expire before the controller moves
@@ -290,9 +296,12 @@ def main() -> None:
     parser.add_argument("--warmup-seconds", type=float, default=10.0, help="warm-up before the steady state")
     parser.add_argument("--steady-seconds", type=float, default=20.0, help="steady state measured")
     parser.add_argument(
+        "--round-requests", type=int, default=2000, help="requests per replication-round phase"
+    )
+    parser.add_argument(
         "--phases",
-        default="throughput,latency,failover",
-        help="comma-separated phases to run (throughput, latency, failover)",
+        default="throughput,latency,rounds,failover",
+        help="comma-separated phases to run (throughput, latency, rounds, failover)",
     )
     args = parser.parse_args()
     phases = set(args.phases.split(","))
@@ -317,6 +326,8 @@ def main() -> None:
                     f"p99 {p99:.2f} ms; {loadavg()}",
                     flush=True,
                 )
+            if "rounds" in phases:
+                replication_rounds(cluster, single, single_bootstrap, args.round_requests)
             if "failover" in phases:
                 failovers(cluster, args)
         finally:
@@ -338,6 +349,48 @@ def throughput(cluster: LocalCluster, single_bootstrap: str, args: argparse.Name
             flush=True,
         )
     print(f"throughput ratio (acks=all RF3 / acks=1 single): median {statistics.median(ratios):.2f}")
+
+
+def process_cpu_s(pids: list[int]) -> float:
+    """User + system CPU seconds of ``pids`` so far."""
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def one_at_a_time(
+    bootstrap: str, topic: str, partitions: int, acks: str, requests: int, pids: list[int]
+) -> str:
+    """``requests`` produce requests of one record each, the next sent once the last was answered: the brokers'
+    CPU and the wall time per request."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0})
+    for i in range(200):  # connections, metadata, the producer's and the brokers' first requests
+        producer.produce(topic, PAYLOAD, partition=i % partitions)
+        producer.flush(30)
+    cpu, start = process_cpu_s(pids), time.perf_counter()
+    for i in range(requests):
+        producer.produce(topic, PAYLOAD, partition=i % partitions)
+        if producer.flush(30):
+            raise RuntimeError(f"a record into {topic} was not acknowledged in 30 s")
+    wall = (time.perf_counter() - start) / requests
+    used = (process_cpu_s(pids) - cpu) / requests
+    return f"brokers' CPU {used * 1e6:,.0f} us per request, {wall * 1e3:.2f} ms each"
+
+
+def replication_rounds(
+    cluster: LocalCluster, single: subprocess.Popen[bytes], single_bootstrap: str, requests: int
+) -> None:
+    pids = [cluster.running_pid(b.broker_id) for b in cluster.brokers]
+    print(
+        f"acks=1, single broker (the floor): {one_at_a_time(single_bootstrap, 'one', 1, '1', requests, [single.pid])}"
+    )
+    for partitions in (1, 64):
+        topic = f"rounds-{partitions}"
+        create(cluster.bootstrap_servers, topic, partitions, 3)
+        figure = one_at_a_time(cluster.bootstrap_servers, topic, partitions, "all", requests, pids)
+        print(f"acks=all, RF 3 on 3 brokers, {partitions} partition(s): {figure}; {loadavg()}", flush=True)
 
 
 def failovers(cluster: LocalCluster, args: argparse.Namespace) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import mmap
+from collections.abc import Callable
 from typing import cast
 
 from samsa.protocol.errors import FrameError
@@ -58,6 +59,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._closed: asyncio.Future[None] = loop.create_future()
         self._transport: asyncio.BaseTransport | None = None
         self._reading_paused = False
+        self._listener: Callable[[], None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport
@@ -160,9 +162,32 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._wake()
 
     def _wake(self) -> None:
+        if self._listener is not None:
+            self._listener()
+            return
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` in the receiving callback whenever frames arrive or the stream ends or fails,
+        instead of waking a reader's ``read_frame``: a client whose answers complete futures takes them there
+        (``take_frame``), which saves the loop turn a reader task costs per frame."""
+        self._listener = listener
+
+    def take_frame(self) -> memoryview | None:
+        """``read_frame`` without a wait: the next frame, or None while none is received and the stream goes on.
+        At its end: EOFError between frames, IncompleteReadError inside one; a bad size or a lost connection's
+        error is raised once the frames before it are taken."""
+        if self._frames:
+            return self._pop()
+        if self._failure is not None:
+            raise self._failure
+        if self._eof:
+            if self._end > self._start:
+                raise asyncio.IncompleteReadError(bytes(self._buf[self._start : self._end]), None)
+            raise EOFError
+        return None
 
     @property
     def frames_waiting(self) -> bool:

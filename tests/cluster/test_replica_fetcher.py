@@ -59,6 +59,9 @@ class InMemoryConnection:
     async def close(self) -> None:
         self.closed = True
 
+    def send(self, message: FetchRequest, api_key: int, version: int) -> asyncio.Future[Any]:
+        return asyncio.ensure_future(self.request(message, api_key, version))
+
     async def request(self, message: FetchRequest, api_key: int, version: int | None = None) -> Any:
         self._sent.append(message)
         wanted = requested_partitions(message, message.replica_id)  # as the leader's Fetch handler reads them

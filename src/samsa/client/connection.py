@@ -1,7 +1,7 @@
 """One TCP connection to one broker: framing, correlation ids and ApiVersions negotiation.
 
-Requests may be pipelined: each gets a fresh correlation id and a future that the reader task completes when the
-matching response frame arrives. Responses are received straight into the buffers they are decoded from
+Requests may be pipelined: each gets a fresh correlation id and a future, completed in the receiving callback as the
+matching response frame arrives (no reader task: each task between the socket and the caller costs a loop turn). Responses are received straight into the buffers they are decoded from
 (``samsa.framing.FrameProtocol``): a fetched record set is a view of the bytes the kernel wrote, so a follower
 appends it with no user-space copy when its frame fits a receive buffer, one when it does not. Event-loop thread
 only; not thread-safe.
@@ -65,7 +65,6 @@ class BrokerConnection:
         self._writer: asyncio.StreamWriter | None = None
         self._pending: dict[int, tuple[asyncio.Future[Any], int, int]] = {}
         self._next_correlation = 0
-        self._read_task: asyncio.Task[None] | None = None
         self._failure: KafkaError | None = None
         self.security = security
         self._reauth_at = 0.0  # time.monotonic() after which the SASL session is renewed; 0: never
@@ -98,7 +97,7 @@ class BrokerConnection:
             raise KafkaError(f"cannot connect to broker {self.address}: {reason}") from exc
         self._reader = protocol
         self._writer = asyncio.StreamWriter(transport, protocol, None, loop)
-        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        protocol.listen(self._frames_arrived)  # answers complete their futures as they arrive, with no task
         await self._negotiate()
         if self.security is not None and self.security.uses_sasl:
             try:
@@ -183,7 +182,34 @@ class BrokerConnection:
                     await self._authenticate()
         return await self._request(message, api_key, version, timeout_ms)
 
+    def send(self, message: Any, api_key: int, version: int) -> asyncio.Future[Any]:
+        """``request`` without a task or a wait of its own: the request is written now and the future of its
+        answer returned (cancel it to stop waiting; a late answer is then dropped). There is no wait for the
+        transport's buffer to drain, so this is for a caller with one small request in flight at a time, as a
+        replica fetcher: awaiting the future directly saves the loop turn a task around ``request`` costs on
+        every answer. When a re-authentication is due, the future is ``request``'s task."""
+        if self._reauth_lock.locked() or (self._reauth_at and time.monotonic() > self._reauth_at):
+            return asyncio.ensure_future(self.request(message, api_key, version))
+        future = self._send(message, api_key, version, None)
+        if future is None:
+            raise KafkaError("send() needs a request with an answer (not a Produce with acks=0)")
+        return future
+
     async def _request(self, message: Any, api_key: int, version: int, timeout_ms: int | None = None) -> Any:
+        future = self._send(message, api_key, version, timeout_ms)
+        assert self._writer is not None
+        try:
+            await self._writer.drain()
+        except OSError as exc:
+            self._fail(KafkaError(f"connection to broker {self.address} failed: {exc}"))
+            raise self._failure from exc  # type: ignore[misc]
+        return None if future is None else await future
+
+    def _send(
+        self, message: Any, api_key: int, version: int, timeout_ms: int | None
+    ) -> asyncio.Future[Any] | None:
+        """Write the request; the future of its answer, which fails with a KafkaError when none came within the
+        timeout (None: a Produce with acks=0, which has no answer)."""
         if self._failure is not None:
             raise self._failure
         if self._writer is None:
@@ -194,46 +220,46 @@ class BrokerConnection:
             frame = encode_request(RequestHeader(api_key, version, correlation_id, self.client_id), message)
         except ProtocolError as exc:
             raise KafkaError(f"cannot encode {type(message).__name__} v{version}: {exc}") from exc
-        timeout = self.timeout if timeout_ms is None else timeout_ms / 1000
         expects_reply = not (api_key == ApiKey.PRODUCE and getattr(message, "acks", -1) == 0)
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        if expects_reply:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] | None = loop.create_future() if expects_reply else None
+        if future is not None:
             self._pending[correlation_id] = (future, api_key, version)
         try:
             self._writer.write(frame)
-            await self._writer.drain()
         except OSError as exc:
             self._fail(KafkaError(f"connection to broker {self.address} failed: {exc}"))
             raise self._failure from exc  # type: ignore[misc]
-        if not expects_reply:
-            return None
-        try:
-            return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
-            self._pending.pop(correlation_id, None)
-            raise KafkaError(
-                f"request {type(message).__name__} to broker {self.address} timed out after "
-                f"{timeout * 1000:.0f} ms"
-            ) from None
+        if future is not None:
+            # a timer rather than ``asyncio.wait_for``, whose own waiter costs one more loop turn per answer (a
+            # follower's fetch loop waits for every answer)
+            timeout = self.timeout if timeout_ms is None else timeout_ms / 1000
+            timer = loop.call_later(timeout, self._timed_out, correlation_id, type(message).__name__, timeout)
+            future.add_done_callback(lambda _: timer.cancel())
+        return future
 
-    async def _read_loop(self) -> None:
+    def _timed_out(self, correlation_id: int, what: str, timeout: float) -> None:
+        entry = self._pending.pop(correlation_id, None)
+        if entry is not None and not entry[0].done():
+            entry[0].set_exception(
+                KafkaError(f"request {what} to broker {self.address} timed out after {timeout * 1000:.0f} ms")
+            )
+
+    def _frames_arrived(self) -> None:
+        """The protocol's listener: every answer received is dispatched at once; the end of the stream or its
+        failure fails the connection."""
         assert self._reader is not None
         try:
-            while True:
-                frame = await self._reader.read_frame()
-                if frame is None:
-                    self._fail(KafkaError(f"connection to broker {self.address} was closed by the broker"))
-                    return
+            while (frame := self._reader.take_frame()) is not None:
                 self._dispatch(frame)
+        except EOFError:
+            self._fail(KafkaError(f"connection to broker {self.address} was closed by the broker"))
         except asyncio.IncompleteReadError:
             self._fail(
                 KafkaError(f"connection to broker {self.address} was closed by the broker mid-response")
             )
         except (OSError, ProtocolError) as exc:
             self._fail(KafkaError(f"connection to broker {self.address} failed: {exc}"))
-        except asyncio.CancelledError:
-            self._fail(KafkaError(f"connection to broker {self.address} was closed"))
-            raise
 
     def _dispatch(self, frame: memoryview) -> None:
         correlation_id = _CORRELATION.unpack_from(frame, 0)[0]
@@ -264,10 +290,6 @@ class BrokerConnection:
 
     async def close(self) -> None:
         self._fail(KafkaError(f"connection to broker {self.address} was closed"))
-        if self._read_task is not None:
-            self._read_task.cancel()
-            # wait() leaves the reader's own CancelledError in it, yet lets a cancellation of the caller through
-            await asyncio.wait([self._read_task])
         if self._writer is not None:
             self._writer.close()
             with contextlib.suppress(Exception):

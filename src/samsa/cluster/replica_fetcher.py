@@ -107,6 +107,10 @@ class FetchConnection(Protocol):
 
     async def request(self, message: Any, api_key: int, version: int | None = None) -> Any: ...
 
+    def send(self, message: Any, api_key: int, version: int) -> asyncio.Future[Any]:
+        """The request written now; the future of its answer (cancelled to stop waiting)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -144,7 +148,7 @@ class _Leader:
     )  # -> the leader's HW minus the log end, last seen
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
-    in_flight: asyncio.Task[Any] | None = None  # the fetch sent, while it waits for its answer
+    in_flight: asyncio.Future[Any] | None = None  # the fetch sent, while it waits for its answer
     in_flight_partitions: frozenset[TopicPartition] = frozenset()
     aborted: bool = False  # the fetch in flight was ended for a partition added meanwhile
     stopped: bool = False
@@ -303,7 +307,7 @@ class ReplicaFetcherManager:
     ) -> FetchResponse | None:
         """The leader's answer to ``request``, a fetch of ``sent``; None when a partition added meanwhile ended
         it."""
-        in_flight = asyncio.ensure_future(connection.request(request, ApiKey.FETCH, FETCH_VERSION))
+        in_flight = connection.send(request, ApiKey.FETCH, FETCH_VERSION)
         leader.in_flight, leader.in_flight_partitions = in_flight, frozenset(sent)
         try:
             response: FetchResponse = await in_flight
