@@ -252,12 +252,12 @@ class BrokerConnection:
         try:
             while (frame := self._reader.take_frame()) is not None:
                 self._dispatch(frame)
-        except EOFError:
-            self._fail(KafkaError(f"connection to broker {self.address} was closed by the broker"))
-        except asyncio.IncompleteReadError:
+        except asyncio.IncompleteReadError:  # an EOFError too: first
             self._fail(
                 KafkaError(f"connection to broker {self.address} was closed by the broker mid-response")
             )
+        except EOFError:
+            self._fail(KafkaError(f"connection to broker {self.address} was closed by the broker"))
         except (OSError, ProtocolError) as exc:
             self._fail(KafkaError(f"connection to broker {self.address} failed: {exc}"))
 
