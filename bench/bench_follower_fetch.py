@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import shutil
 import struct
@@ -163,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> dict[int, float]:
     parser.add_argument("--partitions", default="1,8,64,200", help="session sizes, comma-separated")
     parser.add_argument("--rounds", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="also write the figures here (microseconds per round)")
     args = parser.parse_args(argv)
     logging.disable(logging.WARNING)
     sizes = [int(n) for n in args.partitions.split(",")]
@@ -174,6 +176,8 @@ def main(argv: Sequence[str] | None = None) -> dict[int, float]:
         low, high = min(sizes), max(sizes)
         slope = (figures[high] - figures[low]) / (high - low)
         print(f"per partition of the session: {slope * 1e6:.2f} us")
+    if args.json is not None:
+        args.json.write_text(json.dumps({str(n): round(seconds * 1e6, 1) for n, seconds in figures.items()}))
     return figures
 
 

@@ -14,7 +14,17 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-SCRIPTS = ("records", "storage", "protocol", "embedded", "broker", "produce_requests", "groups", "spark")
+SCRIPTS = (
+    "records",
+    "storage",
+    "protocol",
+    "embedded",
+    "broker",
+    "produce_requests",
+    "follower_fetch",
+    "groups",
+    "spark",
+)
 
 
 def main() -> int:

@@ -1,10 +1,10 @@
 """One TCP connection to one broker: framing, correlation ids and ApiVersions negotiation.
 
-Requests may be pipelined: each gets a fresh correlation id and a future, completed in the receiving callback as the
-matching response frame arrives (no reader task: each task between the socket and the caller costs a loop turn). Responses are received straight into the buffers they are decoded from
-(``samsa.framing.FrameProtocol``): a fetched record set is a view of the bytes the kernel wrote, so a follower
-appends it with no user-space copy when its frame fits a receive buffer, one when it does not. Event-loop thread
-only; not thread-safe.
+Requests may be pipelined: each gets a fresh correlation id and a future, completed in the receiving callback as
+the matching response frame arrives (no reader task: each task between the socket and the caller costs a loop turn).
+Responses are received straight into the buffers they are decoded from (``samsa.framing.FrameProtocol``): a fetched
+record set is a view of the bytes the kernel wrote, so a follower appends it with no user-space copy when its frame
+fits a receive buffer, one when it does not. Event-loop thread only; not thread-safe.
 
 On a secured listener (``security.ClientSecurity``) the connection is TLS from its first byte (SSL, SASL_SSL), and
 on a SASL one it authenticates right after ApiVersions: SaslHandshake v1, then SaslAuthenticate with the
