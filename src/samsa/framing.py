@@ -199,19 +199,20 @@ class FrameProtocol(asyncio.BufferedProtocol):
         """The next frame, a writable view (the produce path patches base offsets and leader epochs in place);
         None at a clean end of stream between frames. FrameError for a bad size, IncompleteReadError for a
         stream that ends inside a frame."""
-        while not self._frames:
-            if self._failure is not None:
-                raise self._failure
-            if self._eof:
-                if self._end > self._start:
-                    raise asyncio.IncompleteReadError(bytes(self._buf[self._start : self._end]), None)
-                return None
+        while True:
+            try:
+                frame = self.take_frame()
+            except asyncio.IncompleteReadError:
+                raise
+            except EOFError:
+                return None  # a clean end, between frames
+            if frame is not None:
+                return frame
             self._waiter = self._loop.create_future()
             try:
                 await self._waiter
             finally:
                 self._waiter = None
-        return self._pop()
 
     def next_frame(self) -> memoryview | None:
         """The next received frame when one is waiting, with no await (a pipelining client's); None when none
