@@ -38,10 +38,10 @@ class FrameProtocol(asyncio.BufferedProtocol):
     is never written where a frame was handed out, so frames stay valid while they are served.
 
     Frames are served in order (``read_frame``, or ``take_frame`` from a ``listen`` callback); a bad size is raised
-    after the frames before it. Writing
-    (``asyncio.StreamWriter`` over this protocol) waits in ``drain`` while the transport's buffer is full, as
-    asyncio's ``FlowControlMixin`` does; that class is not a base here, since uvloop takes any ``asyncio.Protocol``
-    (which it is) for a streaming protocol and would never call ``get_buffer``. Event-loop thread only."""
+    after the frames before it. Writing (``asyncio.StreamWriter`` over this protocol) waits in ``drain`` while the
+    transport's buffer is full, as asyncio's ``FlowControlMixin`` does; that class is not a base here, since uvloop
+    takes any ``asyncio.Protocol`` (which it is) for a streaming protocol and would never call ``get_buffer``.
+    Event-loop thread only."""
 
     def __init__(self, max_size: int, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
