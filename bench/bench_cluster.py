@@ -1,8 +1,9 @@
 """A replicated cluster against the single broker, with the same confluent-kafka client, in one run.
 
-Run: ``.venv/bin/python bench/bench_cluster.py`` (about 5 minutes; ``--records``, ``--kills``, ``--rounds`` and
-``--latency-runs`` scale it; ``--phases latency`` runs only the latency phase, about 2 minutes). Every broker is its own ``samsa serve`` process on loopback, all on this one machine; the clients run
-in this process.
+Run: ``.venv/bin/python bench/bench_cluster.py`` (about 6 minutes; ``--records``, ``--kills``, ``--rounds``,
+``--latency-runs`` and ``--round-requests`` scale it; ``--phases latency`` runs only the latency phase, about 2
+minutes, ``--phases rounds`` only the replication rounds, about 30 s). Every broker is its own ``samsa serve``
+process on loopback, all on this one machine; the clients run in this process.
 
 Phases:
 
