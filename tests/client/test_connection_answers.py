@@ -132,3 +132,17 @@ def test_send_times_out_with_the_request_timeout() -> None:
             await connection.send(ApiVersionsRequest(), ApiKey.API_VERSIONS, VERSION)
 
     run(silent, body)
+
+
+def test_an_answer_too_short_for_its_header_fails_the_connection() -> None:
+    async def short(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(struct.pack(">i", 2) + b"\0\0")  # a frame of 2 bytes: no room for a correlation id
+        await asyncio.sleep(30)
+
+    async def body(connection: BrokerConnection) -> None:
+        with pytest.raises(KafkaError, match="failed"):
+            await probe(connection)
+        assert connection.closed
+
+    run(short, body)

@@ -258,7 +258,11 @@ class BrokerConnection:
             )
         except EOFError:
             self._fail(KafkaError(f"connection to broker {self.address} was closed by the broker"))
-        except (OSError, ProtocolError) as exc:
+        except (
+            OSError,
+            ProtocolError,
+            struct.error,
+        ) as exc:  # struct.error: a frame too short for its header
             self._fail(KafkaError(f"connection to broker {self.address} failed: {exc}"))
 
     def _dispatch(self, frame: memoryview) -> None:
