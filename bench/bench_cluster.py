@@ -47,6 +47,7 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench_broker import cpu_seconds
 from samsa.cluster.launcher import LocalCluster
 
 PAYLOAD = b"x" * 100
@@ -354,11 +355,7 @@ def throughput(cluster: LocalCluster, single_bootstrap: str, args: argparse.Name
 
 def process_cpu_s(pids: list[int]) -> float:
     """User + system CPU seconds of ``pids`` so far."""
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+    return sum(cpu_seconds(pid) for pid in pids)
 
 
 def one_at_a_time(
