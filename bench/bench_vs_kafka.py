@@ -29,7 +29,7 @@ Figures, per deployment:
   (``linger.ms=5``, ``batch.size=1048576``; the consumer assigns all partitions, no group), ``rdkafka_performance``
   (same producer settings, and ``sticky.partitioning.linger.ms=0`` so that its keyless records reach every
   partition; ``-G`` consumer; both librdkafka consumers with ``fetch.queue.backoff.ms=10``, see
-  ``LIBRDKAFKA_CONSUMER``), and Kafka's ``ProducerPerformance`` / ``ConsumerPerformance``
+  ``bench_broker.LIBRDKAFKA_CONSUMER``), and Kafka's ``ProducerPerformance`` / ``ConsumerPerformance``
   (``kafka-producer-perf-test`` / ``kafka-consumer-perf-test``, from the 4.4.0 jars, with their scripts'
   ``-Xmx512M``; producer defaults but ``acks``, consumer in a group). Each client reports its own rate: the
   confluent-kafka phases time the first ``produce()`` to ``flush()`` (and assign to last record); the two tools
@@ -62,6 +62,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_broker import LIBRDKAFKA_CONSUMER
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = Path(os.environ.get("SAMSA_KAFKA_CACHE", ROOT / ".cache" / "kafka"))
@@ -80,13 +82,6 @@ KAFKA_JVM = (
 )
 TOOL_HEAP = ("-Xmx512M",)  # kafka-producer-perf-test.sh / kafka-consumer-perf-test.sh
 CK_PRODUCER: dict[str, Any] = {"linger.ms": 5, "batch.size": 1048576, "delivery.report.only.error": True}
-# librdkafka's consumers (confluent-kafka and rdkafka_performance) against either broker: once a partition's local
-# queue holds queued.min.messages (100,000) librdkafka stops fetching it for fetch.queue.backoff.ms (1,000 ms by
-# default), and an application that drains the queue sooner then waits out the rest. Whether a run meets that
-# stall depends on how fast the queue filled, so with the default one consume of 500,000 x 100 B read 0.35-0.4M
-# records/s in some runs and 1.8M in others, against Kafka as against Samsa (docs/benchmarks.md). 10 ms keeps the
-# client's queue thresholds and leaves the broker's serving rate as the figure.
-LIBRDKAFKA_CONSUMER: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 SIZES = (100, 1024)
 PARTITIONS = (1, 64)
 CLIENTS = ("confluent", "rdkafka", "java")
@@ -707,6 +702,9 @@ def ratio(samsa: float | None, kafka: float | None) -> str:
 
 def available_clients(args: argparse.Namespace) -> list[str]:
     clients: list[str] = args.clients.split(",")
+    unknown = [c for c in clients if c not in CLIENTS]
+    if unknown:
+        raise SystemExit(f"--clients: unknown {', '.join(unknown)}; choose from {', '.join(CLIENTS)}")
     if "rdkafka" in clients and (args.rdkafka_performance is None or not args.rdkafka_performance.exists()):
         print(
             "rdkafka_performance: none given (--rdkafka-performance; bench/build_rdkafka_performance.sh): skipped"

@@ -66,3 +66,18 @@ def test_repeated_phases_report_the_median_round(monkeypatch: pytest.MonkeyPatch
     assert produce["seconds"] == 2.0 and produce["msgs_s"] == 50.0
     assert [r["seconds"] for r in consume["rounds"]] == [4.0, 8.0, 5.0]
     assert consume["seconds"] == 5.0 and consume["msgs_s"] == 20.0
+
+
+def test_an_unknown_client_is_refused_by_name() -> None:
+    """``--clients`` with a name the script does not run stops before any broker starts, naming the choices (a
+    typo used to start Kafka's cluster and fail minutes later, at the first table row)."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--clients", "confluent,rdkafka_performance"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "unknown rdkafka_performance" in done.stderr and "confluent, rdkafka, java" in done.stderr
