@@ -1,6 +1,7 @@
 """``write_parts``: a response's byte parts and file regions reach the client whole and in order, on asyncio's
 loop (its ``loop.sendfile``) and on uvloop (``os.sendfile`` while the transport has nothing queued, the rest read
-and queued), including a region larger than the socket's buffer and one that runs past the end of its file."""
+and queued), including a region larger than the socket's buffer and one that runs past the end of its file; a
+small region is read and sent with the bytes around it."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 from tests.broker.event_loops import LOOPS, accepted_connection, run_on
 
-from samsa.broker.network import write_parts
+from samsa.broker.network import SMALL_REGION_BYTES, write_parts
 from samsa.framing import FrameProtocol
 
 
@@ -87,6 +88,44 @@ def test_a_region_the_socket_takes_is_never_read_into_python(
     got = run_on(loop_name, lambda: _send([b"head", Region(fd, 0, 32768), b"tail"]))
     assert got == b"head" + data[:32768] + b"tail"
     assert reads == []
+
+
+@pytest.mark.parametrize("loop_name", LOOPS)
+def test_a_small_region_leaves_in_one_write_with_the_bytes_around_it(
+    loop_name: str, segment: tuple[int, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A region of at most ``SMALL_REGION_BYTES`` (a caught-up reader's answer) is read and joins its answer's
+    byte parts in one write: no ``sendfile``, and one ``writelines`` for the whole answer, where three sends
+    each woke the reader."""
+    fd, data = segment
+    reads: list[int] = []
+    sendfiles: list[int] = []
+    writes: list[int] = []
+    pread, sendfile = os.pread, os.sendfile
+
+    def counted_pread(fd: int, size: int, position: int) -> bytes:
+        reads.append(size)
+        return pread(fd, size, position)
+
+    def counted_sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+        sendfiles.append(count)
+        return sendfile(out_fd, in_fd, offset, count)
+
+    monkeypatch.setattr(os, "pread", counted_pread)
+    monkeypatch.setattr(os, "sendfile", counted_sendfile)
+    writelines = asyncio.StreamWriter.writelines
+
+    def counted_writelines(self: asyncio.StreamWriter, parts: Any) -> None:
+        parts = list(parts)
+        writes.append(sum(len(p) for p in parts))
+        writelines(self, parts)
+
+    monkeypatch.setattr(asyncio.StreamWriter, "writelines", counted_writelines)
+    small = SMALL_REGION_BYTES
+    parts = [b"head", Region(fd, 7, 170), b"mid", Region(fd, 9000, small), b"tail"]
+    got = run_on(loop_name, lambda: _send(parts))
+    assert got == b"head" + data[7:177] + b"mid" + data[9000 : 9000 + small] + b"tail"
+    assert reads == [170, small] and sendfiles == [] and writes == [len(got)]
 
 
 @pytest.mark.parametrize("loop_name", LOOPS)
