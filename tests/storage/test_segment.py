@@ -502,3 +502,63 @@ def test_segment_against_a_model(
     survivors = [o for o, _, b in model if last_of_batch[b] < cut]
     assert [r.offset for r in segment_records(segment)] == survivors
     assert segment.read_next_offset() == (survivors[-1] + 1 if survivors else 100)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            # an append of 1-3 batches (a follower's append holds several), v2 or a compressed legacy wrapper
+            st.tuples(
+                st.just("append"),
+                st.lists(
+                    st.tuples(st.integers(1, 4), st.integers(0, 2), st.booleans()), min_size=1, max_size=3
+                ),
+            ),
+            st.tuples(st.just("truncate"), st.integers(0, 40)),  # back by this many offsets from the end
+            st.tuples(st.just("rollback"), st.integers(1, 3)),  # appends of 1-3 batches, then undone
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    interval=st.sampled_from([0, 150, 400, 4096]),
+)
+def test_offset_lookups_from_recent_appends_agree_with_a_scan_from_the_start(
+    tmp_path_factory: pytest.TempPathFactory, steps: list[tuple[str, object]], interval: int
+) -> None:
+    """``translate_offset`` starts its scan at a recent append when that is past the index's floor entry: for
+    every offset it finds what a scan of the whole file finds, through multi-batch and legacy appends, truncation
+    and rolled-back appends (which must drop the positions they remembered)."""
+    directory = tmp_path_factory.mktemp("tail")
+    segment = open_segment(directory, 100, ManualClock(), interval=interval, index_bytes=4000)
+    next_offset = 100
+
+    def batches(spec: list[tuple[int, int, bool]]) -> tuple[bytes, int]:
+        nonlocal next_offset
+        out = b""
+        for n, gap, legacy in spec:
+            first = next_offset + gap
+            records = [Record(first + i, 1000 + first + i, None, b"v" * 20) for i in range(n)]
+            out += build_legacy_message_set(1, records, compression=1) if legacy else build_batch(records)
+            next_offset = first + n
+        return out, next_offset - 1
+
+    for kind, arg in steps:
+        if kind == "append":
+            raw, last = batches(arg)  # type: ignore[arg-type]
+            segment.append(last, 1000 + last, last, raw)
+        elif kind == "truncate":
+            cut = max(100, next_offset - int(arg))  # type: ignore[call-overload]
+            segment.truncate_to(cut)
+            next_offset = segment.read_next_offset()
+        else:
+            mark, before = segment.append_mark(), next_offset
+            for _ in range(int(arg)):  # type: ignore[call-overload]
+                raw, last = batches([(2, 0, False)])
+                segment.append(last, 1000 + last, last, raw)
+            segment.rollback(mark)
+            next_offset = before
+        for offset in range(95, next_offset + 3):
+            expected = segment.log.search_for_offset(offset, 0)
+            found = segment.translate_offset(offset)
+            assert (None if found is None else (found.offset, found.position, found.size)) == expected, offset

@@ -19,6 +19,7 @@ Concurrency contract: not thread-safe; the owning ``Log`` serialises every call.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import logging
 import os
@@ -51,6 +52,11 @@ INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
 CHECKED_INDEX_ENTRIES = 4096  # offset-index entries whose batch ``check`` reads; an even spread beyond
 _SIZE = struct.Struct(">i")  # a batch's size field, after its 8-byte offset
+_OFFSET = struct.Struct(">q")  # a batch's offset field: v2's base offset, a legacy wrapper's last offset
+TAIL_APPENDS = 16
+"""Recent appends whose first batch a segment remembers (its offset field and position), at least: a read at or
+near the log end, a caught-up follower's or consumer's, starts its batch scan there, not at the last index entry
+up to ``index.interval.bytes`` before it (``translate_offset``)."""
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
@@ -157,6 +163,8 @@ class LogSegment:
         "_created",
         "_max_timestamp_and_offset",
         "_rolling_based_timestamp",
+        "_tail_offsets",
+        "_tail_positions",
         "base_offset",
         "clock",
         "cut_claims",
@@ -195,6 +203,9 @@ class LogSegment:
         self._bytes_since_last_index_entry = 0
         self._rolling_based_timestamp: int | None = None
         self._max_timestamp_and_offset: TimestampOffset | None = None
+        # the offset field and position of the first batch of each recent append, in append order (``TAIL_APPENDS``)
+        self._tail_offsets: list[int] = []
+        self._tail_positions: list[int] = []
         self.verify_on_first_use = False  # set by the loader for segments trusted from a clean shutdown
         self.cut_set_aside: Path | None = None  # where the last recovery kept the bytes it cut (``recover``)
         self.cut_claims = -1  # the offset after the valid batches among the bytes the last recovery cut
@@ -337,6 +348,11 @@ class LogSegment:
             self._max_timestamp_and_offset = TimestampOffset(
                 largest_timestamp, shallow_offset_of_max_timestamp
             )
+        offsets = self._tail_offsets
+        offsets.append(_OFFSET.unpack_from(records)[0])
+        self._tail_positions.append(position)
+        if len(offsets) > 2 * TAIL_APPENDS:
+            del offsets[:TAIL_APPENDS], self._tail_positions[:TAIL_APPENDS]
 
     def _index_each_batch(
         self, position: int, records: bytes | bytearray | memoryview, current: TimestampOffset
@@ -422,17 +438,34 @@ class LogSegment:
         self._bytes_since_last_index_entry = mark.bytes_since_last_index_entry
         self._max_timestamp_and_offset = mark.max_timestamp_and_offset
         self._rolling_based_timestamp = mark.rolling_based_timestamp
+        self._forget_tail()
         self.log.undo_append(mark.size)
+
+    def _forget_tail(self) -> None:
+        """Drop the recent appends' positions: bytes are about to be cut (their batches may go)."""
+        self._tail_offsets.clear()
+        self._tail_positions.clear()
 
     # --- read --------------------------------------------------------------------------------------------
 
     def translate_offset(self, offset: int, starting_position: int = 0) -> LogOffsetPosition | None:
-        """The first batch whose last offset is >= ``offset``, searched from the index's floor entry."""
+        """The first batch whose last offset is >= ``offset``, searched from the index's floor entry, or from the
+        latest recent append whose first batch's offset field is <= ``offset`` when that is further on: every
+        batch before such an append ends below that field, so below ``offset`` (a legacy wrapper's field is its
+        last offset, the batches before it end below its first). When that field is past the index's last
+        entry, so is the append, and the index is not searched."""
         if self.verify_on_first_use:
             self._verify_once()
-        found = self.log.search_for_offset(
-            offset, max(self.offset_index.lookup(offset).position, starting_position)
-        )
+        offsets = self._tail_offsets
+        if offsets and offset >= offsets[0]:
+            slot = bisect.bisect_right(offsets, offset) - 1
+            start = self._tail_positions[slot]
+            if offsets[slot] <= self.offset_index.last_offset:
+                start = max(start, self.offset_index.lookup(offset).position)
+            start = max(start, starting_position)
+        else:
+            start = max(self.offset_index.lookup(offset).position, starting_position)
+        found = self.log.search_for_offset(offset, start)
         return None if found is None else LogOffsetPosition(*found)
 
     def read(
@@ -596,6 +629,7 @@ class LogSegment:
         the cut goes ahead: the log must serve. Either way the offsets of the valid batches among the bytes cut,
         looked for past a damaged length too (``FileRecords.valid_batches_end``), are kept in ``cut_claims``,
         from the file before the cut: the log must never hand them out again."""
+        self._forget_tail()
         self.offset_index.reset()
         self.time_index.reset()
         valid_bytes = 0
@@ -776,6 +810,7 @@ class LogSegment:
     def truncate_to(self, offset: int) -> int:
         """Remove every batch holding an offset >= ``offset`` (the whole batch containing it); returns bytes cut."""
         mapping = self.translate_offset(offset)
+        self._forget_tail()
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)
@@ -790,6 +825,7 @@ class LogSegment:
 
     def truncate_fully(self) -> int:
         """Empty the segment without reading its batches (recovery gives up on it); returns bytes cut."""
+        self._forget_tail()
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index.reset()
