@@ -296,6 +296,18 @@ class Emitter:
             return "ZERO_UUID", False
         raise ValueError(f"no default for {t}")
 
+    def shared_default(self, m: Message, f: Field) -> str | None:
+        """``_DEFAULT_<class>`` for a struct field (not an array) whose struct holds only plain values, recursively:
+        one frozen instance, made once, is its default. A default made per message cost each ``PartitionData``
+        three instances (1.4 us of its 3.9), and the encoder's test for an unset tagged field becomes an identity
+        test first. A struct with an array keeps a fresh default: its list could be appended to in place."""
+        if f.struct is None or f.is_array or not self.plain(f.struct):
+            return None
+        return f"_DEFAULT_{self.cls(m, f.struct)}"
+
+    def plain(self, s: Struct) -> bool:
+        return all(not f.is_array and (f.struct is None or self.plain(f.struct)) for f in s.fields)
+
     def annotation(self, m: Message, f: Field) -> str:
         base = self.cls(m, f.struct) if f.struct is not None else PY_TYPES[f.type]
         if f.is_array:
@@ -328,7 +340,10 @@ class Emitter:
         for f in s.fields:
             default, factory = self.default_expr(m, f)
             ann = self.annotation(m, f)
-            if factory:
+            shared = self.shared_default(m, f)
+            if shared is not None:
+                self.emit(f"    {f.attr}: {ann} = {shared}")
+            elif factory:
                 self.emit(f"    {f.attr}: {ann} = field(default_factory={default})")
             else:
                 self.emit(f"    {f.attr}: {ann} = {default}")
@@ -348,6 +363,13 @@ class Emitter:
             self.emit("        if pos != len(buf):")
             self.emit('            raise DecodeError("trailing bytes after the message", pos)')
             self.emit("        return value")
+        elif self.plain(s) and any(
+            f.struct is s and not f.is_array for t in [m.root, *m.structs] for f in t.fields
+        ):
+            self.emit()
+            self.emit()
+            self.emit(f"_DEFAULT_{name} = {name}()")
+            self.shared_instances.add(name)
 
     def field_spec(self, m: Message, f: Field) -> str:
         def rng(v: Versions) -> str:
@@ -473,7 +495,9 @@ class Emitter:
             if flex and version in f.tagged:
                 tagged.append(f)
                 default, factory = self.default_expr(m, f)
-                dec.append(f"f_{f.attr}: {self.annotation(m, f)} = {default + '()' if factory else default}")
+                shared = self.shared_default(m, f)
+                value = shared if shared is not None else default + "()" if factory else default
+                dec.append(f"f_{f.attr}: {self.annotation(m, f)} = {value}")
                 args.append(f"{f.attr}=f_{f.attr}")
                 continue
             fflex = self.flexible_for(m, f, version)
@@ -498,8 +522,11 @@ class Emitter:
                 enc.append("tags: list[tuple[int, bytearray]] = []")
                 for f in tagged:
                     default, factory = self.default_expr(m, f)
+                    shared = self.shared_default(m, f)
                     if factory and default == "list":
                         cond = f"o.{f.attr}"
+                    elif shared is not None:
+                        cond = f"o.{f.attr} is not {shared} and o.{f.attr} != {shared}"
                     elif factory:
                         cond = f"o.{f.attr} != _DEFAULT_{default}"
                         self.default_instances.add(default)
@@ -547,6 +574,7 @@ class Emitter:
     def module(self, doc: str) -> str:
         self.fn_version: dict[tuple[str, int], int] = {}
         self.default_instances: set[str] = set()
+        self.shared_instances: set[str] = set()  # emitted after their class (``shared_default``)
         self.emit(HEADER.rstrip("\n"))
         self.emit(f'"""{doc}"""')
         self.emit()
@@ -569,8 +597,11 @@ class Emitter:
             for s in reversed(m.structs):
                 self.emit_functions(m, s)
             self.emit_functions(m, m.root)
-        if self.default_instances:
-            defaults = ["", ""] + [f"_DEFAULT_{name} = {name}()" for name in sorted(self.default_instances)]
+        if self.default_instances - self.shared_instances:
+            defaults = ["", ""] + [
+                f"_DEFAULT_{name} = {name}()"
+                for name in sorted(self.default_instances - self.shared_instances)
+            ]
             self.lines[body_start:body_start] = defaults
         for m in self.messages:
             versions = range(m.valid.low, m.valid.high + 1)

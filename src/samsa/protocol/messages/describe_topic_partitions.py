@@ -55,6 +55,9 @@ class DescribeTopicPartitionsRequestCursor:
     partition_index: int = 0
 
 
+_DEFAULT_DescribeTopicPartitionsRequestCursor = DescribeTopicPartitionsRequestCursor()
+
+
 @dataclass(frozen=True, slots=True)
 class DescribeTopicPartitionsRequest:
     """Kafka DescribeTopicPartitionsRequest (request, versions 0-0)."""
@@ -82,7 +85,7 @@ class DescribeTopicPartitionsRequest:
     )
     topics: list[TopicRequest] = field(default_factory=list)
     response_partition_limit: int = 2000
-    cursor: DescribeTopicPartitionsRequestCursor | None = None
+    cursor: DescribeTopicPartitionsRequestCursor | None = _DEFAULT_DescribeTopicPartitionsRequestCursor
 
     def encode(self, version: int) -> bytes:
         """The body of this message at ``version`` (no size prefix, no header)."""
@@ -171,6 +174,9 @@ class DescribeTopicPartitionsResponseCursor:
     partition_index: int = 0
 
 
+_DEFAULT_DescribeTopicPartitionsResponseCursor = DescribeTopicPartitionsResponseCursor()
+
+
 @dataclass(frozen=True, slots=True)
 class DescribeTopicPartitionsResponse:
     """Kafka DescribeTopicPartitionsResponse (response, versions 0-0)."""
@@ -207,7 +213,7 @@ class DescribeTopicPartitionsResponse:
     )
     throttle_time_ms: int = 0
     topics: list[DescribeTopicPartitionsResponseTopic] = field(default_factory=list)
-    next_cursor: DescribeTopicPartitionsResponseCursor | None = None
+    next_cursor: DescribeTopicPartitionsResponseCursor | None = _DEFAULT_DescribeTopicPartitionsResponseCursor
 
     def encode(self, version: int) -> bytes:
         """The body of this message at ``version`` (no size prefix, no header)."""

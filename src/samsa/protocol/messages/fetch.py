@@ -60,6 +60,9 @@ class ReplicaState:
     replica_epoch: int = -1
 
 
+_DEFAULT_ReplicaState = ReplicaState()
+
+
 @dataclass(frozen=True, slots=True)
 class FetchPartition:
     """A FetchPartition entry of FetchRequest."""
@@ -144,7 +147,7 @@ class FetchRequest:
     )
     cluster_id: str | None = None
     replica_id: int = -1
-    replica_state: ReplicaState = field(default_factory=ReplicaState)
+    replica_state: ReplicaState = _DEFAULT_ReplicaState
     max_wait_ms: int = 0
     min_bytes: int = 0
     max_bytes: int = 2147483647
@@ -183,6 +186,9 @@ class EpochEndOffset:
     end_offset: int = -1
 
 
+_DEFAULT_EpochEndOffset = EpochEndOffset()
+
+
 @dataclass(frozen=True, slots=True)
 class LeaderIdAndEpoch:
     """A LeaderIdAndEpoch entry of FetchResponse."""
@@ -195,6 +201,9 @@ class LeaderIdAndEpoch:
     leader_epoch: int = -1
 
 
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotId:
     """A SnapshotId entry of FetchResponse."""
@@ -205,6 +214,9 @@ class SnapshotId:
     )
     end_offset: int = -1
     epoch: int = -1
+
+
+_DEFAULT_SnapshotId = SnapshotId()
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,9 +270,9 @@ class PartitionData:
     high_watermark: int = 0
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    diverging_epoch: EpochEndOffset = field(default_factory=EpochEndOffset)
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
-    snapshot_id: SnapshotId = field(default_factory=SnapshotId)
+    diverging_epoch: EpochEndOffset = _DEFAULT_EpochEndOffset
+    current_leader: LeaderIdAndEpoch = _DEFAULT_LeaderIdAndEpoch
+    snapshot_id: SnapshotId = _DEFAULT_SnapshotId
     aborted_transactions: list[AbortedTransaction] | None = field(default_factory=list)
     preferred_read_replica: int = -1
     records: RecordsLike | None = None
@@ -332,12 +344,6 @@ class FetchResponse:
         if pos != len(buf):
             raise DecodeError("trailing bytes after the message", pos)
         return value
-
-
-_DEFAULT_EpochEndOffset = EpochEndOffset()
-_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
-_DEFAULT_ReplicaState = ReplicaState()
-_DEFAULT_SnapshotId = SnapshotId()
 
 
 def _d_ReplicaState_0(b: memoryview, p: int) -> tuple[ReplicaState, int]:
@@ -1019,7 +1025,7 @@ def _e_FetchRequest_13(out: bytearray, o: FetchRequest) -> None:
 
 def _d_FetchRequest_15(b: memoryview, p: int) -> tuple[FetchRequest, int]:
     f_cluster_id: str | None = None
-    f_replica_state: ReplicaState = ReplicaState()
+    f_replica_state: ReplicaState = _DEFAULT_ReplicaState
     f_max_wait_ms = I32.unpack_from(b, p)[0]
     p += 4
     f_min_bytes = I32.unpack_from(b, p)[0]
@@ -1075,7 +1081,7 @@ def _e_FetchRequest_15(out: bytearray, o: FetchRequest) -> None:
         t = bytearray()
         write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if o.replica_state is not _DEFAULT_ReplicaState and o.replica_state != _DEFAULT_ReplicaState:
         t = bytearray()
         _e_ReplicaState_15(t, o.replica_state)
         tags.append((1, t))
@@ -1084,7 +1090,7 @@ def _e_FetchRequest_15(out: bytearray, o: FetchRequest) -> None:
 
 def _d_FetchRequest_17(b: memoryview, p: int) -> tuple[FetchRequest, int]:
     f_cluster_id: str | None = None
-    f_replica_state: ReplicaState = ReplicaState()
+    f_replica_state: ReplicaState = _DEFAULT_ReplicaState
     f_max_wait_ms = I32.unpack_from(b, p)[0]
     p += 4
     f_min_bytes = I32.unpack_from(b, p)[0]
@@ -1140,7 +1146,7 @@ def _e_FetchRequest_17(out: bytearray, o: FetchRequest) -> None:
         t = bytearray()
         write_compact_nullable_string(t, o.cluster_id)
         tags.append((0, t))
-    if o.replica_state != _DEFAULT_ReplicaState:
+    if o.replica_state is not _DEFAULT_ReplicaState and o.replica_state != _DEFAULT_ReplicaState:
         t = bytearray()
         _e_ReplicaState_15(t, o.replica_state)
         tags.append((1, t))
@@ -1408,9 +1414,9 @@ def _d_PartitionData_12(b: memoryview, p: int) -> tuple[PartitionData, int]:
     p += 8
     f_log_start_offset = I64.unpack_from(b, p)[0]
     p += 8
-    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-    f_snapshot_id: SnapshotId = SnapshotId()
+    f_diverging_epoch: EpochEndOffset = _DEFAULT_EpochEndOffset
+    f_current_leader: LeaderIdAndEpoch = _DEFAULT_LeaderIdAndEpoch
+    f_snapshot_id: SnapshotId = _DEFAULT_SnapshotId
     f_aborted_transactions, p = read_compact_nullable_array(b, p, _d_AbortedTransaction_12)
     f_preferred_read_replica = I32.unpack_from(b, p)[0]
     p += 4
@@ -1450,15 +1456,15 @@ def _e_PartitionData_12(out: bytearray, o: PartitionData) -> None:
     out += I32.pack(o.preferred_read_replica)
     write_compact_nullable_bytes(out, o.records)
     tags: list[tuple[int, bytearray]] = []
-    if o.diverging_epoch != _DEFAULT_EpochEndOffset:
+    if o.diverging_epoch is not _DEFAULT_EpochEndOffset and o.diverging_epoch != _DEFAULT_EpochEndOffset:
         t = bytearray()
         _e_EpochEndOffset_12(t, o.diverging_epoch)
         tags.append((0, t))
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if o.current_leader is not _DEFAULT_LeaderIdAndEpoch and o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         t = bytearray()
         _e_LeaderIdAndEpoch_12(t, o.current_leader)
         tags.append((1, t))
-    if o.snapshot_id != _DEFAULT_SnapshotId:
+    if o.snapshot_id is not _DEFAULT_SnapshotId and o.snapshot_id != _DEFAULT_SnapshotId:
         t = bytearray()
         _e_SnapshotId_12(t, o.snapshot_id)
         tags.append((2, t))

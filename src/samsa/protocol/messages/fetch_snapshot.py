@@ -48,6 +48,9 @@ class FetchSnapshotRequestSnapshotId:
     epoch: int = 0
 
 
+_DEFAULT_FetchSnapshotRequestSnapshotId = FetchSnapshotRequestSnapshotId()
+
+
 @dataclass(frozen=True, slots=True)
 class FetchSnapshotRequestPartitionSnapshot:
     """A PartitionSnapshot entry of FetchSnapshotRequest."""
@@ -72,7 +75,7 @@ class FetchSnapshotRequestPartitionSnapshot:
     )
     partition: int = 0
     current_leader_epoch: int = 0
-    snapshot_id: FetchSnapshotRequestSnapshotId = field(default_factory=FetchSnapshotRequestSnapshotId)
+    snapshot_id: FetchSnapshotRequestSnapshotId = _DEFAULT_FetchSnapshotRequestSnapshotId
     position: int = 0
     replica_directory_id: uuid.UUID = ZERO_UUID
 
@@ -157,6 +160,9 @@ class FetchSnapshotResponseSnapshotId:
     epoch: int = 0
 
 
+_DEFAULT_FetchSnapshotResponseSnapshotId = FetchSnapshotResponseSnapshotId()
+
+
 @dataclass(frozen=True, slots=True)
 class LeaderIdAndEpoch:
     """A LeaderIdAndEpoch entry of FetchSnapshotResponse."""
@@ -167,6 +173,9 @@ class LeaderIdAndEpoch:
     )
     leader_id: int = 0
     leader_epoch: int = 0
+
+
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +206,8 @@ class FetchSnapshotResponsePartitionSnapshot:
     )
     index: int = 0
     error_code: int = 0
-    snapshot_id: FetchSnapshotResponseSnapshotId = field(default_factory=FetchSnapshotResponseSnapshotId)
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
+    snapshot_id: FetchSnapshotResponseSnapshotId = _DEFAULT_FetchSnapshotResponseSnapshotId
+    current_leader: LeaderIdAndEpoch = _DEFAULT_LeaderIdAndEpoch
     size: int = 0
     position: int = 0
     unaligned_records: RecordsLike | None = None
@@ -284,9 +293,6 @@ class FetchSnapshotResponse:
         if pos != len(buf):
             raise DecodeError("trailing bytes after the message", pos)
         return value
-
-
-_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
 
 
 def _d_FetchSnapshotRequestSnapshotId_0(b: memoryview, p: int) -> tuple[FetchSnapshotRequestSnapshotId, int]:
@@ -504,7 +510,7 @@ def _d_FetchSnapshotResponsePartitionSnapshot_0(
     f_error_code = I16.unpack_from(b, p)[0]
     p += 2
     f_snapshot_id, p = _d_FetchSnapshotResponseSnapshotId_0(b, p)
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    f_current_leader: LeaderIdAndEpoch = _DEFAULT_LeaderIdAndEpoch
     f_size = I64.unpack_from(b, p)[0]
     p += 8
     f_position = I64.unpack_from(b, p)[0]
@@ -537,7 +543,7 @@ def _e_FetchSnapshotResponsePartitionSnapshot_0(
     out += I64.pack(o.position)
     write_compact_nullable_bytes(out, o.unaligned_records)
     tags: list[tuple[int, bytearray]] = []
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if o.current_leader is not _DEFAULT_LeaderIdAndEpoch and o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         t = bytearray()
         _e_LeaderIdAndEpoch_0(t, o.current_leader)
         tags.append((0, t))

@@ -123,6 +123,9 @@ class LeaderIdAndEpoch:
     leader_epoch: int = -1
 
 
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionProduceResponse:
     """A PartitionProduceResponse entry of ProduceResponse."""
@@ -157,7 +160,7 @@ class PartitionProduceResponse:
     log_start_offset: int = -1
     record_errors: list[BatchIndexAndErrorMessage] = field(default_factory=list)
     error_message: str | None = None
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
+    current_leader: LeaderIdAndEpoch = _DEFAULT_LeaderIdAndEpoch
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,9 +234,6 @@ class ProduceResponse:
         if pos != len(buf):
             raise DecodeError("trailing bytes after the message", pos)
         return value
-
-
-_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
 
 
 def _d_PartitionProduceData_0(b: memoryview, p: int) -> tuple[PartitionProduceData, int]:
@@ -574,7 +574,7 @@ def _d_PartitionProduceResponse_10(b: memoryview, p: int) -> tuple[PartitionProd
     p += 8
     f_record_errors, p = read_compact_array(b, p, _d_BatchIndexAndErrorMessage_9)
     f_error_message, p = read_compact_nullable_string(b, p)
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    f_current_leader: LeaderIdAndEpoch = _DEFAULT_LeaderIdAndEpoch
     n_tags, p = read_uvarint(b, p)
     for _ in range(n_tags):
         tag, p, end = read_tagged_field_header(b, p)
@@ -602,7 +602,7 @@ def _e_PartitionProduceResponse_10(out: bytearray, o: PartitionProduceResponse) 
     write_compact_array(out, o.record_errors, _e_BatchIndexAndErrorMessage_9)
     write_compact_nullable_string(out, o.error_message)
     tags: list[tuple[int, bytearray]] = []
-    if o.current_leader != _DEFAULT_LeaderIdAndEpoch:
+    if o.current_leader is not _DEFAULT_LeaderIdAndEpoch and o.current_leader != _DEFAULT_LeaderIdAndEpoch:
         t = bytearray()
         _e_LeaderIdAndEpoch_10(t, o.current_leader)
         tags.append((0, t))

@@ -128,6 +128,9 @@ class LeaderIdAndEpoch:
     leader_epoch: int = 0
 
 
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionData:
     """A PartitionData entry of ShareAcknowledgeResponse."""
@@ -143,7 +146,7 @@ class PartitionData:
     partition_index: int = 0
     error_code: int = 0
     error_message: str | None = None
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
+    current_leader: LeaderIdAndEpoch = _DEFAULT_LeaderIdAndEpoch
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,6 +155,9 @@ class LeaderIdAndEpoch:
     leader_epoch: int = 0
 
 
+_DEFAULT_LeaderIdAndEpoch = LeaderIdAndEpoch()
+
+
 @dataclass(frozen=True, slots=True)
 class AcquiredRecords:
     """A AcquiredRecords entry of ShareFetchResponse."""
@@ -194,7 +197,7 @@ class PartitionData:
     error_message: str | None = None
     acknowledge_error_code: int = 0
     acknowledge_error_message: str | None = None
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
+    current_leader: LeaderIdAndEpoch = _DEFAULT_LeaderIdAndEpoch
     records: RecordsLike | None = None
     acquired_records: list[AcquiredRecords] = field(default_factory=list)
 

@@ -58,6 +58,9 @@ class KRaftVersionFeature:
     max_supported_version: int = 0
 
 
+_DEFAULT_KRaftVersionFeature = KRaftVersionFeature()
+
+
 @dataclass(frozen=True, slots=True)
 class UpdateRaftVoterRequest:
     """Kafka UpdateRaftVoterRequest (request, versions 0-0)."""
@@ -89,7 +92,7 @@ class UpdateRaftVoterRequest:
     voter_id: int = 0
     voter_directory_id: uuid.UUID = ZERO_UUID
     listeners: list[Listener] = field(default_factory=list)
-    k_raft_version_feature: KRaftVersionFeature = field(default_factory=KRaftVersionFeature)
+    k_raft_version_feature: KRaftVersionFeature = _DEFAULT_KRaftVersionFeature
 
     def encode(self, version: int) -> bytes:
         """The body of this message at ``version`` (no size prefix, no header)."""
@@ -123,6 +126,9 @@ class CurrentLeader:
     port: int = 0
 
 
+_DEFAULT_CurrentLeader = CurrentLeader()
+
+
 @dataclass(frozen=True, slots=True)
 class UpdateRaftVoterResponse:
     """Kafka UpdateRaftVoterResponse (response, versions 0-0)."""
@@ -137,7 +143,7 @@ class UpdateRaftVoterResponse:
     )
     throttle_time_ms: int = 0
     error_code: int = 0
-    current_leader: CurrentLeader = field(default_factory=CurrentLeader)
+    current_leader: CurrentLeader = _DEFAULT_CurrentLeader
 
     def encode(self, version: int) -> bytes:
         """The body of this message at ``version`` (no size prefix, no header)."""
@@ -153,9 +159,6 @@ class UpdateRaftVoterResponse:
         if pos != len(buf):
             raise DecodeError("trailing bytes after the message", pos)
         return value
-
-
-_DEFAULT_CurrentLeader = CurrentLeader()
 
 
 def _d_Listener_0(b: memoryview, p: int) -> tuple[Listener, int]:
@@ -246,7 +249,7 @@ def _d_UpdateRaftVoterResponse_0(b: memoryview, p: int) -> tuple[UpdateRaftVoter
     p += 4
     f_error_code = I16.unpack_from(b, p)[0]
     p += 2
-    f_current_leader: CurrentLeader = CurrentLeader()
+    f_current_leader: CurrentLeader = _DEFAULT_CurrentLeader
     n_tags, p = read_uvarint(b, p)
     for _ in range(n_tags):
         tag, p, end = read_tagged_field_header(b, p)
@@ -262,7 +265,7 @@ def _e_UpdateRaftVoterResponse_0(out: bytearray, o: UpdateRaftVoterResponse) -> 
     out += I32.pack(o.throttle_time_ms)
     out += I16.pack(o.error_code)
     tags: list[tuple[int, bytearray]] = []
-    if o.current_leader != _DEFAULT_CurrentLeader:
+    if o.current_leader is not _DEFAULT_CurrentLeader and o.current_leader != _DEFAULT_CurrentLeader:
         t = bytearray()
         _e_CurrentLeader_0(t, o.current_leader)
         tags.append((0, t))
