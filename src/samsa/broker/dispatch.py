@@ -7,7 +7,8 @@ a handler implements (Produce v0-2) and a malformed request close that connectio
 on). A handler that fails on storage (``StorageError`` or ``OSError``: a full or failing disk) is answered with an
 error code in every entry (KAFKA_STORAGE_ERROR; NOT_COORDINATOR for group APIs, COORDINATOR_NOT_AVAILABLE for
 FindCoordinator and InitProducerId), never by dropping the connection. A fetch response's record data stays in the
-segment files: the encoder leaves a region there and the network layer sends it with ``sendfile``.
+segment files: the encoder leaves a region there and the network layer sends it with ``sendfile`` (a small one
+with the answer's bytes, in one ``send``).
 
 The request log is Kafka's: logger ``kafka.request.logger`` (``samsa serve --request-log`` turns it on) writes one
 DEBUG line per served request with its API, version, correlation and client ids, connection, time taken, the

@@ -4,7 +4,8 @@ A Kafka frame is ``int32 size`` followed by ``size`` bytes. A connection is serv
 is read, handled and answered before the next is read, which is how Kafka keeps responses in request order (it
 mutes a channel while a request is in flight). A response is a sequence of parts: ``bytes`` written to the socket,
 and file regions (a segment's ``FileSlice``) sent with ``sendfile`` straight from the page cache, never copied
-through Python.
+through Python; a region of at most ``SMALL_REGION_BYTES`` (a caught-up reader's) is read and leaves in one
+``send`` with the bytes around it (``write_parts``).
 
 Frames are received straight into the buffers requests decode from (``FrameProtocol``, an asyncio
 ``BufferedProtocol``): a produced batch is copied at most once in user space between the socket and the file.

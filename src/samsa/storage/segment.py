@@ -14,6 +14,11 @@ Invariants: every offset in the segment is in [base, base + Int.MAX]; an index e
 the set's start position; the first append never adds one. The last time-index entry of an inactive segment is
 its maximum timestamp.
 
+Lookups: an offset's batch is found by scanning batch headers from the offset index's floor entry, or from a recent
+append (the segment keeps the first batch of each, ``TAIL_APPENDS`` at least, in memory only) when that is further
+on: a read at the log end, a caught-up follower's or consumer's, then scans one batch or a few, not every batch
+since the last index entry.
+
 Concurrency contract: not thread-safe; the owning ``Log`` serialises every call.
 """
 
