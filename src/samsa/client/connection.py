@@ -176,11 +176,15 @@ class BrokerConnection:
         """Send ``message`` and await its response (None for a Produce with acks=0)."""
         if version is None:
             version = self.pick_version(api_key)
-        if self._reauth_lock.locked() or (self._reauth_at and time.monotonic() > self._reauth_at):
+        if self._reauth_lock.locked() or self._reauth_due():
             async with self._reauth_lock:
-                if self._reauth_at and time.monotonic() > self._reauth_at:
+                if self._reauth_due():
                     await self._authenticate()
         return await self._request(message, api_key, version, timeout_ms)
+
+    def _reauth_due(self) -> bool:
+        """Whether the SASL session's renewal time has passed (never without a session lifetime)."""
+        return bool(self._reauth_at) and time.monotonic() > self._reauth_at
 
     def send(self, message: Any, api_key: int, version: int) -> asyncio.Future[Any]:
         """``request`` without a task or a wait of its own: the request is written now and the future of its
@@ -188,7 +192,7 @@ class BrokerConnection:
         transport's buffer to drain, so this is for a caller with one small request in flight at a time, as a
         replica fetcher: awaiting the future directly saves the loop turn a task around ``request`` costs on
         every answer. When a re-authentication is due, the future is ``request``'s task."""
-        if self._reauth_lock.locked() or (self._reauth_at and time.monotonic() > self._reauth_at):
+        if self._reauth_lock.locked() or self._reauth_due():
             return asyncio.ensure_future(self.request(message, api_key, version))
         future = self._send(message, api_key, version, None)
         if future is None:
