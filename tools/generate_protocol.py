@@ -369,7 +369,6 @@ class Emitter:
             self.emit()
             self.emit()
             self.emit(f"_DEFAULT_{name} = {name}()")
-            self.shared_instances.add(name)
 
     def field_spec(self, m: Message, f: Field) -> str:
         def rng(v: Versions) -> str:
@@ -574,7 +573,6 @@ class Emitter:
     def module(self, doc: str) -> str:
         self.fn_version: dict[tuple[str, int], int] = {}
         self.default_instances: set[str] = set()
-        self.shared_instances: set[str] = set()  # emitted after their class (``shared_default``)
         self.emit(HEADER.rstrip("\n"))
         self.emit(f'"""{doc}"""')
         self.emit()
@@ -597,11 +595,10 @@ class Emitter:
             for s in reversed(m.structs):
                 self.emit_functions(m, s)
             self.emit_functions(m, m.root)
-        if self.default_instances - self.shared_instances:
-            defaults = ["", ""] + [
-                f"_DEFAULT_{name} = {name}()"
-                for name in sorted(self.default_instances - self.shared_instances)
-            ]
+        if (
+            self.default_instances
+        ):  # structs with an array: a shared default is emitted after its class instead
+            defaults = ["", ""] + [f"_DEFAULT_{name} = {name}()" for name in sorted(self.default_instances)]
             self.lines[body_start:body_start] = defaults
         for m in self.messages:
             versions = range(m.valid.low, m.valid.high + 1)
